@@ -1,0 +1,47 @@
+# The two commands of the README: `make demo` and `make test`. Each program keeps its own targets in
+# mk/<program>.mk; this file wires them together.
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+
+.PHONY: demo test deps web lint test-rust build release
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make demo   - build everything and serve cranwhales on http://127.0.0.1:8080 (bundled data)"
+	@echo "make test   - install what is needed, then run every test (Rust, browser, R)"
+	@echo "make bench-ingest | bench-serve | bench-surge | bench-manifold - side-by-side benchmarks"
+
+# System packages, npm modules and toolchain components; each step skips what is already there.
+deps:
+	scripts/install-deps.sh
+
+# The web UI and the report runtime, built into web/dist* and embedded in the binaries.
+web: web/node_modules
+	cd web && npm run build
+
+web/node_modules: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	@touch $@
+
+build: web
+	$(CARGO) build --workspace --bins
+
+release: web
+	$(CARGO) build --workspace --release --bins
+
+lint: web
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	cd web && npx tsc --noEmit
+
+test-rust: web
+	$(CARGO) test --workspace
+
+include mk/cranwhales.mk
+include mk/surge.mk
+include mk/manifold.mk
+
+# Everything: lint, unit + integration tests, then each program's browser / R tests.
+test: deps lint test-rust $(TEST_TARGETS)
+	@echo "make test: all suites passed"

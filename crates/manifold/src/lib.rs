@@ -1,0 +1,1 @@
+//! manifold library: see ARCHITECTURE.md for the module map.

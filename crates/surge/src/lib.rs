@@ -1,0 +1,1 @@
+//! surge library: see ARCHITECTURE.md for the module map.

@@ -1,0 +1,10 @@
+// The surge report runtime: one self-contained IIFE (charts + code) inlined into every report.html.
+import { defineConfig } from "vite";
+
+export default defineConfig({
+  build: {
+    outDir: "dist-report",
+    emptyOutDir: true,
+    lib: { entry: "src/report/main.ts", name: "SurgeReport", formats: ["iife"], fileName: () => "report.js" },
+  },
+});

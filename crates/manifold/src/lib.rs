@@ -1,1 +1,95 @@
-//! manifold library: see ARCHITECTURE.md for the module map.
+//! manifold: an autoscaling pool of single-threaded web app processes behind one HTTP port.
+//!
+//! Modules, in the order a request meets them:
+//! - [`config`]: flags, TOML file and R presets merged into one [`Config`].
+//! - [`server`]: accept loop with graceful drain.
+//! - [`proxy`]: forwards a request (or WebSocket) to a leased worker; sticky cookie.
+//! - [`pool`]: picks workers, FIFO queue, scaling, crash and idle handling (one supervisor task).
+//! - [`worker`]: one process: spawn, readiness, output forwarding, stop and reap.
+//! - [`upstream`]: HTTP client towards workers (keep-alive, TCP_NODELAY, quick ACKs).
+//! - [`status`]: JSON status and Prometheus metrics.
+//! - [`shutdown`]: SIGTERM / Ctrl-C.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod pool;
+pub mod proxy;
+pub mod server;
+pub mod shutdown;
+pub mod status;
+pub mod upstream;
+pub mod worker;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use config::{Cli, Config};
+
+/// Errors that end a manifold run; each is one line for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Settings were invalid.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// --listen.
+        addr: SocketAddr,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// The `--min` workers could not be started.
+    #[error("{0}")]
+    Start(String),
+}
+
+/// Starts `--min` workers, then listens on `cfg.listen` and serves until `shutdown` resolves;
+/// then drains in-flight requests and stops every worker.
+///
+/// Prints `manifold: listening on http://ADDR` to stderr once traffic is accepted.
+///
+/// # Errors
+/// Workers cannot start, or the address cannot be bound.
+pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+    cfg.validate()?;
+    let output = worker::OutputSink::start();
+    let upstream = upstream::Upstream::new();
+    let pool = pool::Pool::new(cfg.clone(), upstream.clone(), output);
+    tokio::pin!(shutdown);
+    let started = tokio::select! {
+        r = pool.start_min() => r,
+        _ = &mut shutdown => {
+            pool.shutdown().await;
+            return Ok(());
+        }
+    };
+    if let Err(e) = started {
+        pool.shutdown().await;
+        return Err(Error::Start(e));
+    }
+    let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
+        Ok(l) => l,
+        Err(source) => {
+            pool.shutdown().await;
+            return Err(Error::Bind {
+                addr: cfg.listen,
+                source,
+            });
+        }
+    };
+    let addr = listener.local_addr().map_err(|source| Error::Bind {
+        addr: cfg.listen,
+        source,
+    })?;
+    eprintln!(
+        "manifold: listening on http://{addr} ({} worker(s) ready)",
+        cfg.min
+    );
+    let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone(), upstream));
+    server::serve(listener, proxy, shutdown).await;
+    pool.shutdown().await;
+    tracing::info!("all workers stopped");
+    Ok(())
+}

@@ -1,1 +1,41 @@
-fn main() {}
+//! `manifold` binary: parse flags, run the pool, print one line on error.
+
+use clap::Parser;
+use manifold::{Cli, Config};
+
+fn main() {
+    let cli = Cli::parse();
+    let verbose = cli.opts.verbose;
+    let cfg = match Config::from_cli(cli) {
+        Ok(c) => c,
+        Err(e) => fail(&e, verbose),
+    };
+    let filter = if cfg.verbose {
+        "manifold=debug"
+    } else {
+        "manifold=info"
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    if let Err(e) = rt.block_on(manifold::run(cfg.clone(), manifold::shutdown::signal())) {
+        fail(&e, cfg.verbose);
+    }
+}
+
+fn fail(e: &dyn std::error::Error, verbose: bool) -> ! {
+    eprintln!("manifold: {e}");
+    if verbose {
+        let mut src = e.source();
+        while let Some(s) = src {
+            eprintln!("  caused by: {s}");
+            src = s.source();
+        }
+    }
+    std::process::exit(1);
+}

@@ -1,0 +1,448 @@
+//! Settings: command-line flags, an optional TOML file and the R presets, merged into one [`Config`].
+//!
+//! Precedence is flag > file > default, so a config file can hold a deployment's settings and a flag
+//! can still override one of them for a single run.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use serde::Deserialize;
+
+/// Everything that can go wrong while reading settings; each message names the flag or file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// File given with --config.
+        path: PathBuf,
+        /// Underlying I/O error.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML or has an unknown key or wrong type.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// File given with --config.
+        path: PathBuf,
+        /// Parser message, including line and column.
+        message: String,
+    },
+    /// A duration such as `30s` did not parse.
+    #[error("{field}: invalid duration {value:?} (use e.g. 500ms, 30s, 5m)")]
+    Duration {
+        /// Flag or key name.
+        field: &'static str,
+        /// Value as given.
+        value: String,
+    },
+    /// Two settings contradict each other, or a required one is missing.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How requests from one client are tied to a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Sticky {
+    /// A `manifold_worker` cookie sends a session's later requests (and WebSocket) to its worker.
+    Cookie,
+    /// Every request goes to the least-busy worker.
+    None,
+}
+
+/// Command-line interface of the `manifold` binary.
+#[derive(Debug, Parser)]
+#[command(
+    name = "manifold",
+    version,
+    about = "Autoscaling process pool and reverse proxy for single-threaded web apps",
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  manifold plumber api.R\n  manifold shiny ./app\n  manifold --max 4 -- python3 app.py --port {port}"
+)]
+pub struct Cli {
+    /// Shared settings.
+    #[command(flatten)]
+    pub opts: Options,
+    /// A preset that builds the worker command for an R app.
+    #[command(subcommand)]
+    pub preset: Option<Preset>,
+    /// Worker command after `--`; `{port}` in it is replaced by the worker's port.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Presets that build the R command line for common apps.
+#[derive(Debug, Subcommand)]
+pub enum Preset {
+    /// Serve a plumber API file (R package plumber).
+    Plumber {
+        /// The plumber file, e.g. api.R.
+        file: PathBuf,
+        /// Settings may also follow the preset.
+        #[command(flatten)]
+        opts: Box<Options>,
+    },
+    /// Serve a Shiny app directory (sticky sessions and WebSockets on).
+    Shiny {
+        /// Directory holding app.R (or ui.R + server.R).
+        dir: PathBuf,
+        /// Settings may also follow the preset.
+        #[command(flatten)]
+        opts: Box<Options>,
+    },
+}
+
+/// Flags shared by the plain form and the presets. All optional so a file and defaults can fill gaps.
+#[derive(Debug, Default, Clone, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Options {
+    /// Address to listen on [default: 127.0.0.1:3000].
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Workers kept running even when idle, started before traffic is accepted [default: 1].
+    #[arg(long)]
+    pub min: Option<usize>,
+    /// Most workers at once [default: number of CPU cores].
+    #[arg(long)]
+    pub max: Option<usize>,
+    /// Requests one worker takes at once [default: 1; shiny preset: 20].
+    #[arg(long)]
+    pub per_worker: Option<usize>,
+    /// Idle time after which a worker above --min is stopped [default: 300s].
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// Requests that may wait for a worker; more get 503 at once [default: 1000].
+    #[arg(long)]
+    pub queue_size: Option<usize>,
+    /// Longest wait in the queue before 503 + Retry-After [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub queue_timeout: Option<String>,
+    /// Time a new worker has to accept connections (and pass --health-path) [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub ready_timeout: Option<String>,
+    /// Path that must answer 2xx before a worker counts as ready [default: none].
+    #[arg(long)]
+    pub health_path: Option<String>,
+    /// Session affinity [default: none; shiny preset: cookie].
+    #[arg(long, value_enum)]
+    pub sticky: Option<Sticky>,
+    /// Time a worker gets after SIGTERM before SIGKILL [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub stop_timeout: Option<String>,
+    /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Worker command (config file only; on the command line it follows `--`).
+    #[arg(skip)]
+    pub command: Option<Vec<String>>,
+    /// Show debug logs and error causes.
+    #[arg(short, long)]
+    #[serde(skip)]
+    pub verbose: bool,
+}
+
+impl Options {
+    /// Fills every unset field of `self` from `other`.
+    fn or(self, other: Options) -> Options {
+        Options {
+            listen: self.listen.or(other.listen),
+            min: self.min.or(other.min),
+            max: self.max.or(other.max),
+            per_worker: self.per_worker.or(other.per_worker),
+            idle_timeout: self.idle_timeout.or(other.idle_timeout),
+            queue_size: self.queue_size.or(other.queue_size),
+            queue_timeout: self.queue_timeout.or(other.queue_timeout),
+            ready_timeout: self.ready_timeout.or(other.ready_timeout),
+            health_path: self.health_path.or(other.health_path),
+            sticky: self.sticky.or(other.sticky),
+            stop_timeout: self.stop_timeout.or(other.stop_timeout),
+            config: self.config.or(other.config),
+            command: self.command.or(other.command),
+            verbose: self.verbose || other.verbose,
+        }
+    }
+}
+
+/// The resolved settings the pool and proxy run with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address (the binary binds it; tests pass their own listener).
+    pub listen: SocketAddr,
+    /// Workers kept running.
+    pub min: usize,
+    /// Upper bound on workers.
+    pub max: usize,
+    /// Concurrent requests per worker.
+    pub per_worker: usize,
+    /// Idle time before a worker above `min` is stopped.
+    pub idle_timeout: Duration,
+    /// Longest queue.
+    pub queue_size: usize,
+    /// Longest wait in the queue.
+    pub queue_timeout: Duration,
+    /// Time allowed for a worker to become ready.
+    pub ready_timeout: Duration,
+    /// Optional readiness path.
+    pub health_path: Option<String>,
+    /// Session affinity.
+    pub sticky: Sticky,
+    /// SIGTERM → SIGKILL grace period.
+    pub stop_timeout: Duration,
+    /// Program and arguments; `{port}` is substituted per worker.
+    pub command: Vec<String>,
+    /// Debug logging.
+    pub verbose: bool,
+}
+
+impl Config {
+    /// A config for `command` with every default; tests and embedders start from this.
+    pub fn new(command: Vec<String>) -> Config {
+        Config {
+            listen: "127.0.0.1:3000".parse().expect("static address"),
+            min: 1,
+            max: default_max(),
+            per_worker: 1,
+            idle_timeout: Duration::from_secs(300),
+            queue_size: 1000,
+            queue_timeout: Duration::from_secs(30),
+            ready_timeout: Duration::from_secs(60),
+            health_path: None,
+            sticky: Sticky::None,
+            stop_timeout: Duration::from_secs(5),
+            command,
+            verbose: false,
+        }
+    }
+
+    /// Resolves parsed flags (and the file named by `--config`) into a config.
+    ///
+    /// # Errors
+    /// Unreadable or invalid config file, bad duration, no command, or min > max.
+    pub fn from_cli(cli: Cli) -> Result<Config, ConfigError> {
+        let (mut opts, preset_command, shiny) = match cli.preset {
+            None => (cli.opts, None, false),
+            Some(Preset::Plumber { file, opts }) => {
+                (opts.or(cli.opts), Some(plumber_command(&file)), false)
+            }
+            Some(Preset::Shiny { dir, opts }) => {
+                (opts.or(cli.opts), Some(shiny_command(&dir)), true)
+            }
+        };
+        if let Some(path) = opts.config.clone() {
+            opts = opts.or(read_file(&path)?);
+        }
+        if shiny {
+            opts = opts.or(Options {
+                sticky: Some(Sticky::Cookie),
+                per_worker: Some(20),
+                ..Options::default()
+            });
+        }
+        let command = if !cli.command.is_empty() {
+            cli.command
+        } else if let Some(c) = preset_command {
+            c
+        } else {
+            opts.command.clone().unwrap_or_default()
+        };
+        if command.is_empty() {
+            return Err(ConfigError::Invalid(
+                "no worker command: give `-- COMMAND ARGS`, a preset (plumber FILE | shiny DIR) or `command` in --config".into(),
+            ));
+        }
+        let mut c = Config::new(command);
+        c.verbose = opts.verbose;
+        if let Some(v) = opts.listen {
+            c.listen = v;
+        }
+        if let Some(v) = opts.min {
+            c.min = v;
+        }
+        if let Some(v) = opts.max {
+            c.max = v;
+        }
+        if let Some(v) = opts.per_worker {
+            c.per_worker = v;
+        }
+        if let Some(v) = opts.queue_size {
+            c.queue_size = v;
+        }
+        c.health_path = opts.health_path;
+        if let Some(v) = opts.sticky {
+            c.sticky = v;
+        }
+        let durations = [
+            ("--idle-timeout", opts.idle_timeout, &mut c.idle_timeout),
+            ("--queue-timeout", opts.queue_timeout, &mut c.queue_timeout),
+            ("--ready-timeout", opts.ready_timeout, &mut c.ready_timeout),
+            ("--stop-timeout", opts.stop_timeout, &mut c.stop_timeout),
+        ];
+        for (field, value, slot) in durations {
+            if let Some(v) = value {
+                *slot = parse_duration(field, &v)?;
+            }
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks relations between settings.
+    ///
+    /// # Errors
+    /// `--max` of 0, `--per-worker` of 0, or `--min` above `--max`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max == 0 {
+            return Err(ConfigError::Invalid("--max must be at least 1".into()));
+        }
+        if self.per_worker == 0 {
+            return Err(ConfigError::Invalid(
+                "--per-worker must be at least 1".into(),
+            ));
+        }
+        if self.min > self.max {
+            return Err(ConfigError::Invalid(format!(
+                "--min {} is above --max {}",
+                self.min, self.max
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Number of cores, the default for `--max`.
+pub fn default_max() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn read_file(path: &Path) -> Result<Options, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_owned(),
+        message: e.to_string().lines().collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// Parses `500ms`, `30s`, `5m`, `1h` (humantime syntax).
+pub fn parse_duration(field: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(value.trim()).map_err(|_| ConfigError::Duration {
+        field,
+        value: value.to_owned(),
+    })
+}
+
+/// Quotes a path as an R string literal.
+fn r_string(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// `Rscript` line that serves a plumber file on `$PORT` (loopback only).
+pub fn plumber_command(file: &Path) -> Vec<String> {
+    vec![
+        "Rscript".into(),
+        "-e".into(),
+        format!(
+            "plumber::pr_run(plumber::pr({}), host = '127.0.0.1', port = as.integer(Sys.getenv('PORT')), docs = FALSE, quiet = TRUE)",
+            r_string(file)
+        ),
+    ]
+}
+
+/// `Rscript` line that serves a Shiny app directory on `$PORT` (loopback only).
+pub fn shiny_command(dir: &Path) -> Vec<String> {
+    vec![
+        "Rscript".into(),
+        "-e".into(),
+        format!(
+            "shiny::runApp({}, host = '127.0.0.1', port = as.integer(Sys.getenv('PORT')), launch.browser = FALSE)",
+            r_string(dir)
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+        let mut v = vec!["manifold"];
+        v.extend_from_slice(args);
+        Config::from_cli(Cli::try_parse_from(v).expect("clap parse"))
+    }
+
+    #[test]
+    fn defaults_and_command() {
+        let c = parse(&["--", "python3", "app.py", "{port}"]).unwrap();
+        assert_eq!(c.command, ["python3", "app.py", "{port}"]);
+        assert_eq!((c.min, c.max, c.per_worker), (1, default_max(), 1));
+        assert_eq!(c.queue_timeout, Duration::from_secs(30));
+        assert_eq!(c.sticky, Sticky::None);
+    }
+
+    #[test]
+    fn shiny_preset_turns_on_sticky() {
+        let c = parse(&["shiny", "app dir's", "--max", "3"]).unwrap();
+        assert_eq!(c.sticky, Sticky::Cookie);
+        assert_eq!(c.max, 3);
+        assert_eq!(c.command[0], "Rscript");
+        assert!(
+            c.command[2].contains(r"shiny::runApp('app dir\'s'"),
+            "{}",
+            c.command[2]
+        );
+    }
+
+    #[test]
+    fn plumber_preset() {
+        let c = parse(&["--min", "2", "plumber", "api.R"]).unwrap();
+        assert_eq!(c.min, 2);
+        assert!(c.command[2].contains("plumber::pr('api.R')"));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse(&["--queue-timeout", "soon", "--", "x"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--queue-timeout: invalid duration \"soon\" (use e.g. 500ms, 30s, 5m)"
+        );
+        let e = parse(&["--min", "3", "--max", "2", "--", "x"]).unwrap_err();
+        assert_eq!(e.to_string(), "--min 3 is above --max 2");
+        assert!(parse(&[])
+            .unwrap_err()
+            .to_string()
+            .starts_with("no worker command"));
+    }
+
+    #[test]
+    fn file_fills_gaps_and_flags_win() {
+        let dir = std::env::temp_dir().join(format!("manifold-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("m.toml");
+        std::fs::write(
+            &f,
+            "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ncommand = [\"python3\", \"w.py\"]\n",
+        )
+        .unwrap();
+        let c = parse(&["--config", f.to_str().unwrap(), "--min", "1"]).unwrap();
+        assert_eq!((c.min, c.max), (1, 7));
+        assert_eq!(c.queue_timeout, Duration::from_secs(2));
+        assert_eq!(c.command, ["python3", "w.py"]);
+        std::fs::write(&f, "maxx = 7\n").unwrap();
+        let e = parse(&["--config", f.to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("config file {}:", f.display())),
+            "{e}"
+        );
+        assert!(e.contains("line 1"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

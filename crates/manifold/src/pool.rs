@@ -1,0 +1,652 @@
+//! The worker pool: who serves the next request, when to start or stop workers, the FIFO queue.
+//!
+//! Requests call [`Pool::acquire`] and hold the returned [`Lease`] while the worker serves them;
+//! dropping it frees the slot and hands it to the oldest waiter. Everything that changes the set of
+//! workers (start, ready, exit, idle stop, back-off) happens in one supervisor task that `select!`s
+//! over a closed [`Event`] enum, so the request path never spawns or waits on a process.
+//!
+//! Invariants: a worker serves at most `per_worker` requests that were assigned by the picker
+//! (sticky requests follow their session regardless); waiters are served strictly in arrival order;
+//! at most `max` workers are alive (not counting ones being stopped); every spawned process is
+//! reaped before [`Pool::shutdown`] returns.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::config::Config;
+use crate::upstream::Upstream;
+use crate::worker::{OutputSink, Worker, WorkerError};
+
+/// Start attempts before giving up while starting `--min` workers.
+const STARTUP_ATTEMPTS: u32 = 3;
+/// Consecutive start failures after which waiting requests are failed instead of kept waiting.
+const FAILING_AFTER: u32 = 3;
+/// Back-off after the first failed start; doubles per failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Why a request got no worker.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AcquireError {
+    /// The queue already holds `--queue-size` requests.
+    #[error("queue full")]
+    QueueFull,
+    /// Waited longer than `--queue-timeout`.
+    #[error("queue timeout")]
+    Timeout,
+    /// Workers keep failing to start.
+    #[error("workers cannot start: {0}")]
+    Failing(String),
+}
+
+/// Lifecycle of a worker as the pool sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Spawned, not yet accepting.
+    Starting,
+    /// Takes requests.
+    Ready,
+    /// SIGTERM sent; takes nothing new.
+    Stopping,
+}
+
+/// Things the supervisor reacts to.
+#[derive(Debug)]
+enum Event {
+    /// A request is waiting (maybe start a worker).
+    Demand,
+    /// A worker passed its readiness check.
+    Ready(u64),
+    /// A worker failed its readiness check (it is being stopped).
+    StartFailed(u64, String),
+    /// A worker process was reaped.
+    Exited(u64, String),
+}
+
+struct Slot {
+    worker: Worker,
+    state: State,
+    busy: usize,
+    served: u64,
+    last_used: Instant,
+    started: Instant,
+    failed_start: bool,
+}
+
+struct Waiter {
+    tx: oneshot::Sender<Lease>,
+}
+
+#[derive(Default, Serialize, Clone, Copy)]
+/// Lifetime counters for status and metrics.
+pub struct Totals {
+    /// Requests a worker finished.
+    pub served: u64,
+    /// Requests refused because the queue was full.
+    pub queue_full: u64,
+    /// Requests that timed out in the queue.
+    pub queue_timeouts: u64,
+    /// Requests answered 502 (worker failed mid-request).
+    pub bad_gateway: u64,
+    /// Worker processes started.
+    pub worker_starts: u64,
+    /// Ready workers that exited without being asked to.
+    pub worker_crashes: u64,
+    /// Workers that never became ready.
+    pub start_failures: u64,
+    /// Idle workers stopped.
+    pub idle_stops: u64,
+}
+
+struct Inner {
+    slots: BTreeMap<u64, Slot>,
+    queue: VecDeque<Waiter>,
+    next_id: u64,
+    failures_in_row: u32,
+    retry_at: Option<Instant>,
+    last_error: Option<String>,
+    shutting_down: bool,
+    totals: Totals,
+}
+
+/// The pool shared by the proxy, the status page and the supervisor.
+pub struct Pool {
+    cfg: Config,
+    inner: Mutex<Inner>,
+    events: mpsc::UnboundedSender<Event>,
+    upstream: Upstream,
+    output: OutputSink,
+    ready_count: watch::Sender<usize>,
+}
+
+/// One request's claim on a worker; dropping it frees the slot.
+pub struct Lease {
+    pool: Arc<Pool>,
+    /// Worker id (for the sticky cookie and logs).
+    pub worker: u64,
+    /// Worker port.
+    pub port: u16,
+    armed: bool,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.armed {
+            self.pool.release(self.worker);
+        }
+    }
+}
+
+/// One worker in the status JSON.
+#[derive(Serialize)]
+pub struct WorkerStatus {
+    /// Pool-wide id.
+    pub id: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Loopback port.
+    pub port: u16,
+    /// Lifecycle state.
+    pub state: State,
+    /// Requests in progress.
+    pub busy: usize,
+    /// Requests finished.
+    pub served: u64,
+    /// Seconds since start.
+    pub uptime_s: f64,
+    /// Seconds since the last request finished.
+    pub idle_s: f64,
+}
+
+/// Snapshot for `/__manifold__/status` and metrics.
+#[derive(Serialize)]
+pub struct Snapshot {
+    /// Workers by id.
+    pub workers: Vec<WorkerStatus>,
+    /// Requests waiting.
+    pub queue: usize,
+    /// --queue-size.
+    pub queue_size: usize,
+    /// --min.
+    pub min: usize,
+    /// --max.
+    pub max: usize,
+    /// --per-worker.
+    pub per_worker: usize,
+    /// Counters.
+    pub totals: Totals,
+    /// Worker output lines dropped because the log writer was behind.
+    pub output_lines_dropped: u64,
+    /// Last worker start failure, if any.
+    pub last_error: Option<String>,
+}
+
+impl Pool {
+    /// Creates the pool and its supervisor task; no worker is started yet.
+    pub fn new(cfg: Config, upstream: Upstream, output: OutputSink) -> Arc<Pool> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pool = Arc::new(Pool {
+            cfg,
+            inner: Mutex::new(Inner {
+                slots: BTreeMap::new(),
+                queue: VecDeque::new(),
+                next_id: 1,
+                failures_in_row: 0,
+                retry_at: None,
+                last_error: None,
+                shutting_down: false,
+                totals: Totals::default(),
+            }),
+            events: tx,
+            upstream,
+            output,
+            ready_count: watch::channel(0).0,
+        });
+        tokio::spawn(supervise(Arc::downgrade(&pool), rx));
+        pool
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().expect("pool lock")
+    }
+
+    /// Starts `--min` workers and waits until they are ready.
+    ///
+    /// # Errors
+    /// A worker failed to start [`STARTUP_ATTEMPTS`] times in a row; the message says why.
+    pub async fn start_min(self: &Arc<Self>) -> Result<(), String> {
+        let _ = self.events.send(Event::Demand);
+        let mut rx = self.ready_count.subscribe();
+        let min = self.cfg.min;
+        loop {
+            {
+                let st = self.lock();
+                if st.failures_in_row >= STARTUP_ATTEMPTS {
+                    return Err(format!(
+                        "{} (gave up after {} attempts)",
+                        st.last_error.clone().unwrap_or_default(),
+                        st.failures_in_row
+                    ));
+                }
+            }
+            if *rx.borrow_and_update() >= min {
+                return Ok(());
+            }
+            if rx.changed().await.is_err() {
+                return Err("pool stopped".into());
+            }
+        }
+    }
+
+    /// Gets a worker for one request: the session's worker if `sticky` names a ready one, else
+    /// the least-busy, most recently used worker with room, else a place in the FIFO queue.
+    ///
+    /// # Errors
+    /// Queue full, queue timeout, or workers failing to start.
+    pub async fn acquire(self: &Arc<Self>, sticky: Option<u64>) -> Result<Lease, AcquireError> {
+        let rx = {
+            let mut st = self.lock();
+            if let Some(id) = sticky {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if slot.state == State::Ready {
+                        slot.busy += 1;
+                        return Ok(self.lease(id, slot.worker.port));
+                    }
+                }
+            }
+            if st.queue.is_empty() {
+                if let Some(id) = pick(&st, self.cfg.per_worker) {
+                    let slot = st.slots.get_mut(&id).expect("picked slot");
+                    slot.busy += 1;
+                    return Ok(self.lease(id, slot.worker.port));
+                }
+            }
+            let backing_off = st.retry_at.is_some_and(|t| t > Instant::now());
+            if backing_off
+                && st.failures_in_row >= FAILING_AFTER
+                && !st.slots.values().any(|s| s.state == State::Ready)
+            {
+                return Err(AcquireError::Failing(
+                    st.last_error.clone().unwrap_or_default(),
+                ));
+            }
+            if st.queue.len() >= self.cfg.queue_size {
+                st.totals.queue_full += 1;
+                return Err(AcquireError::QueueFull);
+            }
+            let (tx, rx) = oneshot::channel();
+            st.queue.push_back(Waiter { tx });
+            rx
+        };
+        let _ = self.events.send(Event::Demand);
+        match tokio::time::timeout(self.cfg.queue_timeout, rx).await {
+            Ok(Ok(lease)) => Ok(lease),
+            // Sender dropped: the pool failed all waiters because workers cannot start.
+            Ok(Err(_)) => Err(AcquireError::Failing(
+                self.lock().last_error.clone().unwrap_or_default(),
+            )),
+            Err(_) => {
+                // The closed receiver is skipped by dispatch; a lease sent just now was dropped
+                // with the receiver and released itself.
+                let mut st = self.lock();
+                st.queue.retain(|w| !w.tx.is_closed());
+                st.totals.queue_timeouts += 1;
+                Err(AcquireError::Timeout)
+            }
+        }
+    }
+
+    fn lease(self: &Arc<Self>, worker: u64, port: u16) -> Lease {
+        Lease {
+            pool: self.clone(),
+            worker,
+            port,
+            armed: true,
+        }
+    }
+
+    /// Counts a 502 answer (worker died or refused mid-request).
+    pub fn count_bad_gateway(&self) {
+        self.lock().totals.bad_gateway += 1;
+    }
+
+    /// Whether worker `id` exists and takes requests (for sticky cookies).
+    pub fn is_ready(&self, id: u64) -> bool {
+        self.lock()
+            .slots
+            .get(&id)
+            .is_some_and(|s| s.state == State::Ready)
+    }
+
+    fn release(self: &Arc<Self>, id: u64) {
+        let mut st = self.lock();
+        if let Some(slot) = st.slots.get_mut(&id) {
+            slot.busy = slot.busy.saturating_sub(1);
+            slot.served += 1;
+            slot.last_used = Instant::now();
+            st.totals.served += 1;
+        }
+        self.dispatch(&mut st);
+    }
+
+    /// Hands free slots to waiters, oldest first.
+    fn dispatch(self: &Arc<Self>, st: &mut Inner) {
+        while let Some(front) = st.queue.front() {
+            if front.tx.is_closed() {
+                st.queue.pop_front();
+                continue;
+            }
+            let Some(id) = pick(st, self.cfg.per_worker) else {
+                break;
+            };
+            let waiter = st.queue.pop_front().expect("front exists");
+            let slot = st.slots.get_mut(&id).expect("picked slot");
+            slot.busy += 1;
+            if let Err(mut lease) = waiter.tx.send(self.lease(id, slot.worker.port)) {
+                // Waiter gave up in the meantime: undo without re-locking.
+                lease.armed = false;
+                slot.busy -= 1;
+            }
+        }
+    }
+
+    /// Current state for the status page and metrics.
+    pub fn snapshot(&self) -> Snapshot {
+        let st = self.lock();
+        let now = Instant::now();
+        Snapshot {
+            workers: st
+                .slots
+                .values()
+                .map(|s| WorkerStatus {
+                    id: s.worker.id,
+                    pid: s.worker.pid,
+                    port: s.worker.port,
+                    state: s.state,
+                    busy: s.busy,
+                    served: s.served,
+                    uptime_s: (now - s.started).as_secs_f64(),
+                    idle_s: (now - s.last_used).as_secs_f64(),
+                })
+                .collect(),
+            queue: st.queue.len(),
+            queue_size: self.cfg.queue_size,
+            min: self.cfg.min,
+            max: self.cfg.max,
+            per_worker: self.cfg.per_worker,
+            totals: st.totals,
+            output_lines_dropped: self.output.dropped(),
+            last_error: st.last_error.clone(),
+        }
+    }
+
+    /// Stops every worker (SIGTERM, then SIGKILL) and waits until all are reaped.
+    pub async fn shutdown(&self) {
+        let waits: Vec<watch::Receiver<Option<String>>> = {
+            let mut st = self.lock();
+            st.shutting_down = true;
+            st.queue.clear();
+            st.slots
+                .values_mut()
+                .map(|s| {
+                    s.state = State::Stopping;
+                    s.worker.stop();
+                    s.worker.exited.clone()
+                })
+                .collect()
+        };
+        for mut rx in waits {
+            let _ = rx.wait_for(|s| s.is_some()).await;
+        }
+    }
+
+    /// Starts one worker unless the pool is at `max`, backing off, or shutting down.
+    fn spawn_one(self: &Arc<Self>, st: &mut Inner) {
+        let id = st.next_id;
+        st.next_id += 1;
+        let events = self.events.clone();
+        let spawned = Worker::spawn(
+            id,
+            &self.cfg.command,
+            self.cfg.stop_timeout,
+            &self.output,
+            move |status| {
+                let _ = events.send(Event::Exited(id, status));
+            },
+        );
+        st.totals.worker_starts += 1;
+        let worker = match spawned {
+            Ok(w) => w,
+            Err(e) => {
+                self.start_failed(st, e.to_string());
+                return;
+            }
+        };
+        tracing::info!(
+            worker = id,
+            pid = worker.pid,
+            port = worker.port,
+            "worker starting"
+        );
+        let probe = worker.probe();
+        let now = Instant::now();
+        st.slots.insert(
+            id,
+            Slot {
+                worker,
+                state: State::Starting,
+                busy: 0,
+                served: 0,
+                last_used: now,
+                started: now,
+                failed_start: false,
+            },
+        );
+        // Readiness is probed off the supervisor so that slow starts never hold it up.
+        let upstream = self.upstream.clone();
+        let health = self.cfg.health_path.clone();
+        let timeout = self.cfg.ready_timeout;
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let res = probe
+                .wait_ready(&upstream, health.as_deref(), timeout)
+                .await;
+            let _ = events.send(match res {
+                Ok(()) => Event::Ready(id),
+                Err(e) => Event::StartFailed(id, e.to_string()),
+            });
+        });
+    }
+
+    fn start_failed(&self, st: &mut Inner, message: String) {
+        tracing::error!(error = %message, "worker failed to start");
+        st.totals.start_failures += 1;
+        st.failures_in_row += 1;
+        let backoff = FIRST_BACKOFF
+            .saturating_mul(1 << (st.failures_in_row - 1).min(16))
+            .min(MAX_BACKOFF);
+        st.retry_at = Some(Instant::now() + backoff);
+        st.last_error = Some(message);
+        if st.failures_in_row >= FAILING_AFTER
+            && !st.slots.values().any(|s| s.state == State::Ready)
+        {
+            // Nobody will serve the waiters soon: fail them now rather than at the queue timeout.
+            st.queue.clear();
+        }
+        // Wake start_min so it can give up.
+        self.ready_count.send_modify(|_| {});
+    }
+
+    /// Supervisor step: start workers while below `min` or while waiters outnumber starting slots.
+    fn scale(self: &Arc<Self>, st: &mut Inner) {
+        if st.shutting_down {
+            return;
+        }
+        loop {
+            if st.retry_at.is_some_and(|t| t > Instant::now()) {
+                return;
+            }
+            let alive = st
+                .slots
+                .values()
+                .filter(|s| s.state != State::Stopping)
+                .count();
+            let starting = st
+                .slots
+                .values()
+                .filter(|s| s.state == State::Starting)
+                .count();
+            let demand = st.queue.iter().filter(|w| !w.tx.is_closed()).count();
+            let want = alive < self.cfg.min || demand > starting * self.cfg.per_worker;
+            if !want || alive >= self.cfg.max {
+                return;
+            }
+            let before = st.failures_in_row;
+            self.spawn_one(st);
+            if st.failures_in_row > before {
+                return;
+            }
+        }
+    }
+
+    /// Stops the least recently used idle worker above `min` whose idle time passed.
+    fn reap_idle(&self, st: &mut Inner) {
+        let now = Instant::now();
+        loop {
+            let alive = st
+                .slots
+                .values()
+                .filter(|s| s.state != State::Stopping)
+                .count();
+            if alive <= self.cfg.min {
+                return;
+            }
+            let victim = st
+                .slots
+                .values_mut()
+                .filter(|s| {
+                    s.state == State::Ready
+                        && s.busy == 0
+                        && now - s.last_used >= self.cfg.idle_timeout
+                })
+                .min_by_key(|s| s.last_used);
+            let Some(slot) = victim else { return };
+            tracing::info!(worker = slot.worker.id, "stopping idle worker");
+            slot.state = State::Stopping;
+            slot.worker.stop();
+            st.totals.idle_stops += 1;
+        }
+    }
+
+    fn publish_ready(&self, st: &Inner) {
+        let n = st
+            .slots
+            .values()
+            .filter(|s| s.state == State::Ready)
+            .count();
+        self.ready_count.send_replace(n);
+    }
+
+    fn handle(self: &Arc<Self>, ev: Event) {
+        let mut st = self.lock();
+        match ev {
+            Event::Demand => {}
+            Event::Ready(id) => {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if slot.state == State::Starting {
+                        slot.state = State::Ready;
+                        slot.last_used = Instant::now();
+                        tracing::info!(worker = id, "worker ready");
+                    }
+                }
+                st.failures_in_row = 0;
+                st.retry_at = None;
+                self.dispatch(&mut st);
+            }
+            Event::StartFailed(id, message) => {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    slot.failed_start = true;
+                    slot.state = State::Stopping;
+                    slot.worker.stop();
+                }
+                self.start_failed(&mut st, message);
+            }
+            Event::Exited(id, status) => {
+                if let Some(slot) = st.slots.remove(&id) {
+                    match slot.state {
+                        State::Starting if !slot.failed_start => {
+                            let e = WorkerError::ExitedEarly {
+                                id,
+                                status,
+                                tail: slot.worker.tail_text(),
+                            };
+                            self.start_failed(&mut st, e.to_string());
+                        }
+                        State::Ready => {
+                            st.totals.worker_crashes += 1;
+                            tracing::warn!(worker = id, status = %status, busy = slot.busy, "worker died");
+                        }
+                        _ => tracing::info!(worker = id, status = %status, "worker stopped"),
+                    }
+                }
+            }
+        }
+        self.scale(&mut st);
+        self.publish_ready(&st);
+    }
+}
+
+/// Picks the ready worker with room: least busy, then most recently used.
+fn pick(st: &Inner, per_worker: usize) -> Option<u64> {
+    st.slots
+        .values()
+        .filter(|s| s.state == State::Ready && s.busy < per_worker)
+        .min_by_key(|s| (s.busy, std::cmp::Reverse(s.last_used), s.worker.id))
+        .map(|s| s.worker.id)
+}
+
+/// The supervisor loop: events, back-off retries and the idle check.
+async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::UnboundedReceiver<Event>) {
+    let tick_every = {
+        let Some(p) = pool.upgrade() else { return };
+        (p.cfg.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    };
+    let mut tick = tokio::time::interval(tick_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let retry_at = pool.upgrade().and_then(|p| p.lock().retry_at);
+        let backoff = async {
+            match retry_at {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ev = rx.recv() => {
+                let (Some(ev), Some(p)) = (ev, pool.upgrade()) else { return };
+                p.handle(ev);
+            }
+            _ = backoff => {
+                let Some(p) = pool.upgrade() else { return };
+                let mut st = p.lock();
+                st.retry_at = None;
+                // Retry only when someone needs a worker.
+                p.scale(&mut st);
+                p.publish_ready(&st);
+            }
+            _ = tick.tick() => {
+                let Some(p) = pool.upgrade() else { return };
+                let mut st = p.lock();
+                if !st.shutting_down {
+                    p.reap_idle(&mut st);
+                }
+                p.scale(&mut st);
+            }
+        }
+    }
+}

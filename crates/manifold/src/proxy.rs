@@ -1,0 +1,310 @@
+//! Request handling: pick a worker, forward the request, stream the answer back, tunnel WebSockets.
+//!
+//! Invariant: this module never starts or stops processes; it only holds [`Lease`]s, and a lease
+//! lives exactly as long as the worker is serving (until the response body ends or the WebSocket
+//! closes).
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+
+use crate::config::{Config, Sticky};
+use crate::pool::{AcquireError, Lease, Pool};
+use crate::status;
+use crate::upstream::Upstream;
+
+/// Body of every response manifold sends.
+pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
+
+/// Name of the sticky-session cookie; its value is the worker id.
+pub const COOKIE: &str = "manifold_worker";
+
+/// Headers that belong to one hop and are never forwarded as-is.
+const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Everything a request needs; shared by all connections.
+pub struct Proxy {
+    pool: Arc<Pool>,
+    upstream: Upstream,
+    sticky: Sticky,
+    retry_after: u64,
+}
+
+impl Proxy {
+    /// Builds the handler over a pool.
+    pub fn new(cfg: &Config, pool: Arc<Pool>, upstream: Upstream) -> Proxy {
+        Proxy {
+            pool,
+            upstream,
+            sticky: cfg.sticky,
+            retry_after: cfg.queue_timeout.as_secs().clamp(1, 60),
+        }
+    }
+
+    /// Answers one request from `client` (status pages, or forwarded to a worker).
+    pub async fn handle(&self, req: Request<Incoming>, client: SocketAddr) -> Response<ProxyBody> {
+        match req.uri().path() {
+            "/__manifold__/status" => return status::json(&self.pool.snapshot()),
+            "/__manifold__/metrics" => return status::metrics(&self.pool.snapshot()),
+            _ => {}
+        }
+        let cookie = if self.sticky == Sticky::Cookie {
+            sticky_cookie(req.headers())
+        } else {
+            None
+        };
+        let lease = match self.pool.acquire(cookie).await {
+            Ok(l) => l,
+            Err(e) => return self.unavailable(e),
+        };
+        let worker = lease.worker;
+        let mut resp = self.forward(req, client, lease).await;
+        if self.sticky == Sticky::Cookie && cookie != Some(worker) {
+            let v = format!("{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax");
+            resp.headers_mut().append(
+                header::SET_COOKIE,
+                HeaderValue::from_str(&v).expect("ascii cookie"),
+            );
+        }
+        resp
+    }
+
+    async fn forward(
+        &self,
+        mut req: Request<Incoming>,
+        client: SocketAddr,
+        lease: Lease,
+    ) -> Response<ProxyBody> {
+        let upgrade = is_upgrade(req.headers());
+        let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+        let (mut parts, body) = req.into_parts();
+        let pq = parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        parts.uri = format!("http://127.0.0.1:{}{pq}", lease.port)
+            .parse()
+            .expect("valid upstream uri");
+        forwarded_headers(&mut parts.headers, client, upgrade);
+        let up_req = Request::from_parts(parts, body.boxed());
+        let mut resp = match self.upstream.send(up_req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.pool.count_bad_gateway();
+                tracing::warn!(worker = lease.worker, error = %e, "worker request failed");
+                let msg = format!("manifold: worker {} failed: {e}\n", lease.worker);
+                return plain(StatusCode::BAD_GATEWAY, msg);
+            }
+        };
+        if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+            if let Some(client_upgrade) = client_upgrade {
+                let worker_upgrade = hyper::upgrade::on(&mut resp);
+                tokio::spawn(tunnel(client_upgrade, worker_upgrade, lease));
+                let (parts, _) = resp.into_parts();
+                return Response::from_parts(parts, empty());
+            }
+        }
+        strip_hop_by_hop(resp.headers_mut());
+        resp.map(|b| {
+            Leased {
+                inner: b.boxed(),
+                lease: Some(lease),
+            }
+            .boxed()
+        })
+    }
+
+    fn unavailable(&self, e: AcquireError) -> Response<ProxyBody> {
+        let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, format!("manifold: {e}\n"));
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(self.retry_after));
+        r
+    }
+}
+
+/// Copies bytes both ways between an upgraded client and worker connection, holding the lease.
+async fn tunnel(
+    client: hyper::upgrade::OnUpgrade,
+    worker: hyper::upgrade::OnUpgrade,
+    lease: Lease,
+) {
+    let (c, w) = match tokio::try_join!(client, worker) {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::warn!(worker = lease.worker, error = %e, "websocket upgrade failed");
+            return;
+        }
+    };
+    let (mut c, mut w) = (TokioIo::new(c), TokioIo::new(w));
+    let _ = tokio::io::copy_bidirectional(&mut c, &mut w).await;
+    drop(lease);
+}
+
+/// A plain-text response from manifold itself.
+pub fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
+    let mut r = Response::new(Full::new(Bytes::from(text)).map_err(|n| match n {}).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn empty() -> ProxyBody {
+    http_body_util::Empty::new().map_err(|n| match n {}).boxed()
+}
+
+/// The worker id in the sticky cookie, if any.
+fn sticky_cookie(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::UPGRADE)
+        && headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Headers named in Connection are hop-by-hop too.
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect();
+    for n in named {
+        headers.remove(n);
+    }
+    for h in HOP_BY_HOP {
+        headers.remove(h);
+    }
+}
+
+/// Drops hop-by-hop headers (keeping an upgrade's own) and sets the `X-Forwarded-*` headers.
+fn forwarded_headers(headers: &mut HeaderMap, client: SocketAddr, upgrade: bool) {
+    let keep = upgrade.then(|| {
+        (
+            headers.get(header::UPGRADE).cloned(),
+            headers.get(header::CONNECTION).cloned(),
+        )
+    });
+    strip_hop_by_hop(headers);
+    if let Some((Some(up), Some(conn))) = keep {
+        headers.insert(header::UPGRADE, up);
+        headers.insert(header::CONNECTION, conn);
+    }
+    let ip = client.ip().to_string();
+    let xff = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+        Some(prev) => format!("{prev}, {ip}"),
+        None => ip,
+    };
+    if let Ok(v) = HeaderValue::from_str(&xff) {
+        headers.insert("x-forwarded-for", v);
+    }
+    if !headers.contains_key("x-forwarded-proto") {
+        headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
+    }
+    if let Some(host) = headers.get(header::HOST).cloned() {
+        headers.insert("x-forwarded-host", host);
+    }
+}
+
+/// A worker's response body that frees the worker when it ends or is dropped.
+struct Leased {
+    inner: ProxyBody,
+    lease: Option<Lease>,
+}
+
+impl Body for Leased {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let r = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(None) = r {
+            self.lease = None;
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_and_headers() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; manifold_worker=7; b=2"),
+        );
+        assert_eq!(sticky_cookie(&h), Some(7));
+        h.insert(header::HOST, HeaderValue::from_static("example.org"));
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, x-secret"),
+        );
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
+        forwarded_headers(&mut h, "127.0.0.2:5000".parse().unwrap(), false);
+        assert!(!h.contains_key("x-secret") && !h.contains_key(header::CONNECTION));
+        assert_eq!(h["x-forwarded-for"], "10.0.0.1, 127.0.0.2");
+        assert_eq!(h["x-forwarded-host"], "example.org");
+        assert_eq!(h["x-forwarded-proto"], "http");
+    }
+
+    #[test]
+    fn upgrade_headers_survive() {
+        let mut h = HeaderMap::new();
+        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        assert!(is_upgrade(&h));
+        forwarded_headers(&mut h, "127.0.0.1:1".parse().unwrap(), true);
+        assert_eq!(h[header::UPGRADE], "websocket");
+        assert_eq!(h[header::CONNECTION], "Upgrade");
+    }
+}

@@ -1,0 +1,390 @@
+//! One worker process: spawn, readiness probe, output forwarding, exit watch, stop.
+//!
+//! A worker runs in its own process group so that stopping it also stops anything it started (R
+//! often forks helpers). Its stdout and stderr are always drained, line by line, so a chatty worker
+//! can never fill a pipe and stall; lines go to manifold's stderr with a `[worker N]` prefix, or are
+//! counted as dropped when the log writer cannot keep up. Every child is reaped by its watch task.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::upstream::Upstream;
+
+/// Lines kept per worker to explain why it failed.
+const TAIL_LINES: usize = 20;
+/// Longest forwarded line; the rest of a longer line is cut.
+const MAX_LINE: usize = 16 * 1024;
+/// Lines buffered for the log writer before new ones are dropped.
+const LOG_QUEUE: usize = 4096;
+
+/// Why a worker did not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The command could not be executed at all (missing program, permissions).
+    #[error("cannot start worker {id} ({program}): {source}")]
+    Spawn {
+        /// Worker number.
+        id: u64,
+        /// Program name from the command.
+        program: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// No free loopback port could be reserved.
+    #[error("no free loopback port for worker {id}: {source}")]
+    Port {
+        /// Worker number.
+        id: u64,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// The process exited before it was ready.
+    #[error("worker {id} {status} before it was ready{}", tail_suffix(.tail))]
+    ExitedEarly {
+        /// Worker number.
+        id: u64,
+        /// "exited with code 1" / "killed by signal 9".
+        status: String,
+        /// Last output lines.
+        tail: String,
+    },
+    /// The port did not accept (or the health path did not answer 2xx) in time.
+    #[error("worker {id} not ready after {timeout:?}: {reason}{}", tail_suffix(.tail))]
+    NotReady {
+        /// Worker number.
+        id: u64,
+        /// --ready-timeout.
+        timeout: Duration,
+        /// What was still missing.
+        reason: String,
+        /// Last output lines.
+        tail: String,
+    },
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; last output: {tail}")
+    }
+}
+
+/// Shared writer for forwarded worker output; cheap to clone.
+///
+/// Lines go through a bounded channel to one writer task so that a slow stderr never stalls the
+/// tasks draining the workers' pipes.
+#[derive(Clone)]
+pub struct OutputSink {
+    tx: mpsc::Sender<String>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl OutputSink {
+    /// Starts the writer task (to manifold's stderr).
+    pub fn start() -> OutputSink {
+        let (tx, mut rx) = mpsc::channel::<String>(LOG_QUEUE);
+        tokio::spawn(async move {
+            let mut err = tokio::io::stderr();
+            while let Some(line) = rx.recv().await {
+                if err.write_all(line.as_bytes()).await.is_err() {
+                    // stderr closed: keep draining so senders never block.
+                    continue;
+                }
+            }
+        });
+        OutputSink {
+            tx,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Lines that could not be forwarded because the writer was behind.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    fn send(&self, line: String) {
+        if self.tx.try_send(line).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// How a worker process ended, as one phrase for logs and errors.
+pub fn describe(status: &std::io::Result<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "exited".to_string(),
+        },
+        Err(e) => format!("could not be waited for ({e})"),
+    }
+}
+
+/// A running worker process as the pool holds it.
+pub struct Worker {
+    /// Pool-wide number, never reused (sticky cookies refer to it).
+    pub id: u64,
+    /// Loopback port it serves on.
+    pub port: u16,
+    /// Process id (also its process group id).
+    pub pid: u32,
+    /// Last output lines, for error messages.
+    pub tail: Arc<Mutex<VecDeque<String>>>,
+    /// Set to the exit description once the process is reaped.
+    pub exited: watch::Receiver<Option<String>>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Worker {
+    /// Spawns `command` with `{port}` replaced and `PORT` set, in a new process group.
+    ///
+    /// The returned worker's watch task reaps the child and reports the exit on `on_exit`.
+    ///
+    /// # Errors
+    /// No free port or the program cannot be executed.
+    pub fn spawn(
+        id: u64,
+        command: &[String],
+        stop_timeout: Duration,
+        output: &OutputSink,
+        on_exit: impl FnOnce(String) + Send + 'static,
+    ) -> Result<Worker, WorkerError> {
+        let port = free_port().map_err(|source| WorkerError::Port { id, source })?;
+        let args: Vec<String> = command
+            .iter()
+            .map(|a| a.replace("{port}", &port.to_string()))
+            .collect();
+        let mut child = Command::new(&args[0])
+            .args(&args[1..])
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|source| WorkerError::Spawn {
+                id,
+                program: args[0].clone(),
+                source,
+            })?;
+        let pid = child.id().expect("fresh child has a pid");
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let mut drains = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            drains.push(tokio::spawn(drain(
+                BufReader::new(out),
+                id,
+                output.clone(),
+                tail.clone(),
+            )));
+        }
+        if let Some(err) = child.stderr.take() {
+            drains.push(tokio::spawn(drain(
+                BufReader::new(err),
+                id,
+                output.clone(),
+                tail.clone(),
+            )));
+        }
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (exit_tx, exit_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = watch_child(child, pid, stop_rx, stop_timeout).await;
+            // Let the drains pick up the last lines (the pipes close with the group).
+            for d in drains {
+                let _ = tokio::time::timeout(Duration::from_secs(1), d).await;
+            }
+            let text = describe(&status);
+            let _ = exit_tx.send(Some(text.clone()));
+            on_exit(text);
+        });
+        Ok(Worker {
+            id,
+            port,
+            pid,
+            tail,
+            exited: exit_rx,
+            stop: Some(stop_tx),
+        })
+    }
+
+    /// Asks the watch task to stop the process group (SIGTERM, then SIGKILL after the grace time).
+    pub fn stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Waits until the process has been reaped.
+    pub async fn wait(&self) {
+        let mut rx = self.exited.clone();
+        let _ = rx.wait_for(|s| s.is_some()).await;
+    }
+
+    /// Last output lines joined with " | ".
+    pub fn tail_text(&self) -> String {
+        let t = self.tail.lock().expect("tail lock");
+        t.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+
+    /// What a readiness check needs, detached from the worker so the pool lock is not held.
+    pub fn probe(&self) -> Probe {
+        Probe {
+            id: self.id,
+            port: self.port,
+            exited: self.exited.clone(),
+            tail: self.tail.clone(),
+        }
+    }
+}
+
+/// A handle for checking one worker's readiness.
+pub struct Probe {
+    id: u64,
+    port: u16,
+    exited: watch::Receiver<Option<String>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Probe {
+    fn tail_text(&self) -> String {
+        let t = self.tail.lock().expect("tail lock");
+        t.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+
+    /// Waits until the worker accepts connections (and `health_path` answers 2xx).
+    ///
+    /// # Errors
+    /// The process exits first, or `timeout` passes.
+    pub async fn wait_ready(
+        &self,
+        upstream: &Upstream,
+        health_path: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), WorkerError> {
+        let start = Instant::now();
+        let mut exited = self.exited.clone();
+        let reason = Mutex::new(format!("port {} does not accept connections", self.port));
+        let set = |r: String| *reason.lock().expect("reason lock") = r;
+        let probe = async {
+            let mut delay = Duration::from_millis(10);
+            loop {
+                // Polling is the only portable readiness signal a plain command gives us.
+                if TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {
+                    match health_path {
+                        None => return,
+                        Some(p) => match upstream.probe(self.port, p).await {
+                            Ok(s) if s.is_success() => return,
+                            Ok(s) => set(format!("{p} answered {s}")),
+                            Err(e) => set(format!("{p} failed: {e}")),
+                        },
+                    }
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(100));
+            }
+        };
+        tokio::select! {
+            _ = probe => Ok(()),
+            r = exited.wait_for(|s| s.is_some()) => {
+                let status = r.map(|s| s.clone().unwrap_or_default()).unwrap_or_default();
+                Err(WorkerError::ExitedEarly { id: self.id, status, tail: self.tail_text() })
+            }
+            _ = tokio::time::sleep(timeout.saturating_sub(start.elapsed())) => {
+                let reason = reason.lock().expect("reason lock").clone();
+                Err(WorkerError::NotReady { id: self.id, timeout, reason, tail: self.tail_text() })
+            }
+        }
+    }
+}
+
+/// Reserves a free loopback port by binding :0 and releasing it (the worker binds it next).
+fn free_port() -> std::io::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn signal_group(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) with a negative pid signals the group; no memory is touched.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), sig);
+    }
+}
+
+/// Owns the child until it is reaped; stops the whole group on request or after the leader exits.
+async fn watch_child(
+    mut child: Child,
+    pid: u32,
+    stop: oneshot::Receiver<()>,
+    grace: Duration,
+) -> std::io::Result<ExitStatus> {
+    let status = tokio::select! {
+        s = child.wait() => s,
+        _ = stop => {
+            signal_group(pid, libc::SIGTERM);
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(s) => s,
+                Err(_) => {
+                    signal_group(pid, libc::SIGKILL);
+                    child.wait().await
+                }
+            }
+        }
+    };
+    // Leftover group members (helpers the worker forked) go with the leader.
+    signal_group(pid, libc::SIGKILL);
+    status
+}
+
+/// Reads lines until EOF, forwarding each with the worker prefix and keeping a short tail.
+async fn drain(
+    mut r: impl AsyncBufRead + Unpin,
+    id: u64,
+    out: OutputSink,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let buf = match r.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(b) => b,
+        };
+        let (take, complete) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = MAX_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        r.consume(take);
+        if complete {
+            emit(&mut line, id, &out, &tail);
+        }
+    }
+    if !line.is_empty() {
+        emit(&mut line, id, &out, &tail);
+    }
+}
+
+fn emit(line: &mut Vec<u8>, id: u64, out: &OutputSink, tail: &Mutex<VecDeque<String>>) {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\n', '\r']);
+    out.send(format!("[worker {id}] {text}\n"));
+    let mut t = tail.lock().expect("tail lock");
+    if t.len() == TAIL_LINES {
+        t.pop_front();
+    }
+    t.push_back(text.chars().take(300).collect());
+    line.clear();
+}

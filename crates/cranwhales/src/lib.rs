@@ -1,6 +1,14 @@
 //! cranwhales: CRAN download logs → per-day summaries in SQLite → JSON API and web UI.
 //! See ARCHITECTURE.md for the module map.
 
+pub mod bar;
+pub mod cli;
+pub mod day;
+pub mod ingest;
+pub mod names;
+pub mod parse;
 pub mod progress;
 pub mod server;
+pub mod source;
+pub mod store;
 pub mod summary;

@@ -10,7 +10,11 @@ pub enum Event {
     /// Bytes of the `.csv.gz` received so far; `total` from Content-Length when known.
     Downloading { done: u64, total: Option<u64> },
     /// Compressed bytes consumed and rows parsed so far.
-    Parsing { bytes: u64, total: Option<u64>, rows: u64 },
+    Parsing {
+        bytes: u64,
+        total: Option<u64>,
+        rows: u64,
+    },
     /// Writing the day's tables in one transaction.
     Storing,
     /// The day is committed and visible.

@@ -1,0 +1,240 @@
+//! The `ingest`, `show` and `days` subcommands: argument types and what each one runs and prints.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+
+use crate::bar::{thousands, Bar};
+use crate::ingest::{self, IngestError};
+use crate::parse;
+use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
+use crate::store::Store;
+use crate::summary::{DayInfo, DaySummary};
+
+/// Where the database lives unless `--db` says otherwise (relative to the working directory).
+pub const DEFAULT_DB: &str = "data/cranwhales.db";
+
+/// Options of `cranwhales ingest`.
+#[derive(Debug, clap::Args)]
+pub struct IngestArgs {
+    /// SQLite database file (created if missing).
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// Base URL of the daily logs: {URL}/{YYYY}/{YYYY-MM-DD}.csv.gz.
+    #[arg(long, default_value = DEFAULT_BASE_URL)]
+    pub source_url: String,
+    /// Where downloaded days are kept (each day is downloaded once).
+    #[arg(long, default_value = DEFAULT_CACHE_DIR)]
+    pub cache_dir: PathBuf,
+    /// Local .csv.gz / .csv files, or dates (YYYY-MM-DD) to download.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<String>,
+}
+
+/// Options of `cranwhales show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// SQLite database file.
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// The day, YYYY-MM-DD.
+    pub date: String,
+    /// How many top whales to show (1-100).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub count: u32,
+    /// Print the JSON the web API serves for GET /api/days/{date}?count=N.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `cranwhales days`.
+#[derive(Debug, clap::Args)]
+pub struct DaysArgs {
+    /// SQLite database file.
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// Print JSON (the list the web API serves for GET /api/days).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Ingests every source, continuing past failures; fails if any source failed.
+pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
+    let source = SourceConfig {
+        base_url: args.source_url,
+        cache_dir: args.cache_dir,
+    };
+    let mut failed = 0;
+    for s in &args.sources {
+        let bar = Bar::new(s);
+        let result = if parse::valid_date(s) && !Path::new(s).exists() {
+            ingest::ingest_date(&args.db, s, &source, &bar)
+        } else if Path::new(s).exists() {
+            ingest::ingest_path(&args.db, Path::new(s), &bar)
+        } else if s.len() == 10 && s.as_bytes()[4] == b'-' {
+            Err(IngestError::BadDate(s.clone()))
+        } else {
+            Err(IngestError::Io {
+                path: s.into(),
+                reason: "no such file (and not a YYYY-MM-DD date)".into(),
+            })
+        };
+        drop(bar);
+        match result {
+            Ok(r) => println!(
+                "{}: {} rows, {} downloads, {} skipped, {} whale rows stored in {:.1} s",
+                r.date,
+                thousands(r.rows),
+                thousands(r.downloads),
+                thousands(r.skipped_rows),
+                thousands(r.whale_rows),
+                r.seconds
+            ),
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        bail!(
+            "{failed} of {} sources failed; the store keeps what it had for them",
+            args.sources.len()
+        );
+    }
+    Ok(())
+}
+
+/// Prints one day's summary.
+pub fn show(args: ShowArgs) -> anyhow::Result<()> {
+    if !parse::valid_date(&args.date) {
+        return Err(IngestError::BadDate(args.date).into());
+    }
+    let store = open_existing(&args.db)?;
+    let Some(summary) = store.day_summary(&args.date, args.count)? else {
+        bail!(
+            "{} is not in {} (run: cranwhales ingest {})",
+            args.date,
+            args.db.display(),
+            args.date
+        );
+    };
+    if args.json {
+        out(&(serde_json::to_string_pretty(&summary)? + "\n"))
+    } else {
+        out(&render_summary(&summary))
+    }
+}
+
+/// Lists the ingested days.
+pub fn days(args: DaysArgs) -> anyhow::Result<()> {
+    let store = open_existing(&args.db)?;
+    let days = store.days()?;
+    if args.json {
+        out(&(serde_json::to_string_pretty(&days)? + "\n"))
+    } else {
+        out(&render_days(&days))
+    }
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Reading commands do not create an empty database by accident.
+fn open_existing(db: &Path) -> anyhow::Result<Store> {
+    if !db.is_file() {
+        bail!(
+            "no database at {} (run cranwhales ingest first, or pass --db)",
+            db.display()
+        );
+    }
+    Store::open(db).with_context(|| format!("opening {}", db.display()))
+}
+
+fn render_summary(s: &DaySummary) -> String {
+    use std::fmt::Write;
+    let t = &s.totals;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}: {} downloads by {} downloaders, {} bytes, {} packages, {} rows skipped (no package)\n",
+        s.date,
+        thousands(t.downloads),
+        thousands(t.downloaders),
+        thousands(t.bytes),
+        thousands(t.packages),
+        thousands(t.skipped_rows)
+    );
+    let top = format!("top {}", s.count);
+    let _ = writeln!(o, "hour (UTC)  {:>10}  {:>10}  share of top", "all", top);
+    for h in &s.hourly {
+        let share = if h.downloads == 0 {
+            0.0
+        } else {
+            h.whale_downloads as f64 / h.downloads as f64
+        };
+        let bar = "#".repeat((share * 30.0).round() as usize);
+        let _ = writeln!(
+            o,
+            "{:02}          {:>10}  {:>10}  {:>4.0}% {bar}",
+            h.hour,
+            thousands(h.downloads),
+            thousands(h.whale_downloads),
+            share * 100.0
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n{:>4}  {:<24} {:>10} {:>7} {:>10} {:>16} {:>8}",
+        "rank", "name", "ip_id", "country", "downloads", "bytes", "packages"
+    );
+    for w in &s.whales {
+        let _ = writeln!(
+            o,
+            "{:>4}  {:<24} {:>10} {:>7} {:>10} {:>16} {:>8}",
+            w.rank,
+            w.name,
+            w.ip_id,
+            w.country.as_deref().unwrap_or("-"),
+            thousands(w.downloads),
+            thousands(w.bytes),
+            thousands(w.packages)
+        );
+    }
+    o
+}
+
+fn render_days(days: &[DayInfo]) -> String {
+    use std::fmt::Write;
+    let mut o = format!(
+        "{:<10}  {:>11}  {:>11}  {:>17}  {:>8}  {:>7}\n",
+        "date", "downloads", "downloaders", "bytes", "packages", "skipped"
+    );
+    for d in days {
+        let t = &d.totals;
+        let _ = writeln!(
+            o,
+            "{:<10}  {:>11}  {:>11}  {:>17}  {:>8}  {:>7}",
+            d.date,
+            thousands(t.downloads),
+            thousands(t.downloaders),
+            thousands(t.bytes),
+            thousands(t.packages),
+            thousands(t.skipped_rows)
+        );
+    }
+    if days.is_empty() {
+        o.push_str("(no days ingested yet)\n");
+    }
+    o
+}

@@ -1,0 +1,576 @@
+//! One day's aggregation: rows go in one at a time, the day's tables come out.
+//!
+//! Memory grows with distinct ips (16 B each + an index slot), distinct strings (packages,
+//! versions, R builds, countries: interned once each) and rows (20 B each, kept so that the rows
+//! of the top-100 whales can be listed at the end without a second pass over the input).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::names;
+use crate::parse::{self, col, Fields};
+use crate::summary::Totals;
+
+/// How many downloaders are ranked and kept with all their rows.
+pub const TOP: usize = 100;
+
+/// A row that breaks the day's rules; the caller adds the file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowError {
+    pub line: u64,
+    pub field: &'static str,
+    pub problem: String,
+}
+
+fn row_err(line: u64, field: &'static str, problem: impl Into<String>) -> RowError {
+    RowError {
+        line,
+        field,
+        problem: problem.into(),
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Interns raw field bytes to dense ids; remembers the last hit because consecutive rows of
+/// one downloader usually repeat their R build.
+#[derive(Default)]
+struct Interner {
+    map: FastMap<Box<[u8]>, u32>,
+    keys: Vec<Box<[u8]>>,
+    last: u32,
+}
+
+impl Interner {
+    /// The id of `raw`, or `Err(())` when it is new (the caller decodes it, then calls `add`).
+    #[inline]
+    fn get(&mut self, raw: &[u8]) -> Result<u32, ()> {
+        if let Some(k) = self.keys.get(self.last as usize) {
+            if **k == *raw {
+                return Ok(self.last);
+            }
+        }
+        match self.map.get(raw) {
+            Some(&id) => {
+                self.last = id;
+                Ok(id)
+            }
+            None => Err(()),
+        }
+    }
+
+    fn add(&mut self, raw: &[u8]) -> u32 {
+        let id = self.keys.len() as u32;
+        self.keys.push(raw.into());
+        self.map.insert(raw.into(), id);
+        self.last = id;
+        id
+    }
+}
+
+/// One kept row, 20 bytes: everything a whale's download list needs, as dictionary ids.
+#[derive(Clone, Copy)]
+struct RowRec {
+    ip: u32,
+    pkgver: u32,
+    env: u32,
+    /// Size, or `u32::MAX` when it is in `DayBuilder::big_sizes`.
+    size: u32,
+    /// Seconds since midnight (17 bits) | country id << 17.
+    time_country: u32,
+}
+
+const DENSE_IPS: u64 = 1 << 22;
+const COUNTRY_SHIFT: u32 = 17;
+const MAX_COUNTRIES: u32 = 1 << (32 - COUNTRY_SHIFT);
+
+#[derive(Clone, Copy, Default)]
+struct IpAcc {
+    bytes: u64,
+    downloads: u32,
+}
+
+/// Dictionaries of one day's distinct strings, indexed by the ids in kept rows.
+#[derive(Default)]
+struct Dict {
+    packages: Vec<String>,
+    /// pkgver id → (package id, version).
+    pkgvers: Vec<(u32, Option<String>)>,
+    /// env id → (r_version, r_arch, r_os).
+    envs: Vec<[Option<String>; 3]>,
+    countries: Vec<Option<String>>,
+}
+
+/// Accumulates one day from its rows in a single pass.
+pub struct DayBuilder {
+    date: Option<String>,
+    date_raw: Vec<u8>,
+    rows: u64,
+    skipped: u64,
+    blank: u64,
+    downloads: u64,
+    bytes: u64,
+    hourly: [u64; 24],
+    ip_dense: Vec<u32>,
+    ip_sparse: FastMap<u64, u32>,
+    ip_ids: Vec<u64>,
+    ips: Vec<IpAcc>,
+    pkgver_ix: Interner,
+    pkgver_count: Vec<u64>,
+    package_ix: FastMap<String, u32>,
+    env_ix: Interner,
+    country_ix: Interner,
+    dict: Dict,
+    log: Vec<RowRec>,
+    big_sizes: FastMap<u64, u64>,
+}
+
+fn utf8(line: u64, field: &'static str, b: &[u8]) -> Result<String, RowError> {
+    String::from_utf8(b.to_vec()).map_err(|e| {
+        row_err(
+            line,
+            field,
+            format!(
+                "not UTF-8 (byte {} of the field)",
+                e.utf8_error().valid_up_to() + 1
+            ),
+        )
+    })
+}
+
+fn opt_utf8(line: u64, field: &'static str, raw: &[u8]) -> Result<Option<String>, RowError> {
+    parse::text(raw).map(|t| utf8(line, field, &t)).transpose()
+}
+
+/// `&line[a.start .. b.end]` for two fields of `line`, a before b.
+#[inline]
+fn span<'a>(line: &'a [u8], a: &[u8], b: &[u8]) -> &'a [u8] {
+    let base = line.as_ptr() as usize;
+    let start = a.as_ptr() as usize - base;
+    let end = b.as_ptr() as usize - base + b.len();
+    &line[start..end]
+}
+
+impl DayBuilder {
+    /// `date`: the day the rows must belong to, if known (from a file name or the request);
+    /// otherwise the first row decides.
+    pub fn new(date: Option<&str>) -> Self {
+        DayBuilder {
+            date: date.map(str::to_owned),
+            date_raw: date
+                .map(|d| format!("\"{d}\"").into_bytes())
+                .unwrap_or_default(),
+            rows: 0,
+            skipped: 0,
+            blank: 0,
+            downloads: 0,
+            bytes: 0,
+            hourly: [0; 24],
+            ip_dense: Vec::new(),
+            ip_sparse: FastMap::default(),
+            ip_ids: Vec::new(),
+            ips: Vec::new(),
+            pkgver_ix: Interner::default(),
+            pkgver_count: Vec::new(),
+            package_ix: FastMap::default(),
+            env_ix: Interner::default(),
+            country_ix: Interner::default(),
+            dict: Dict::default(),
+            log: Vec::new(),
+            big_sizes: FastMap::default(),
+        }
+    }
+
+    /// Data rows seen so far (skipped ones included).
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// An empty line: tolerated and counted.
+    pub fn blank_line(&mut self) {
+        self.blank += 1;
+    }
+
+    #[cold]
+    fn check_date(&mut self, line: u64, raw: &[u8]) -> Result<(), RowError> {
+        let Some(d) = parse::date(raw) else {
+            let shown = String::from_utf8_lossy(raw);
+            return Err(row_err(
+                line,
+                "date",
+                format!("{shown} is not a YYYY-MM-DD date"),
+            ));
+        };
+        match &self.date {
+            None => {
+                self.date = Some(d.to_owned());
+                self.date_raw = raw.to_vec();
+                Ok(())
+            }
+            Some(day) if day == d => Ok(()),
+            Some(day) => Err(row_err(
+                line,
+                "date",
+                format!("row dated {d} in the log of {day}"),
+            )),
+        }
+    }
+
+    /// Adds one data row (already split into 10 raw fields of `line`).
+    #[inline]
+    pub fn push(&mut self, line_no: u64, line: &[u8], f: &Fields<'_>) -> Result<(), RowError> {
+        self.rows += 1;
+        if f[col::DATE] != self.date_raw.as_slice() {
+            self.check_date(line_no, f[col::DATE])?;
+        }
+        let pkg = f[col::PACKAGE];
+        if parse::is_missing(pkg) || pkg == b"\"\"" {
+            return self.skip(line_no, line);
+        }
+        let secs = parse::seconds(f[col::TIME])
+            .ok_or_else(|| bad(line_no, "time", f[col::TIME], "a HH:MM:SS time"))?;
+        let size = parse::uint(f[col::SIZE])
+            .ok_or_else(|| bad(line_no, "size", f[col::SIZE], "a number"))?;
+        let ip_id = parse::uint(f[col::IP_ID])
+            .ok_or_else(|| bad(line_no, "ip_id", f[col::IP_ID], "a number"))?;
+
+        let pv_raw = span(line, pkg, f[col::VERSION]);
+        let pkgver = match self.pkgver_ix.get(pv_raw) {
+            Ok(id) => id,
+            Err(()) => self.new_pkgver(line_no, pv_raw, f)?,
+        };
+        let env_raw = span(line, f[col::R_VERSION], f[col::R_OS]);
+        let env = match self.env_ix.get(env_raw) {
+            Ok(id) => id,
+            Err(()) => self.new_env(line_no, env_raw, f)?,
+        };
+        let country = match self.country_ix.get(f[col::COUNTRY]) {
+            Ok(id) => id,
+            Err(()) => self.new_country(line_no, f[col::COUNTRY])?,
+        };
+        let ip = self.ip_index(ip_id);
+
+        let acc = &mut self.ips[ip as usize];
+        acc.downloads += 1;
+        acc.bytes += size;
+        self.pkgver_count[pkgver as usize] += 1;
+        self.hourly[(secs / 3600) as usize] += 1;
+        self.downloads += 1;
+        self.bytes += size;
+        let small = if size < u64::from(u32::MAX) {
+            size as u32
+        } else {
+            self.big_sizes.insert(self.log.len() as u64, size);
+            u32::MAX
+        };
+        self.log.push(RowRec {
+            ip,
+            pkgver,
+            env,
+            size: small,
+            time_country: secs | (country << COUNTRY_SHIFT),
+        });
+        Ok(())
+    }
+
+    #[cold]
+    fn skip(&mut self, line_no: u64, line: &[u8]) -> Result<(), RowError> {
+        // Skipped rows are not decoded further, but must still be text.
+        if let Err(e) = std::str::from_utf8(line) {
+            return Err(row_err(
+                line_no,
+                "row",
+                format!("not UTF-8 (byte {} of the line)", e.valid_up_to() + 1),
+            ));
+        }
+        self.skipped += 1;
+        Ok(())
+    }
+
+    #[inline]
+    fn ip_index(&mut self, ip_id: u64) -> u32 {
+        if ip_id < DENSE_IPS {
+            let i = ip_id as usize;
+            if i >= self.ip_dense.len() {
+                self.ip_dense
+                    .resize((i + 1).next_power_of_two().max(1024), u32::MAX);
+            }
+            let slot = self.ip_dense[i];
+            if slot != u32::MAX {
+                return slot;
+            }
+            let ix = self.new_ip(ip_id);
+            self.ip_dense[i] = ix;
+            ix
+        } else if let Some(&ix) = self.ip_sparse.get(&ip_id) {
+            ix
+        } else {
+            let ix = self.new_ip(ip_id);
+            self.ip_sparse.insert(ip_id, ix);
+            ix
+        }
+    }
+
+    fn new_ip(&mut self, ip_id: u64) -> u32 {
+        self.ip_ids.push(ip_id);
+        self.ips.push(IpAcc::default());
+        (self.ips.len() - 1) as u32
+    }
+
+    #[cold]
+    fn new_pkgver(&mut self, line: u64, raw: &[u8], f: &Fields<'_>) -> Result<u32, RowError> {
+        let name = utf8(line, "package", &parse::unquote(f[col::PACKAGE]))?;
+        let version = opt_utf8(line, "version", f[col::VERSION])?;
+        let next = self.package_ix.len() as u32;
+        let pkg = *self.package_ix.entry(name.clone()).or_insert(next);
+        if pkg == next {
+            self.dict.packages.push(name);
+        }
+        self.dict.pkgvers.push((pkg, version));
+        self.pkgver_count.push(0);
+        Ok(self.pkgver_ix.add(raw))
+    }
+
+    #[cold]
+    fn new_env(&mut self, line: u64, raw: &[u8], f: &Fields<'_>) -> Result<u32, RowError> {
+        let env = [
+            opt_utf8(line, "r_version", f[col::R_VERSION])?,
+            opt_utf8(line, "r_arch", f[col::R_VERSION + 1])?,
+            opt_utf8(line, "r_os", f[col::R_OS])?,
+        ];
+        self.dict.envs.push(env);
+        Ok(self.env_ix.add(raw))
+    }
+
+    #[cold]
+    fn new_country(&mut self, line: u64, raw: &[u8]) -> Result<u32, RowError> {
+        if self.dict.countries.len() as u32 >= MAX_COUNTRIES {
+            return Err(row_err(
+                line,
+                "country",
+                format!("more than {MAX_COUNTRIES} distinct values"),
+            ));
+        }
+        self.dict.countries.push(opt_utf8(line, "country", raw)?);
+        Ok(self.country_ix.add(raw))
+    }
+
+    /// Ranks the downloaders and builds the day's tables. `None` when no data row was seen.
+    pub fn finish(self) -> Option<DayTables> {
+        let date = self.date?;
+        if self.rows == 0 {
+            return None;
+        }
+        // Top 100 by downloads desc, ip_id asc.
+        let ip_ids = &self.ip_ids;
+        let ips = &self.ips;
+        let key = |&i: &u32| {
+            (
+                std::cmp::Reverse(ips[i as usize].downloads),
+                ip_ids[i as usize],
+            )
+        };
+        let mut order: Vec<u32> = (0..ips.len() as u32).collect();
+        if order.len() > TOP {
+            order.select_nth_unstable_by_key(TOP - 1, key);
+            order.truncate(TOP);
+        }
+        order.sort_unstable_by_key(key);
+
+        let mut rank_of = vec![0u8; ips.len()];
+        for (r, &ip) in order.iter().enumerate() {
+            rank_of[ip as usize] = (r + 1) as u8;
+        }
+        let mut whale_rows: Vec<Vec<WhaleRow>> = vec![Vec::new(); order.len()];
+        let mut pkg_whale = vec![0u64; self.dict.packages.len()];
+        for (i, r) in self.log.iter().enumerate() {
+            let rank = rank_of[r.ip as usize];
+            if rank == 0 {
+                continue;
+            }
+            let size = if r.size == u32::MAX {
+                self.big_sizes[&(i as u64)]
+            } else {
+                u64::from(r.size)
+            };
+            pkg_whale[self.dict.pkgvers[r.pkgver as usize].0 as usize] += 1;
+            whale_rows[rank as usize - 1].push(WhaleRow {
+                secs: r.time_country & ((1 << COUNTRY_SHIFT) - 1),
+                country: r.time_country >> COUNTRY_SHIFT,
+                pkgver: r.pkgver,
+                env: r.env,
+                size,
+            });
+        }
+        drop(self.log);
+
+        let whale_ids: Vec<u64> = order.iter().map(|&i| ip_ids[i as usize]).collect();
+        let names = names::assign(&date, &whale_ids);
+        let mut whales = Vec::with_capacity(order.len());
+        for (r, (mut rows, name)) in whale_rows.into_iter().zip(names).enumerate() {
+            // Chronological; the sort is stable so equal times keep file order.
+            rows.sort_by_key(|w| w.secs);
+            let mut hourly = [0u64; 24];
+            let mut countries: HashMap<u32, u64> = HashMap::new();
+            let mut packages = HashSet::new();
+            for w in &rows {
+                hourly[(w.secs / 3600) as usize] += 1;
+                if self.dict.countries[w.country as usize].is_some() {
+                    *countries.entry(w.country).or_default() += 1;
+                }
+                packages.insert(self.dict.pkgvers[w.pkgver as usize].0);
+            }
+            // Modal country; ties go to the alphabetically first code.
+            let country = countries
+                .iter()
+                .map(|(&c, &n)| {
+                    (
+                        n,
+                        self.dict.countries[c as usize]
+                            .as_deref()
+                            .unwrap_or_default(),
+                    )
+                })
+                .min_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)))
+                .map(|(_, c)| c.to_owned());
+            let acc = ips[order[r] as usize];
+            whales.push(WhaleTable {
+                rank: r as u32 + 1,
+                ip_id: whale_ids[r],
+                name,
+                country,
+                downloads: u64::from(acc.downloads),
+                bytes: acc.bytes,
+                packages: packages.len() as u64,
+                first: rows.first().map_or(0, |w| w.secs),
+                last: rows.last().map_or(0, |w| w.secs),
+                hourly,
+                rows,
+            });
+        }
+
+        let mut pkg_downloads = vec![0u64; self.dict.packages.len()];
+        for (pv, n) in self.pkgver_count.iter().enumerate() {
+            pkg_downloads[self.dict.pkgvers[pv].0 as usize] += n;
+        }
+        let packages = self
+            .dict
+            .packages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PackageCount {
+                package: p.clone(),
+                downloads: pkg_downloads[i],
+                whale_downloads: pkg_whale[i],
+            })
+            .collect::<Vec<_>>();
+
+        Some(DayTables {
+            date,
+            rows: self.rows,
+            blank_lines: self.blank,
+            totals: Totals {
+                downloads: self.downloads,
+                downloaders: ips.len() as u64,
+                bytes: self.bytes,
+                packages: packages.len() as u64,
+                skipped_rows: self.skipped,
+            },
+            hourly: self.hourly,
+            whales,
+            packages,
+            dict: self.dict,
+        })
+    }
+}
+
+#[cold]
+fn bad(line: u64, field: &'static str, raw: &[u8], what: &str) -> RowError {
+    let shown = String::from_utf8_lossy(raw);
+    let shown: String = shown.chars().take(40).collect();
+    row_err(line, field, format!("{shown:?} is not {what}"))
+}
+
+/// One download of a whale, as dictionary ids.
+#[derive(Clone, Copy)]
+struct WhaleRow {
+    secs: u32,
+    country: u32,
+    pkgver: u32,
+    env: u32,
+    size: u64,
+}
+
+/// A top downloader of the day with all its rows.
+pub struct WhaleTable {
+    pub rank: u32,
+    pub ip_id: u64,
+    pub name: String,
+    pub country: Option<String>,
+    pub downloads: u64,
+    pub bytes: u64,
+    pub packages: u64,
+    /// Seconds since midnight of the first and last download.
+    pub first: u32,
+    pub last: u32,
+    pub hourly: [u64; 24],
+    rows: Vec<WhaleRow>,
+}
+
+/// Downloads of one package on the day, all and by the top-100 whales.
+pub struct PackageCount {
+    pub package: String,
+    pub downloads: u64,
+    pub whale_downloads: u64,
+}
+
+/// One whale download with its strings resolved (borrowed from the day's dictionaries).
+pub struct DownloadRef<'a> {
+    pub secs: u32,
+    pub package: &'a str,
+    pub version: Option<&'a str>,
+    pub size: u64,
+    pub r_version: Option<&'a str>,
+    pub r_arch: Option<&'a str>,
+    pub r_os: Option<&'a str>,
+    pub country: Option<&'a str>,
+}
+
+/// Everything stored for one day, computed in memory before the store's single transaction.
+pub struct DayTables {
+    pub date: String,
+    /// Data rows read, skipped ones included.
+    pub rows: u64,
+    /// Empty lines, tolerated.
+    pub blank_lines: u64,
+    pub totals: Totals,
+    pub hourly: [u64; 24],
+    /// Ranked, at most [`TOP`].
+    pub whales: Vec<WhaleTable>,
+    pub packages: Vec<PackageCount>,
+    dict: Dict,
+}
+
+impl DayTables {
+    /// The downloads of whale `i` (index into `whales`), chronological.
+    pub fn whale_downloads(&self, i: usize) -> impl Iterator<Item = DownloadRef<'_>> + '_ {
+        self.whales[i].rows.iter().map(move |w| {
+            let (pkg, version) = &self.dict.pkgvers[w.pkgver as usize];
+            let [rv, ra, ro] = &self.dict.envs[w.env as usize];
+            DownloadRef {
+                secs: w.secs,
+                package: &self.dict.packages[*pkg as usize],
+                version: version.as_deref(),
+                size: w.size,
+                r_version: rv.as_deref(),
+                r_arch: ra.as_deref(),
+                r_os: ro.as_deref(),
+                country: self.dict.countries[w.country as usize].as_deref(),
+            }
+        })
+    }
+
+    /// Rows stored for all whales together.
+    pub fn whale_row_count(&self) -> u64 {
+        self.whales.iter().map(|w| w.rows.len() as u64).sum()
+    }
+}

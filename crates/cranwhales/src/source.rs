@@ -1,0 +1,155 @@
+//! Where a day's log comes from: `{base}/{YYYY}/{YYYY-MM-DD}.csv.gz`, downloaded once into a
+//! cache directory.
+//!
+//! Invariant: a file in the cache is a complete download. Bytes go to a temporary file in the
+//! same directory, which is renamed into place only after the whole body (all of
+//! `Content-Length`) arrived; a failed or interrupted download leaves no cache entry.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::ingest::IngestError;
+use crate::progress::{Event, Progress};
+
+/// The public mirror of CRAN's package-download logs.
+pub const DEFAULT_BASE_URL: &str = "http://cran-logs.rstudio.com";
+/// Downloads are kept here unless told otherwise (relative to the working directory).
+pub const DEFAULT_CACHE_DIR: &str = "data/cache";
+
+/// Where to download days from and where to keep them.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Base URL, without the trailing `/{YYYY}/{date}.csv.gz`.
+    pub base_url: String,
+    pub cache_dir: PathBuf,
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        SourceConfig {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            cache_dir: PathBuf::from(DEFAULT_CACHE_DIR),
+        }
+    }
+}
+
+impl SourceConfig {
+    /// The URL of one day's log.
+    pub fn url(&self, date: &str) -> String {
+        format!(
+            "{}/{}/{}.csv.gz",
+            self.base_url.trim_end_matches('/'),
+            &date[..4],
+            date
+        )
+    }
+
+    /// Where the day's log is (or will be) cached.
+    pub fn cached(&self, date: &str) -> PathBuf {
+        self.cache_dir.join(format!("{date}.csv.gz"))
+    }
+}
+
+/// The cached file of `date`, downloading it first if it is not in the cache yet.
+/// `date` must already be validated as `YYYY-MM-DD`.
+pub fn fetch(
+    date: &str,
+    cfg: &SourceConfig,
+    progress: &dyn Progress,
+) -> Result<PathBuf, IngestError> {
+    let dest = cfg.cached(date);
+    if dest.is_file() {
+        return Ok(dest);
+    }
+    let url = cfg.url(date);
+    let fail = |reason: String| IngestError::Download {
+        url: url.clone(),
+        reason,
+    };
+    std::fs::create_dir_all(&cfg.cache_dir).map_err(|e| {
+        fail(format!(
+            "cannot create cache dir {}: {e}",
+            cfg.cache_dir.display()
+        ))
+    })?;
+
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(15)))
+        .timeout_recv_response(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let mut resp = match agent.get(&url).call() {
+        Ok(r) => r,
+        Err(ureq::Error::StatusCode(404)) => return Err(IngestError::NotFound { url }),
+        Err(ureq::Error::StatusCode(code)) => return Err(fail(format!("HTTP status {code}"))),
+        Err(e) => return Err(fail(e.to_string())),
+    };
+    let total = resp.body().content_length();
+    progress.event(Event::Downloading { done: 0, total });
+
+    let tmp = temp_name(&dest);
+    let result = (|| -> Result<u64, String> {
+        let mut out = std::fs::File::create(&tmp)
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        let mut body = resp.body_mut().as_reader();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut done = 0u64;
+        let mut reported = 0u64;
+        loop {
+            let n = match body.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("stopped after {done} bytes: {e}")),
+            };
+            out.write_all(&buf[..n])
+                .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+            done += n as u64;
+            if done - reported >= 1 << 20 {
+                reported = done;
+                progress.event(Event::Downloading { done, total });
+            }
+        }
+        if let Some(t) = total {
+            if done != t {
+                return Err(format!("stopped after {done} of {t} bytes"));
+            }
+        }
+        if done == 0 {
+            return Err("empty response body".to_owned());
+        }
+        out.sync_all()
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        Ok(done)
+    })();
+    match result {
+        Ok(done) => {
+            progress.event(Event::Downloading {
+                done,
+                total: Some(done),
+            });
+            std::fs::rename(&tmp, &dest).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                fail(format!("cannot move download into the cache: {e}"))
+            })?;
+            Ok(dest)
+        }
+        Err(reason) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(fail(reason))
+        }
+    }
+}
+
+/// A temporary name next to `dest`, unique per process and call, never matching a cache entry.
+fn temp_name(dest: &Path) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let name = dest
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("download");
+    dest.with_file_name(format!(".{name}.{}.{n}.part", std::process::id()))
+}

@@ -1,1 +1,48 @@
-//! surge library: see ARCHITECTURE.md for the module map.
+//! surge: record real web sessions (Shiny or not) and replay them with many users, shinycannon-
+//! compatible; plus `bench`, a lean one-URL load generator. One module per concept; `main.rs` only
+//! dispatches subcommands to the `run` functions here.
+
+pub mod bench;
+pub mod checks;
+pub mod har;
+pub mod output;
+pub mod printer;
+pub mod record;
+pub mod recording;
+pub mod replay;
+pub mod report;
+pub mod shiny;
+pub mod stats;
+pub mod target;
+pub mod timefmt;
+pub mod tokens;
+
+/// Turns a command's result into the process exit status; errors print one line (details with -v).
+pub fn exit_code(result: anyhow::Result<u8>, verbose: bool) -> std::process::ExitCode {
+    match result {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            if verbose {
+                eprintln!("surge: error: {e:?}");
+            } else {
+                eprintln!("surge: error: {e:#}");
+            }
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+/// The tokio runtime every subcommand runs on (one worker per CPU this process may use).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+    }
+}

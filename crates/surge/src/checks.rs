@@ -1,0 +1,139 @@
+//! Pass/fail checks of a replay: `--max-failure-rate` and `--threshold '[SCOPE:]p95<2s'`; any failed
+//! check makes surge exit with status 1.
+
+use crate::timefmt::parse_duration;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::str::FromStr;
+
+/// Which statistic a threshold looks at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stat {
+    Quantile(f64),
+    Max,
+    Mean,
+}
+
+/// A latency threshold such as `p95<2s`, `REQ_HOME:p99<500ms`, `session:max<60s`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// "all" (every event), "session" (whole sessions) or an event type such as `WS_RECV`.
+    pub scope: String,
+    pub stat: Stat,
+    pub limit_ms: f64,
+    pub text: String,
+}
+
+impl FromStr for Threshold {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("threshold \"{s}\": expected [SCOPE:]pNN<DURATION, e.g. p95<2s");
+        let (scope, rest) = match s.split_once(':') {
+            Some((a, b)) => (a.trim().to_string(), b),
+            None => ("all".to_string(), s),
+        };
+        let (stat, limit) = rest.split_once('<').ok_or_else(bad)?;
+        let stat = match stat.trim() {
+            "max" => Stat::Max,
+            "mean" | "avg" => Stat::Mean,
+            p => {
+                let n: f64 = p
+                    .strip_prefix('p')
+                    .ok_or_else(bad)?
+                    .parse()
+                    .map_err(|_| bad())?;
+                if !(0.0..=100.0).contains(&n) {
+                    return Err(bad());
+                }
+                Stat::Quantile(n / 100.0)
+            }
+        };
+        let limit = parse_duration(limit.trim()).map_err(|_| bad())?;
+        Ok(Threshold {
+            scope,
+            stat,
+            limit_ms: limit.as_secs_f64() * 1000.0,
+            text: s.to_string(),
+        })
+    }
+}
+
+/// Outcome of one check, as printed and stored in summary.json.
+#[derive(Serialize, Debug, Clone)]
+pub struct CheckResult {
+    pub check: String,
+    pub value: f64,
+    pub limit: f64,
+    pub ok: bool,
+}
+
+impl Threshold {
+    /// Evaluates against a histogram of milliseconds (empty histograms pass: nothing was slow).
+    pub fn eval(&self, h: &Histogram<u64>) -> CheckResult {
+        let value = if h.is_empty() {
+            0.0
+        } else {
+            match self.stat {
+                Stat::Quantile(q) => h.value_at_quantile(q) as f64,
+                Stat::Max => h.max() as f64,
+                Stat::Mean => h.mean(),
+            }
+        };
+        CheckResult {
+            check: self.text.clone(),
+            value,
+            limit: self.limit_ms,
+            ok: value < self.limit_ms,
+        }
+    }
+}
+
+/// Parses `--max-failure-rate` as a fraction (`0.05`) or percentage (`5%`).
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => s.trim().parse::<f64>(),
+    }
+    .map_err(|_| format!("failure rate \"{s}\": expected e.g. 0.05 or 5%"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!(
+            "failure rate \"{s}\": must be between 0 and 1 (or 0%..100%)"
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_thresholds() {
+        let t: Threshold = "p95<2s".parse().unwrap();
+        assert_eq!(
+            (t.scope.as_str(), t.stat.clone(), t.limit_ms),
+            ("all", Stat::Quantile(0.95), 2000.0)
+        );
+        let t: Threshold = "REQ_HOME:max<250ms".parse().unwrap();
+        assert_eq!(
+            (t.scope.as_str(), t.stat.clone(), t.limit_ms),
+            ("REQ_HOME", Stat::Max, 250.0)
+        );
+        assert!("p95>2s".parse::<Threshold>().is_err());
+        assert!("q95<2s".parse::<Threshold>().is_err());
+        assert_eq!(parse_rate("5%").unwrap(), 0.05);
+        assert!(parse_rate("2").is_err());
+    }
+
+    #[test]
+    fn evaluates_against_histogram() {
+        let mut h = crate::stats::new_histogram();
+        for v in 1..=100u64 {
+            h.record(v * 10).unwrap();
+        }
+        let t: Threshold = "p90<901ms".parse().unwrap();
+        assert!(t.eval(&h).ok);
+        let t: Threshold = "p91<901ms".parse().unwrap();
+        assert!(!t.eval(&h).ok);
+    }
+}

@@ -1,0 +1,247 @@
+//! `surge import-har`: turns a browser's HAR export (every browser has "Save all as HAR") into a
+//! recording.log, keeping the entries of the page's own origin. Chrome's `_webSocketMessages` become
+//! WS_OPEN / WS_SEND / WS_RECV / WS_CLOSE; Shiny session values become placeholders as in `record`.
+
+use crate::recording::{self, EventLine, TARGET_HTTP, TARGET_SHINY};
+use crate::shiny;
+use crate::timefmt::{format_iso, parse_iso};
+use crate::tokens::Placeholders;
+use hyper::Uri;
+use serde::Deserialize;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Command-line options of `surge import-har`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ImportArgs {
+    /// HAR file exported by a browser
+    pub har: PathBuf,
+    /// Recording file to write
+    #[arg(short = 'o', long, default_value = "recording.log")]
+    pub output: PathBuf,
+    /// Keep only this origin (default: the origin of the first HTML page)
+    #[arg(long)]
+    pub target: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Har {
+    log: Log,
+}
+#[derive(Deserialize)]
+struct Log {
+    entries: Vec<Entry>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    started_date_time: String,
+    #[serde(default)]
+    time: f64,
+    request: HarRequest,
+    response: HarResponse,
+    #[serde(rename = "_webSocketMessages", default)]
+    ws_messages: Vec<WsMessage>,
+    #[serde(rename = "_resourceType", default)]
+    resource_type: String,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HarRequest {
+    method: String,
+    url: String,
+    #[serde(default)]
+    post_data: Option<PostData>,
+}
+#[derive(Deserialize)]
+struct PostData {
+    #[serde(default)]
+    text: Option<String>,
+}
+#[derive(Deserialize)]
+struct HarResponse {
+    status: u16,
+    #[serde(default)]
+    content: Option<Content>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Content {
+    #[serde(default)]
+    mime_type: String,
+}
+#[derive(Deserialize)]
+struct WsMessage {
+    #[serde(rename = "type")]
+    kind: String,
+    time: f64,
+    #[serde(default)]
+    data: String,
+}
+
+fn origin_of(url: &str) -> Option<String> {
+    let u: Uri = url.parse().ok()?;
+    Some(format!("{}://{}", u.scheme_str()?, u.authority()?.as_str()))
+}
+
+/// Converts the HAR; returns how many events were written. Errors name the file and entry.
+pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(&args.har)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.har.display()))?;
+    let har: Har = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not a HAR file: {e}", args.har.display()))?;
+    let mut entries = Vec::new();
+    for (i, e) in har.log.entries.into_iter().enumerate() {
+        let t = parse_iso(&e.started_date_time).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: entry {i}: field startedDateTime: bad timestamp \"{}\"",
+                args.har.display(),
+                e.started_date_time
+            )
+        })?;
+        entries.push((t, e));
+    }
+    entries.sort_by_key(|(t, _)| *t);
+    let is_html = |e: &Entry| {
+        e.response
+            .content
+            .as_ref()
+            .is_some_and(|c| c.mime_type.starts_with("text/html"))
+    };
+    let origin = match &args.target {
+        Some(t) => origin_of(t).ok_or_else(|| anyhow::anyhow!("--target {t}: not a URL"))?,
+        None => entries
+            .iter()
+            .find(|(_, e)| is_html(e))
+            .or(entries.first())
+            .and_then(|(_, e)| origin_of(&e.request.url))
+            .ok_or_else(|| anyhow::anyhow!("{}: no entries", args.har.display()))?,
+    };
+    let shiny = entries
+        .iter()
+        .any(|(_, e)| e.request.url.contains("shiny") || e.request.url.contains("__sockjs__"));
+    let mut out = String::from(&recording::header(
+        &format!("{origin}/"),
+        if shiny { TARGET_SHINY } else { TARGET_HTTP },
+    ));
+    let mut tokens = Placeholders::default();
+    let mut posts = 0;
+    let mut count = 0;
+    let mut lines: Vec<(i64, EventLine)> = Vec::new();
+    for (t, e) in &entries {
+        if origin_of(&e.request.url).as_deref() != Some(origin.as_str()) {
+            continue;
+        }
+        let u: Uri = e.request.url.parse()?;
+        let pq = u
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+            .to_string();
+        if u.path().ends_with("favicon.ico") {
+            continue;
+        }
+        let end = t + e.time.max(0.0) as i64;
+        if !e.ws_messages.is_empty() || e.resource_type == "websocket" || e.response.status == 101 {
+            lines.push((
+                *t,
+                EventLine {
+                    kind: "WS_OPEN".into(),
+                    begin: format_iso(*t),
+                    url: Some(pq),
+                    ..Default::default()
+                },
+            ));
+            let mut last = *t;
+            for m in &e.ws_messages {
+                let at = (m.time * 1000.0) as i64;
+                last = last.max(at);
+                let kind = if m.kind == "send" {
+                    if shiny::ignorable_frame(&m.data) {
+                        continue;
+                    }
+                    "WS_SEND"
+                } else {
+                    if m.data != "o" && shiny::ignorable_frame(&m.data) {
+                        continue;
+                    }
+                    let first = shiny::payloads(&m.data)
+                        .into_iter()
+                        .next()
+                        .unwrap_or_default();
+                    match shiny::parse_object(&first) {
+                        Some(o) if o.contains_key("config") => {
+                            if let Some(s) = o["config"].get("sessionId").and_then(|v| v.as_str()) {
+                                tokens.add(s, "${SESSION}");
+                            }
+                            "WS_RECV_INIT"
+                        }
+                        _ => "WS_RECV",
+                    }
+                };
+                lines.push((
+                    at,
+                    EventLine {
+                        kind: kind.into(),
+                        begin: format_iso(at),
+                        message: Some(m.data.clone()),
+                        ..Default::default()
+                    },
+                ));
+            }
+            lines.push((
+                last + 1,
+                EventLine {
+                    kind: "WS_CLOSE".into(),
+                    begin: format_iso(last + 1),
+                    ..Default::default()
+                },
+            ));
+            continue;
+        }
+        let mut ev = EventLine {
+            begin: format_iso(*t),
+            end: Some(format_iso(end)),
+            status: Some(e.response.status),
+            url: Some(pq),
+            ..Default::default()
+        };
+        if e.request.method == "GET" {
+            ev.kind = if is_html(e) { "REQ_HOME" } else { "REQ_GET" }.into();
+        } else {
+            ev.kind = "REQ_POST".into();
+            if e.request.method != "POST" {
+                ev.method = Some(e.request.method.clone());
+            }
+            if let Some(body) = e.request.post_data.as_ref().and_then(|p| p.text.as_ref()) {
+                if !body.is_empty() {
+                    let file = PathBuf::from(format!("{}.post.{posts}", args.output.display()));
+                    posts += 1;
+                    std::fs::write(&file, body)
+                        .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
+                    ev.datafile = file.file_name().map(|f| f.to_string_lossy().into_owned());
+                }
+            }
+        }
+        lines.push((*t, ev));
+    }
+    lines.sort_by_key(|(t, _)| *t);
+    for (_, mut ev) in lines {
+        ev.url = ev.url.map(|u| tokens.apply(&u));
+        ev.message = ev.message.map(|m| tokens.apply(&m));
+        out.push_str(&serde_json::to_string(&ev)?);
+        out.push('\n');
+        count += 1;
+    }
+    if count == 0 {
+        anyhow::bail!("{}: no entries for origin {origin}", args.har.display());
+    }
+    let mut f = std::fs::File::create(&args.output)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+    f.write_all(out.as_bytes())?;
+    println!(
+        "surge import-har: wrote {count} events ({origin}) to {}",
+        args.output.display()
+    );
+    Ok(0)
+}

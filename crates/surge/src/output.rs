@@ -1,0 +1,157 @@
+//! The run directory, laid out exactly like shinycannon's (so shinyloadtest's report and `surge report`
+//! read it): `recording.log` (+ POST bodies), `sessions/<session>_<worker>_<iteration>.csv`, plus
+//! surge's `summary.json`. A session's CSV is written whole when the session ends (no half files).
+
+use crate::recording::Recording;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// CSV column header shared with shinycannon.
+pub const COLUMNS: &str =
+    "session_id,worker_id,iteration,event,timestamp,input_line_number,comment";
+
+/// Creates the output directory; an existing one is an error unless `overwrite`.
+pub fn prepare_dir(dir: &Path, overwrite: bool) -> Result<(), String> {
+    if dir.exists() {
+        if !overwrite {
+            return Err(format!(
+                "output directory {} already exists (use --overwrite-output)",
+                dir.display()
+            ));
+        }
+        std::fs::remove_dir_all(dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir.join("sessions"))
+        .map_err(|e| format!("creating {}: {e}", dir.display()))
+}
+
+/// Copies recording.log and the POST body files it names into the run directory.
+pub fn copy_recording(rec: &Recording, dir: &Path) -> Result<(), String> {
+    std::fs::copy(&rec.path, dir.join("recording.log"))
+        .map_err(|e| format!("copying {}: {e}", rec.path.display()))?;
+    for ev in &rec.events {
+        if let Some(src) = &ev.datafile {
+            if let Some(name) = src.file_name() {
+                std::fs::copy(src, dir.join(name))
+                    .map_err(|e| format!("copying {}: {e}", src.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One CSV row kept in memory until the session ends (24 bytes).
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub event: &'static str,
+    pub ts: i64,
+    pub line: u32,
+}
+
+/// The rows of one session; rendered to `sessions/<s>_<w>_<i>.csv` when it ends.
+#[derive(Debug)]
+pub struct SessionLog {
+    pub session: u32,
+    pub worker: u32,
+    pub iteration: u32,
+    pub rows: Vec<Row>,
+    /// Reason of a PLAYBACK_FAIL, written into its comment column.
+    pub failure: Option<String>,
+}
+
+impl SessionLog {
+    /// A new log; rows are appended by the player.
+    pub fn new(session: u32, worker: u32, iteration: u32) -> SessionLog {
+        SessionLog {
+            session,
+            worker,
+            iteration,
+            rows: Vec::with_capacity(64),
+            failure: None,
+        }
+    }
+
+    /// Appends a row stamped now.
+    pub fn push(&mut self, event: &'static str, line: u32) {
+        self.rows.push(Row {
+            event,
+            ts: crate::timefmt::now_ms(),
+            line,
+        });
+    }
+
+    /// File name shinycannon uses.
+    pub fn file_name(&self) -> String {
+        format!("{}_{}_{}.csv", self.session, self.worker, self.iteration)
+    }
+
+    /// Renders the CSV: the run's two `#` comment lines, the column header, then the rows.
+    pub fn render(&self, comment_lines: &str) -> String {
+        let mut s = String::with_capacity(comment_lines.len() + 80 + self.rows.len() * 48);
+        s.push_str(comment_lines);
+        s.push_str(COLUMNS);
+        s.push('\n');
+        for r in &self.rows {
+            let comment = if r.event == "PLAYBACK_FAIL" {
+                self.failure.as_deref().map(csv_safe).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{}",
+                self.session, self.worker, self.iteration, r.event, r.ts, r.line, comment
+            );
+        }
+        s
+    }
+
+    /// Writes the CSV into `<dir>/sessions/`.
+    pub fn write(&self, dir: &Path, comment_lines: &str) -> std::io::Result<()> {
+        std::fs::write(
+            dir.join("sessions").join(self.file_name()),
+            self.render(comment_lines),
+        )
+    }
+}
+
+/// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines).
+pub fn csv_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            ',' => ';',
+            '"' => '\'',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .take(300)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_shinycannon_rows() {
+        let mut log = SessionLog::new(3, 1, 2);
+        log.rows.push(Row {
+            event: "PLAYER_SESSION_CREATE",
+            ts: 10,
+            line: 0,
+        });
+        log.rows.push(Row {
+            event: "PLAYBACK_FAIL",
+            ts: 12,
+            line: 7,
+        });
+        log.failure = Some("status 500, expected 200: GET /x".into());
+        let csv = log.render("# a\n# {}\n");
+        assert_eq!(log.file_name(), "3_1_2.csv");
+        assert_eq!(
+            csv,
+            "# a\n# {}\nsession_id,worker_id,iteration,event,timestamp,input_line_number,comment\n\
+             3,1,2,PLAYER_SESSION_CREATE,10,0,\n3,1,2,PLAYBACK_FAIL,12,7,status 500; expected 200: GET /x\n"
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! Reading a run directory (surge replay or shinycannon output): `recording.log` plus
+//! `sessions/*.csv`, one file per session, rows
+//! `session_id,worker_id,iteration,event,timestamp,input_line_number,comment`.
+//! `<TYPE>_START`/`<TYPE>_END` rows pair into events; `PLAYBACK_DONE`/`PLAYBACK_FAIL` end a session.
+
+use std::path::{Path, PathBuf};
+
+use super::{recording, recording::Recording, ReportError};
+
+const COLUMNS: [&str; 7] = [
+    "session_id",
+    "worker_id",
+    "iteration",
+    "event",
+    "timestamp",
+    "input_line_number",
+    "comment",
+];
+
+/// One step of a session: a recording line replayed from `start` to `end` (epoch ms).
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// recording.log line it replays.
+    pub line: u32,
+    /// Epoch ms.
+    pub start: i64,
+    /// Epoch ms; for an event cut short by a failure, the failure time.
+    pub end: i64,
+    /// The session failed (or stopped) while this event was running.
+    pub failed: bool,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// `PLAYBACK_DONE`.
+    Done = 0,
+    /// `PLAYBACK_FAIL`.
+    Failed = 1,
+    /// Neither (run interrupted).
+    Unfinished = 2,
+}
+
+/// One simulated session (one CSV file).
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// `session_id` column.
+    pub id: u32,
+    /// `worker_id` column: the simulated user.
+    pub worker: u32,
+    /// `iteration`: how many sessions this worker ran before.
+    pub iteration: u32,
+    /// Epoch ms of its first row.
+    pub start: i64,
+    /// Epoch ms of its last row.
+    pub end: i64,
+    /// Done, failed or unfinished.
+    pub outcome: Outcome,
+    /// Why it failed: the CSV comment, or the line it failed at when the comment is empty.
+    pub reason: Option<String>,
+    /// Line the failure happened at, if failed.
+    pub fail_line: Option<u32>,
+    /// Its events in order.
+    pub events: Vec<Event>,
+}
+
+/// A run: its recording and its sessions sorted by start time.
+#[derive(Debug)]
+pub struct Run {
+    /// Display name (`--name` or the directory name).
+    pub name: String,
+    /// Directory it was read from.
+    pub dir: PathBuf,
+    /// The recording it replayed.
+    pub recording: Recording,
+    /// Sessions sorted by start.
+    pub sessions: Vec<Session>,
+}
+
+/// Reads a run directory; every malformed input is an error naming file, line and field.
+pub fn load_run(dir: &Path, name: String) -> Result<Run, ReportError> {
+    let sessions_dir = dir.join("sessions");
+    if !sessions_dir.is_dir() {
+        return Err(ReportError::Input {
+            at: dir.display().to_string(),
+            msg: "not a run directory: no sessions/ folder (expected `surge replay` or shinycannon output)".into(),
+        });
+    }
+    let rec_path = dir.join("recording.log");
+    if !rec_path.is_file() {
+        return Err(ReportError::Input {
+            at: dir.display().to_string(),
+            msg: "not a run directory: no recording.log".into(),
+        });
+    }
+    let recording = recording::read(&rec_path)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&sessions_dir)
+        .map_err(|e| ReportError::io(&sessions_dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    if files.is_empty() {
+        return Err(ReportError::Input {
+            at: sessions_dir.display().to_string(),
+            msg: "no session files (*.csv)".into(),
+        });
+    }
+    files.sort();
+    let mut sessions = files
+        .iter()
+        .map(|f| read_session(f, &recording))
+        .collect::<Result<Vec<_>, _>>()?;
+    sessions.sort_by_key(|s| (s.start, s.id));
+    Ok(Run {
+        name,
+        dir: dir.to_path_buf(),
+        recording,
+        sessions,
+    })
+}
+
+struct Open {
+    kind: String,
+    line: u32,
+    start: i64,
+}
+
+fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .has_headers(true)
+        .from_path(path)
+        .map_err(|e| ReportError::Input {
+            at: path.display().to_string(),
+            msg: e.to_string(),
+        })?;
+    let at = |line: u64| format!("{}:{}", path.display(), line);
+    let headers = rdr.headers().map_err(|e| ReportError::Input {
+        at: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    if headers.iter().collect::<Vec<_>>() != COLUMNS {
+        return Err(ReportError::Input {
+            at: path.display().to_string(),
+            msg: format!(
+                "unexpected columns {:?}, expected {}",
+                headers.iter().collect::<Vec<_>>(),
+                COLUMNS.join(",")
+            ),
+        });
+    }
+    let mut id = None;
+    let mut worker = 0;
+    let mut iteration = 0;
+    let mut first = None;
+    let mut last = 0i64;
+    let mut outcome = Outcome::Unfinished;
+    let mut reason = None;
+    let mut fail_line = None;
+    let mut open: Vec<Open> = Vec::new();
+    let mut events = Vec::new();
+    for row in rdr.records() {
+        let row = row.map_err(|e| ReportError::Input {
+            at: at(e.position().map_or(0, |p| p.line())),
+            msg: e.to_string(),
+        })?;
+        let line_no = row.position().map_or(0, |p| p.line());
+        let field = |i: usize| row.get(i).unwrap_or("");
+        let num = |i: usize| -> Result<i64, ReportError> {
+            let s = field(i).trim();
+            s.parse::<i64>()
+                .or_else(|_| s.parse::<f64>().map(|f| f as i64))
+                .map_err(|_| ReportError::Input {
+                    at: at(line_no),
+                    msg: format!("field {}: not a number: {s:?}", COLUMNS[i]),
+                })
+        };
+        let sid = num(0)? as u32;
+        match id {
+            None => {
+                id = Some(sid);
+                worker = num(1)? as u32;
+                iteration = num(2)? as u32;
+            }
+            Some(prev) if prev != sid => {
+                return Err(ReportError::Input {
+                    at: at(line_no),
+                    msg: format!("field session_id: {sid} in a file of session {prev}"),
+                })
+            }
+            _ => {}
+        }
+        let ts = num(4)?;
+        let line = num(5)? as u32;
+        let event = field(3);
+        first.get_or_insert(ts);
+        last = last.max(ts);
+        match event {
+            "PLAYER_SESSION_CREATE" | "PLAYBACK_SLEEPBEFORE_START" | "PLAYBACK_SLEEPBEFORE_END" => {
+            }
+            "PLAYBACK_DONE" => outcome = Outcome::Done,
+            "PLAYBACK_FAIL" => {
+                outcome = Outcome::Failed;
+                fail_line = Some(line);
+                let comment = field(6).trim();
+                reason = Some(if comment.is_empty() {
+                    let kind = rec_kind(rec, line);
+                    format!("failed at recording line {line} ({kind})")
+                } else {
+                    comment.to_string()
+                });
+                for o in open.drain(..) {
+                    events.push(Event {
+                        line: o.line,
+                        start: o.start,
+                        end: ts,
+                        failed: true,
+                    });
+                }
+            }
+            e => {
+                if let Some(kind) = e.strip_suffix("_START") {
+                    check_line(rec, line, &at(line_no))?;
+                    open.push(Open {
+                        kind: kind.to_string(),
+                        line,
+                        start: ts,
+                    });
+                } else if let Some(kind) = e.strip_suffix("_END") {
+                    let pos = open
+                        .iter()
+                        .rposition(|o| o.kind == kind && o.line == line)
+                        .ok_or_else(|| ReportError::Input {
+                            at: at(line_no),
+                            msg: format!("field event: {e} without a matching {kind}_START"),
+                        })?;
+                    let o = open.remove(pos);
+                    events.push(Event {
+                        line,
+                        start: o.start,
+                        end: ts,
+                        failed: false,
+                    });
+                } else {
+                    return Err(ReportError::Input {
+                        at: at(line_no),
+                        msg: format!("field event: unknown event {e:?}"),
+                    });
+                }
+            }
+        }
+    }
+    let Some(id) = id else {
+        return Err(ReportError::Input {
+            at: path.display().to_string(),
+            msg: "session file has no rows".into(),
+        });
+    };
+    // Events still open when the file ends: the run was stopped mid-event.
+    for o in open.drain(..) {
+        events.push(Event {
+            line: o.line,
+            start: o.start,
+            end: last,
+            failed: true,
+        });
+    }
+    events.sort_by_key(|e| (e.start, e.end));
+    Ok(Session {
+        id,
+        worker,
+        iteration,
+        start: first.unwrap_or(0),
+        end: last,
+        outcome,
+        reason,
+        fail_line,
+        events,
+    })
+}
+
+fn rec_kind(rec: &Recording, line: u32) -> String {
+    rec.get(line)
+        .map(|l| l.kind.clone())
+        .unwrap_or_else(|| "?".into())
+}
+
+fn check_line(rec: &Recording, line: u32, at: &str) -> Result<(), ReportError> {
+    if rec.get(line).is_none() {
+        return Err(ReportError::Input {
+            at: at.to_string(),
+            msg: format!(
+                "field input_line_number: {line} is not an event line of {}",
+                rec.path.display()
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! `surge report`: one self-contained HTML file for a run or a comparison of runs.
+//!
+//! Data flows one way: run directories (`load`, `recording`) → numbers (`stats`) → compact data
+//! model (`model`) → page (`html`, with the chart runtime from web/src/report inlined). It reads
+//! only `recording.log` and `sessions/*.csv`, so shinycannon runs work as well as surge runs.
+
+pub mod class;
+pub mod html;
+pub mod load;
+pub mod model;
+pub mod recording;
+pub mod stats;
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+/// Command-line arguments of `surge report`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Run directories: `surge replay --output-dir` or shinycannon output (recording.log + sessions/).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+    /// Name of each run, in the order of the directories (default: the directory name).
+    #[arg(long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Where to write the report.
+    #[arg(short, long, default_value = "report.html")]
+    pub output: PathBuf,
+    /// Page-load threshold drawn on the charts and counted in the summary (e.g. 10s, 2500ms).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub threshold: Duration,
+    /// Report runs even when they replayed different recordings (the report says so).
+    #[arg(long)]
+    pub allow_mixed: bool,
+    /// Write the report's data model as JSON instead of HTML.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Why a report could not be made. Messages name the file (and line/field) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Malformed or missing input.
+    #[error("{at}: {msg}")]
+    Input {
+        /// File (and line) at fault.
+        at: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The runs replayed different recordings.
+    #[error("runs {a:?} and {b:?} replayed different recordings ({detail}); compare runs of the same recording, or pass --allow-mixed")]
+    MixedRecordings {
+        /// First run's name.
+        a: String,
+        /// Other run's name.
+        b: String,
+        /// Where they differ.
+        detail: String,
+    },
+    /// Bad combination of arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// The chart runtime was not built into this binary.
+    #[error("report runtime not built: run `make web` (npm) and rebuild surge")]
+    RuntimeMissing,
+    /// Filesystem error.
+    #[error("{path}: {err}")]
+    Io {
+        /// File involved.
+        path: String,
+        /// OS error.
+        err: std::io::Error,
+    },
+}
+
+impl ReportError {
+    /// Wraps an I/O error with its path.
+    pub fn io(path: &Path, err: std::io::Error) -> Self {
+        ReportError::Io {
+            path: path.display().to_string(),
+            err,
+        }
+    }
+}
+
+const RUNTIME: &str = include_str!(concat!(env!("OUT_DIR"), "/report.js"));
+
+/// The chart runtime (web/dist-report/report.js) embedded at build time.
+pub fn runtime() -> Result<&'static str, ReportError> {
+    if RUNTIME.starts_with("/*surge-report-runtime-missing*/") {
+        Err(ReportError::RuntimeMissing)
+    } else {
+        Ok(RUNTIME)
+    }
+}
+
+/// What `build` made: the page (or JSON) and figures to print.
+pub struct Built {
+    /// HTML page or JSON model.
+    pub content: String,
+    /// Sessions per run.
+    pub sessions: Vec<usize>,
+    /// Events per run.
+    pub events: Vec<usize>,
+}
+
+/// Loads the runs and renders the report in memory (no file written).
+pub fn build(args: &ReportArgs) -> Result<Built, ReportError> {
+    if args.names.len() > args.runs.len() {
+        return Err(ReportError::Usage(format!(
+            "{} --name given for {} run directories",
+            args.names.len(),
+            args.runs.len()
+        )));
+    }
+    let runtime_js = if args.json { "" } else { runtime()? };
+    let threshold_ms = args.threshold.as_millis() as i64;
+    let mut runs = Vec::with_capacity(args.runs.len());
+    for (i, dir) in args.runs.iter().enumerate() {
+        let name = args.names.get(i).cloned().unwrap_or_else(|| {
+            dir.canonicalize()
+                .ok()
+                .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| dir.display().to_string())
+        });
+        runs.push(load::load_run(dir, name)?);
+    }
+    if !args.allow_mixed {
+        for r in &runs[1..] {
+            if r.recording.text != runs[0].recording.text {
+                return Err(ReportError::MixedRecordings {
+                    a: runs[0].name.clone(),
+                    b: r.name.clone(),
+                    detail: first_difference(&runs[0].recording.text, &r.recording.text),
+                });
+            }
+        }
+    }
+    let summaries: Vec<_> = runs
+        .iter()
+        .map(|r| stats::summarize(r, threshold_ms))
+        .collect();
+    let m = model::build(&runs, &summaries, threshold_ms);
+    let json = serde_json::to_string(&m).expect("model serialises");
+    let content = if args.json {
+        json
+    } else {
+        html::render(&m, &json, runtime_js)
+    };
+    Ok(Built {
+        content,
+        sessions: summaries.iter().map(|s| s.sessions).collect(),
+        events: summaries.iter().map(|s| s.events).collect(),
+    })
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    match la.iter().zip(&lb).position(|(x, y)| x != y) {
+        Some(i) => format!("recording.log differs at line {}", i + 1),
+        None => format!("recording.log has {} vs {} lines", la.len(), lb.len()),
+    }
+}
+
+/// `surge report`: builds the report and writes it atomically (temp file, then rename).
+pub fn run(args: ReportArgs) -> Result<(), ReportError> {
+    let t0 = Instant::now();
+    let built = build(&args)?;
+    let out = &args.output;
+    let tmp = out.with_extension("tmp-surge-report");
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(built.content.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, out)
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ReportError::io(out, e));
+    }
+    let per_run: Vec<String> = built
+        .sessions
+        .iter()
+        .zip(&built.events)
+        .map(|(s, e)| format!("{s} sessions/{e} events"))
+        .collect();
+    eprintln!(
+        "wrote {} ({:.1} MB, {}) in {:.2} s",
+        out.display(),
+        built.content.len() as f64 / 1e6,
+        per_run.join(", "),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! The report's data model: everything the charts draw, as compact column arrays (numbers,
+//! strings interned once per recording/run) so 1,000 sessions × 100 events stay a few MB.
+//! The same JSON is embedded in the HTML and printed by `surge report --json`.
+//!
+//! Times are integer ms. Session `start` is relative to the run start; an event's start is its
+//! `gap` after the previous event's end in the same session (the first: after session start),
+//! which keeps the numbers short. Events are grouped by session, `sessions.n[i]` of them each.
+
+use serde::Serialize;
+
+use super::{
+    class::CLASS_NAMES,
+    load::{Outcome, Run},
+    recording::Recording,
+    stats::{self, Dist, RunSummary},
+};
+
+/// Root of the model.
+#[derive(Debug, Serialize)]
+pub struct Model {
+    /// Model format version.
+    pub version: u32,
+    /// When the report was made (RFC 3339, UTC).
+    pub generated: String,
+    /// Page-load threshold drawn on the charts (ms).
+    pub threshold_ms: i64,
+    /// Class names, indexed by class number.
+    pub classes: [&'static str; 5],
+    /// All runs replayed the same recording.
+    pub same_recording: bool,
+    /// Distinct recordings (one when `same_recording`).
+    pub recordings: Vec<RecModel>,
+    /// Runs in the order given.
+    pub runs: Vec<RunModel>,
+}
+
+/// A recording's event lines as columns.
+#[derive(Debug, Serialize)]
+pub struct RecModel {
+    /// File it was read from.
+    pub path: String,
+    /// Target URL from its header, if any.
+    pub target: Option<String>,
+    /// First begin to last end (ms).
+    pub duration_ms: i64,
+    /// Physical line numbers.
+    pub line: Vec<u32>,
+    /// Event type per line.
+    pub kind: Vec<String>,
+    /// Class number per line.
+    pub class: Vec<u8>,
+    /// Short label per line.
+    pub label: Vec<String>,
+    /// Recorded begin, ms since the first event.
+    pub begin: Vec<i64>,
+    /// Recorded duration (ms).
+    pub dur: Vec<i64>,
+}
+
+/// Distribution as `[n, p50, p90, p99, max]`.
+pub type DistArr = [i64; 5];
+
+fn arr(d: &Dist) -> DistArr {
+    [d.n as i64, d.p50, d.p90, d.p99, d.max]
+}
+
+/// One run.
+#[derive(Debug, Serialize)]
+pub struct RunModel {
+    /// Display name.
+    pub name: String,
+    /// Directory.
+    pub dir: String,
+    /// Index into `Model::recordings`.
+    pub recording: usize,
+    /// Epoch ms of the run's first row.
+    pub start_epoch_ms: i64,
+    /// First row to last row (ms).
+    pub duration_ms: i64,
+    /// Warm-up ends (ms since run start).
+    pub warmup_end_ms: i64,
+    /// Cool-down starts (ms since run start).
+    pub cooldown_start_ms: i64,
+    /// Summary numbers.
+    pub summary: SummaryModel,
+    /// Session columns.
+    pub sessions: SessionCols,
+    /// Event columns, grouped by session in `sessions` order.
+    pub events: EventCols,
+    /// Per recording line `[line, n, min, q1, median, q3, max, p90]` (ms).
+    pub lines: Vec<[i64; 8]>,
+}
+
+/// The summary table's numbers for one run.
+#[derive(Debug, Serialize)]
+pub struct SummaryModel {
+    /// Distinct workers.
+    pub workers: usize,
+    /// Sessions started.
+    pub sessions: usize,
+    /// Completed.
+    pub completed: usize,
+    /// Failed.
+    pub failed: usize,
+    /// Neither.
+    pub unfinished: usize,
+    /// Events replayed.
+    pub events: usize,
+    /// Events cut short by failures.
+    pub failed_events: usize,
+    /// `[reason, count]`, most frequent first; sessions refer to them by index.
+    pub reasons: Vec<(String, usize)>,
+    /// Page load (home + assets).
+    pub page_load: DistArr,
+    /// Sessions whose page load exceeded the threshold.
+    pub over_threshold: usize,
+    /// Session durations.
+    pub session_duration: DistArr,
+    /// Per class event durations.
+    pub classes: Vec<DistArr>,
+}
+
+/// Sessions as columns.
+#[derive(Debug, Serialize, Default)]
+pub struct SessionCols {
+    /// session_id.
+    pub id: Vec<u32>,
+    /// worker_id.
+    pub worker: Vec<u32>,
+    /// iteration.
+    pub iter: Vec<u32>,
+    /// Start, ms since run start.
+    pub start: Vec<i64>,
+    /// Duration (ms).
+    pub dur: Vec<i64>,
+    /// 0 done, 1 failed, 2 unfinished.
+    pub outcome: Vec<u8>,
+    /// Index into `summary.reasons`, -1 when none.
+    pub reason: Vec<i32>,
+    /// Page load (ms), -1 when none.
+    pub page_load: Vec<i64>,
+    /// Number of events of this session in `events`.
+    pub n: Vec<u32>,
+}
+
+/// Events as columns.
+#[derive(Debug, Serialize, Default)]
+pub struct EventCols {
+    /// recording.log line.
+    pub line: Vec<u32>,
+    /// ms after the previous event's end (first event: after session start).
+    pub gap: Vec<i64>,
+    /// Duration (ms).
+    pub dur: Vec<i64>,
+    /// Indices (into these columns) of events cut short by a failure.
+    pub failed: Vec<u32>,
+}
+
+/// Builds the model from loaded runs and their summaries.
+pub fn build(runs: &[Run], summaries: &[RunSummary], threshold_ms: i64) -> Model {
+    let mut recordings: Vec<&Recording> = Vec::new();
+    let mut rec_index = Vec::new();
+    for r in runs {
+        match recordings.iter().position(|x| x.text == r.recording.text) {
+            Some(i) => rec_index.push(i),
+            None => {
+                rec_index.push(recordings.len());
+                recordings.push(&r.recording);
+            }
+        }
+    }
+    Model {
+        version: 1,
+        generated: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        threshold_ms,
+        classes: CLASS_NAMES,
+        same_recording: recordings.len() == 1,
+        recordings: recordings.iter().map(|r| rec_model(r)).collect(),
+        runs: runs
+            .iter()
+            .zip(summaries)
+            .zip(rec_index)
+            .map(|((run, sum), ri)| run_model(run, sum, ri))
+            .collect(),
+    }
+}
+
+fn rec_model(r: &Recording) -> RecModel {
+    RecModel {
+        path: r.path.display().to_string(),
+        target: r.target.clone(),
+        duration_ms: r.duration_ms,
+        line: r.lines.iter().map(|l| l.line).collect(),
+        kind: r.lines.iter().map(|l| l.kind.clone()).collect(),
+        class: r.lines.iter().map(|l| l.class.index() as u8).collect(),
+        label: r.lines.iter().map(|l| l.label.clone()).collect(),
+        begin: r.lines.iter().map(|l| l.begin_ms).collect(),
+        dur: r.lines.iter().map(|l| l.dur_ms).collect(),
+    }
+}
+
+fn run_model(run: &Run, sum: &RunSummary, recording: usize) -> RunModel {
+    let mut s = SessionCols::default();
+    let mut e = EventCols::default();
+    for sess in &run.sessions {
+        s.id.push(sess.id);
+        s.worker.push(sess.worker);
+        s.iter.push(sess.iteration);
+        s.start.push(sess.start - sum.start_ms);
+        s.dur.push(sess.end - sess.start);
+        s.outcome.push(match sess.outcome {
+            Outcome::Done => 0,
+            Outcome::Failed => 1,
+            Outcome::Unfinished => 2,
+        });
+        s.reason.push(
+            sess.reason
+                .as_ref()
+                .and_then(|r| sum.reasons.iter().position(|(x, _)| x == r))
+                .map_or(-1, |i| i as i32),
+        );
+        s.page_load
+            .push(stats::page_load(sess, &run.recording).unwrap_or(-1));
+        s.n.push(sess.events.len() as u32);
+        let mut prev_end = sess.start;
+        for ev in &sess.events {
+            if ev.failed {
+                e.failed.push(e.line.len() as u32);
+            }
+            e.line.push(ev.line);
+            e.gap.push(ev.start - prev_end);
+            e.dur.push(ev.end - ev.start);
+            prev_end = ev.end;
+        }
+    }
+    RunModel {
+        name: run.name.clone(),
+        dir: run.dir.display().to_string(),
+        recording,
+        start_epoch_ms: sum.start_ms,
+        duration_ms: sum.duration_ms,
+        warmup_end_ms: sum.phases.warmup_end,
+        cooldown_start_ms: sum.phases.cooldown_start,
+        summary: SummaryModel {
+            workers: sum.workers,
+            sessions: sum.sessions,
+            completed: sum.completed,
+            failed: sum.failed,
+            unfinished: sum.unfinished,
+            events: sum.events,
+            failed_events: sum.failed_events,
+            reasons: sum.reasons.clone(),
+            page_load: arr(&sum.page_load),
+            over_threshold: sum.over_threshold,
+            session_duration: arr(&sum.session_duration),
+            classes: sum.classes.iter().map(arr).collect(),
+        },
+        sessions: s,
+        events: e,
+        lines: stats::line_boxes(run)
+            .iter()
+            .map(|b| {
+                [
+                    b.line as i64,
+                    b.n as i64,
+                    b.min,
+                    b.q1,
+                    b.med,
+                    b.q3,
+                    b.max,
+                    b.p90,
+                ]
+            })
+            .collect(),
+    }
+}

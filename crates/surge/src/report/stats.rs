@@ -1,0 +1,245 @@
+//! Numbers the report states: per-run counts, exact percentiles (nearest rank over all values; runs
+//! are small enough that no histogram approximation is needed), run phases and per-line boxes.
+
+use std::collections::HashMap;
+
+use super::{
+    class::Class,
+    load::{Outcome, Run, Session},
+    recording::Recording,
+};
+
+/// A latency distribution in ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Dist {
+    /// How many values.
+    pub n: usize,
+    /// Median.
+    pub p50: i64,
+    /// 90th percentile.
+    pub p90: i64,
+    /// 99th percentile.
+    pub p99: i64,
+    /// Largest value.
+    pub max: i64,
+}
+
+impl Dist {
+    /// Nearest-rank percentiles of `v` (sorted here).
+    pub fn of(mut v: Vec<i64>) -> Dist {
+        if v.is_empty() {
+            return Dist::default();
+        }
+        v.sort_unstable();
+        Dist {
+            n: v.len(),
+            p50: rank(&v, 50.0),
+            p90: rank(&v, 90.0),
+            p99: rank(&v, 99.0),
+            max: v[v.len() - 1],
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted, non-empty `v`.
+pub fn rank(v: &[i64], p: f64) -> i64 {
+    let idx = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[idx.clamp(1, v.len()) - 1]
+}
+
+/// Warm-up ends when the last simulated user has started; cool-down starts when the first user
+/// has finished its last session. Between them every user is busy: the loaded phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    /// ms since run start.
+    pub warmup_end: i64,
+    /// ms since run start.
+    pub cooldown_start: i64,
+}
+
+/// What the summary table says about one run.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// Epoch ms of the first row of any session.
+    pub start_ms: i64,
+    /// First row to last row.
+    pub duration_ms: i64,
+    /// Distinct worker ids (simulated users).
+    pub workers: usize,
+    /// Session files.
+    pub sessions: usize,
+    /// Ended with PLAYBACK_DONE.
+    pub completed: usize,
+    /// Ended with PLAYBACK_FAIL.
+    pub failed: usize,
+    /// Ended with neither.
+    pub unfinished: usize,
+    /// Replayed events (START/END pairs, plus events cut short by a failure).
+    pub events: usize,
+    /// Events cut short by a failure.
+    pub failed_events: usize,
+    /// Failure reasons with their counts, most frequent first.
+    pub reasons: Vec<(String, usize)>,
+    /// Page load (home + its assets), per session.
+    pub page_load: Dist,
+    /// Sessions whose page load exceeded the threshold.
+    pub over_threshold: usize,
+    /// Session durations.
+    pub session_duration: Dist,
+    /// Event durations per class, indexed by `Class::index`.
+    pub classes: Vec<Dist>,
+    /// Warm-up / loaded / cool-down boundaries.
+    pub phases: Phases,
+}
+
+/// Page load of a session: from the first Homepage event to the end of the asset requests that
+/// follow it. None when the session has no homepage or failed while loading it.
+pub fn page_load(s: &Session, rec: &Recording) -> Option<i64> {
+    let class = |line| rec.get(line).map(|l| l.class);
+    let first = s
+        .events
+        .iter()
+        .position(|e| class(e.line) == Some(Class::Homepage))?;
+    let mut end = s.events[first].end;
+    for e in &s.events[first..] {
+        let c = class(e.line);
+        if e.failed {
+            return None;
+        }
+        if e.line != s.events[first].line && c != Some(Class::Assets) {
+            break;
+        }
+        end = e.end;
+    }
+    Some(end - s.events[first].start)
+}
+
+/// Computes a run's summary.
+pub fn summarize(run: &Run, threshold_ms: i64) -> RunSummary {
+    let rec = &run.recording;
+    let start_ms = run.sessions.iter().map(|s| s.start).min().unwrap_or(0);
+    let end_ms = run.sessions.iter().map(|s| s.end).max().unwrap_or(start_ms);
+    let mut reasons: HashMap<&str, usize> = HashMap::new();
+    let mut class_durs: Vec<Vec<i64>> = vec![Vec::new(); 5];
+    let mut loads = Vec::new();
+    let mut durations = Vec::new();
+    let (mut completed, mut failed, mut unfinished, mut events, mut failed_events) =
+        (0, 0, 0, 0, 0);
+    for s in &run.sessions {
+        match s.outcome {
+            Outcome::Done => completed += 1,
+            Outcome::Failed => failed += 1,
+            Outcome::Unfinished => unfinished += 1,
+        }
+        if let Some(r) = &s.reason {
+            *reasons.entry(r.as_str()).or_default() += 1;
+        }
+        durations.push(s.end - s.start);
+        if let Some(p) = page_load(s, rec) {
+            loads.push(p);
+        }
+        for e in &s.events {
+            events += 1;
+            if e.failed {
+                failed_events += 1;
+                continue;
+            }
+            if let Some(l) = rec.get(e.line) {
+                class_durs[l.class.index()].push(e.end - e.start);
+            }
+        }
+    }
+    let mut reasons: Vec<(String, usize)> = reasons
+        .into_iter()
+        .map(|(r, n)| (r.to_string(), n))
+        .collect();
+    reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let over_threshold = loads.iter().filter(|&&l| l > threshold_ms).count();
+    let workers = {
+        let mut w: Vec<u32> = run.sessions.iter().map(|s| s.worker).collect();
+        w.sort_unstable();
+        w.dedup();
+        w.len()
+    };
+    RunSummary {
+        start_ms,
+        duration_ms: end_ms - start_ms,
+        workers,
+        sessions: run.sessions.len(),
+        completed,
+        failed,
+        unfinished,
+        events,
+        failed_events,
+        reasons,
+        page_load: Dist::of(loads),
+        over_threshold,
+        session_duration: Dist::of(durations),
+        classes: class_durs.into_iter().map(Dist::of).collect(),
+        phases: phases(run, start_ms, end_ms),
+    }
+}
+
+fn phases(run: &Run, start_ms: i64, end_ms: i64) -> Phases {
+    let mut per_worker: HashMap<u32, (i64, i64)> = HashMap::new();
+    for s in &run.sessions {
+        let e = per_worker.entry(s.worker).or_insert((s.start, s.end));
+        e.0 = e.0.min(s.start);
+        e.1 = e.1.max(s.end);
+    }
+    let warmup_end = per_worker.values().map(|w| w.0).max().unwrap_or(start_ms);
+    let cooldown_start = per_worker.values().map(|w| w.1).min().unwrap_or(end_ms);
+    Phases {
+        warmup_end: warmup_end - start_ms,
+        cooldown_start: cooldown_start - start_ms,
+    }
+}
+
+/// Duration distribution of one recording line across a run's sessions (a box plot).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LineBox {
+    /// recording.log line.
+    pub line: u32,
+    /// Completed events on that line.
+    pub n: usize,
+    /// Fastest (ms).
+    pub min: i64,
+    /// First quartile.
+    pub q1: i64,
+    /// Median.
+    pub med: i64,
+    /// Third quartile.
+    pub q3: i64,
+    /// Slowest.
+    pub max: i64,
+    /// 90th percentile (the sort key "slowest first").
+    pub p90: i64,
+}
+
+/// Per-line boxes, in recording order.
+pub fn line_boxes(run: &Run) -> Vec<LineBox> {
+    let mut by_line: HashMap<u32, Vec<i64>> = HashMap::new();
+    for s in &run.sessions {
+        for e in s.events.iter().filter(|e| !e.failed) {
+            by_line.entry(e.line).or_default().push(e.end - e.start);
+        }
+    }
+    let mut out: Vec<LineBox> = by_line
+        .into_iter()
+        .map(|(line, mut v)| {
+            v.sort_unstable();
+            LineBox {
+                line,
+                n: v.len(),
+                min: v[0],
+                q1: rank(&v, 25.0),
+                med: rank(&v, 50.0),
+                q3: rank(&v, 75.0),
+                max: v[v.len() - 1],
+                p90: rank(&v, 90.0),
+            }
+        })
+        .collect();
+    out.sort_by_key(|b| b.line);
+    out
+}

@@ -1,0 +1,59 @@
+//! Latency histograms (HdrHistogram) and the percentile summary both `bench` and `replay` print.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// A histogram of non-negative integer values (µs for bench, ms for replay), 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant figures is valid")
+}
+
+/// Percentiles of one histogram, already divided into the printed unit.
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    #[serde(rename = "p99.9")]
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// Summarises `h`, dividing every value by `div` (e.g. 1000 for µs -> ms).
+pub fn summarize(h: &Histogram<u64>, div: f64) -> Summary {
+    if h.is_empty() {
+        return Summary::default();
+    }
+    let q = |p: f64| h.value_at_quantile(p) as f64 / div;
+    Summary {
+        count: h.len(),
+        mean: (h.mean() / div * 1000.0).round() / 1000.0,
+        p50: q(0.50),
+        p90: q(0.90),
+        p95: q(0.95),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: h.max() as f64 / div,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_uniform_values() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v).unwrap();
+        }
+        let s = summarize(&h, 1.0);
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.p50, 500.0);
+        assert_eq!(s.p99, 990.0);
+        assert_eq!(s.max, 1000.0);
+    }
+}

@@ -1,0 +1,191 @@
+//! The replay target: base URL parsing, one keep-alive HTTP/1 connection per simulated user (hyper's
+//! connection API, no pool), and a per-user cookie jar.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Request, Response, Uri};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// Where requests go: `http://host:port/prefix`.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `host:port` for connect and the Host header.
+    pub authority: String,
+    /// Path prefix without trailing slash ("" for the root).
+    pub base_path: String,
+}
+
+impl Target {
+    /// Parses `http://host[:port][/prefix]`; https is refused (surge replays to local servers).
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("--target {url}: not a URL ({e})"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some(s) => {
+                return Err(format!(
+                    "--target {url}: scheme {s} not supported (use http)"
+                ))
+            }
+            None => return Err(format!("--target {url}: missing http://")),
+        }
+        let host = uri
+            .host()
+            .ok_or_else(|| format!("--target {url}: no host"))?;
+        let port = uri.port_u16().unwrap_or(80);
+        Ok(Target {
+            authority: format!("{host}:{port}"),
+            base_path: uri.path().trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// Path + query for a recorded URL (recorded URLs start with '/').
+    pub fn path(&self, recorded: &str) -> String {
+        if recorded.starts_with('/') {
+            format!("{}{recorded}", self.base_path)
+        } else {
+            format!("{}/{recorded}", self.base_path)
+        }
+    }
+
+    /// ws:// URL for a recorded WebSocket path.
+    pub fn ws_url(&self, recorded: &str) -> String {
+        format!("ws://{}{}", self.authority, self.path(recorded))
+    }
+}
+
+/// One user's keep-alive connection; reconnects when the server closes it.
+#[derive(Default)]
+pub struct Conn {
+    sender: Option<SendRequest<Full<Bytes>>>,
+}
+
+impl Conn {
+    /// Sends a request, (re)connecting first if needed.
+    pub async fn send(
+        &mut self,
+        target: &Target,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<hyper::body::Incoming>, String> {
+        if let Some(s) = &mut self.sender {
+            if s.ready().await.is_err() {
+                self.sender = None;
+            }
+        }
+        if self.sender.is_none() {
+            let tcp = TcpStream::connect(&target.authority)
+                .await
+                .map_err(|e| format!("connect {}: {e}", target.authority))?;
+            let _ = tcp.set_nodelay(true);
+            let (sender, conn) = hyper::client::conn::http1::Builder::new()
+                .handshake(TokioIo::new(tcp))
+                .await
+                .map_err(|e| format!("HTTP handshake with {}: {e}", target.authority))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            self.sender = Some(sender);
+        }
+        let s = self.sender.as_mut().expect("connected above");
+        match s.send_request(req).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.sender = None;
+                Err(format!("request to {}: {e}", target.authority))
+            }
+        }
+    }
+}
+
+/// Reads a body to the end; keeps at most `keep` bytes of it (0 = discard).
+pub async fn read_body(body: hyper::body::Incoming, keep: usize) -> Result<Vec<u8>, String> {
+    let mut body = body;
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading body: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() < keep {
+                let take = (keep - out.len()).min(data.len());
+                out.extend_from_slice(&data[..take]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Cookies of one simulated user (name, value), as a browser would keep them for one site.
+#[derive(Default, Debug)]
+pub struct CookieJar {
+    cookies: Vec<(Box<str>, Box<str>)>,
+}
+
+impl CookieJar {
+    /// Stores every Set-Cookie of a response (an expired or empty cookie is removed).
+    pub fn store(&mut self, headers: &hyper::HeaderMap) {
+        for v in headers.get_all(hyper::header::SET_COOKIE) {
+            let Ok(s) = v.to_str() else { continue };
+            let mut parts = s.split(';');
+            let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim());
+            let expired = parts.any(|a| {
+                let a = a.trim().to_ascii_lowercase();
+                a == "max-age=0" || a.starts_with("max-age=-")
+            });
+            self.cookies.retain(|(n, _)| &**n != name);
+            if !expired && !value.is_empty() {
+                self.cookies.push((name.into(), value.into()));
+            }
+        }
+    }
+
+    /// The Cookie header value, if any cookie is set.
+    pub fn header(&self) -> Option<String> {
+        if self.cookies.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .cookies
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        Some(parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_paths() {
+        let t = Target::parse("http://127.0.0.1:3838/app/").unwrap();
+        assert_eq!(t.authority, "127.0.0.1:3838");
+        assert_eq!(t.path("/websocket/"), "/app/websocket/");
+        assert_eq!(
+            t.ws_url("/websocket/"),
+            "ws://127.0.0.1:3838/app/websocket/"
+        );
+        assert!(Target::parse("https://x/").is_err());
+        assert!(Target::parse("nonsense").is_err());
+    }
+
+    #[test]
+    fn cookie_jar_sets_replaces_and_expires() {
+        let mut h = hyper::HeaderMap::new();
+        h.append("set-cookie", "a=1; Path=/".parse().unwrap());
+        h.append("set-cookie", "b=2".parse().unwrap());
+        let mut jar = CookieJar::default();
+        jar.store(&h);
+        assert_eq!(jar.header().unwrap(), "a=1; b=2");
+        let mut h2 = hyper::HeaderMap::new();
+        h2.append("set-cookie", "a=; Max-Age=0".parse().unwrap());
+        h2.append("set-cookie", "b=3".parse().unwrap());
+        jar.store(&h2);
+        assert_eq!(jar.header().unwrap(), "b=3");
+    }
+}

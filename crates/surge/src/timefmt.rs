@@ -1,0 +1,166 @@
+//! ISO-8601 UTC timestamps (`2024-08-21T16:20:29.838Z`) <-> Unix milliseconds, as recording.log uses them.
+//! Hand-written (days-from-civil) to avoid a date crate for two functions.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch now; the timestamp unit of session CSVs.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (what shinyloadtest writes).
+pub fn format_iso(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let (y, mo, d) = civil_from_days(days);
+    let (h, mi, s, milli) = (
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000,
+    );
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fff]Z` (or `+00:00`) into Unix milliseconds; None if malformed.
+pub fn parse_iso(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse::<i64>().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut milli = 0i64;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let f = &frac[..digits];
+        let padded: String = f.chars().chain("000".chars()).take(3).collect();
+        milli = padded.parse().ok()?;
+        rest = &frac[digits..];
+    }
+    let offset_min = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let ob = rest.as_bytes();
+            if ob.len() != 6 || !(ob[0] == b'+' || ob[0] == b'-') || ob[3] != b':' {
+                return None;
+            }
+            let m = rest[1..3].parse::<i64>().ok()? * 60 + rest[4..6].parse::<i64>().ok()?;
+            if ob[0] == b'-' {
+                -m
+            } else {
+                m
+            }
+        }
+    };
+    Some(
+        ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - offset_min) * 60_000 + sec * 1000 + milli,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_known_instant() {
+        // 2024-08-21T16:20:29.838Z == 1724257229838 (date -d ... +%s%3N)
+        assert_eq!(
+            parse_iso("2024-08-21T16:20:29.838Z"),
+            Some(1_724_257_229_838)
+        );
+        assert_eq!(format_iso(1_724_257_229_838), "2024-08-21T16:20:29.838Z");
+        assert_eq!(parse_iso("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_iso("1970-01-01T01:00:00.5+01:00"), Some(500));
+        assert_eq!(parse_iso("2024-13-01T00:00:00Z"), None);
+        assert_eq!(parse_iso("yesterday"), None);
+    }
+}
+
+/// Parses durations like `500ms`, `30s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("duration \"{s}\": expected e.g. 500ms, 30s, 2m"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        u => {
+            return Err(format!(
+                "duration \"{s}\": unknown unit \"{u}\" (ms, s, m, h)"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("duration \"{s}\": must be >= 0"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(
+            super::parse_duration("500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            super::parse_duration("2m").unwrap(),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            super::parse_duration("1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert!(super::parse_duration("3 weeks").is_err());
+    }
+}

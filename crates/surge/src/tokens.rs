@@ -1,0 +1,165 @@
+//! shinyloadtest placeholders: `${WORKER}`, `${TOKEN}`, `${ROBUST_ID}`, `${SOCKJSID}`, `${SESSION}`,
+//! `${UPLOAD_URL}`, `${UPLOAD_JOB_ID}`. Replay fills them from live responses; record puts them back
+//! in place of the live values.
+
+use std::borrow::Cow;
+
+/// Placeholder names shinycannon accepts.
+pub const NAMES: [&str; 7] = [
+    "WORKER",
+    "TOKEN",
+    "ROBUST_ID",
+    "SOCKJSID",
+    "SESSION",
+    "UPLOAD_URL",
+    "UPLOAD_JOB_ID",
+];
+
+/// Live values of one simulated session (small: a few short strings).
+#[derive(Default, Debug, Clone)]
+pub struct Tokens {
+    values: [Option<Box<str>>; 7],
+}
+
+fn index(name: &str) -> Option<usize> {
+    NAMES.iter().position(|n| *n == name)
+}
+
+impl Tokens {
+    /// Fresh values for a new session: random ROBUST_ID and SOCKJSID, like shinycannon.
+    pub fn new_session(rng: &mut u64) -> Tokens {
+        let mut t = Tokens::default();
+        t.set("ROBUST_ID", &random_hex(rng, 18));
+        t.set("SOCKJSID", &format!("000/{}", random_hex(rng, 8)));
+        t
+    }
+
+    /// Sets a placeholder's value (unknown names are ignored).
+    pub fn set(&mut self, name: &str, value: &str) {
+        if let Some(i) = index(name) {
+            self.values[i] = Some(value.into());
+        }
+    }
+
+    /// Current value of a placeholder.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        index(name).and_then(|i| self.values[i].as_deref())
+    }
+
+    /// Replaces every `${NAME}` in `s`; errors name the placeholder that is unknown or has no value yet.
+    pub fn substitute<'a>(&self, s: &'a str) -> Result<Cow<'a, str>, String> {
+        if !s.contains("${") {
+            return Ok(Cow::Borrowed(s));
+        }
+        let mut out = String::with_capacity(s.len() + 32);
+        let mut rest = s;
+        while let Some(i) = rest.find("${") {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 2..];
+            let Some(j) = after.find('}') else {
+                out.push_str(&rest[i..]);
+                rest = "";
+                break;
+            };
+            let name = &after[..j];
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+                out.push_str("${");
+                rest = after;
+                continue;
+            }
+            match index(name) {
+                None => return Err(format!("unknown placeholder ${{{name}}}")),
+                Some(k) => match &self.values[k] {
+                    Some(v) => out.push_str(v),
+                    None => return Err(format!("placeholder ${{{name}}} has no value yet")),
+                },
+            }
+            rest = &after[j + 1..];
+        }
+        out.push_str(rest);
+        Ok(Cow::Owned(out))
+    }
+}
+
+/// xorshift64*: enough randomness for ids, no crate needed.
+pub fn next_random(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+/// `n` random lowercase hex characters.
+pub fn random_hex(state: &mut u64, n: usize) -> String {
+    let mut s = String::with_capacity(n);
+    while s.len() < n {
+        s.push_str(&format!("{:016x}", next_random(state)));
+    }
+    s.truncate(n);
+    s
+}
+
+/// Live value -> placeholder table used while recording (longest values replaced first).
+#[derive(Default, Debug)]
+pub struct Placeholders {
+    pairs: Vec<(String, &'static str)>,
+}
+
+impl Placeholders {
+    /// Remembers that `value` is the live form of `placeholder` (e.g. "${SESSION}").
+    pub fn add(&mut self, value: &str, placeholder: &'static str) {
+        if value.is_empty() || self.pairs.iter().any(|(v, _)| v == value) {
+            return;
+        }
+        self.pairs.push((value.to_string(), placeholder));
+        self.pairs.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+    }
+
+    /// Replaces live values by placeholders.
+    pub fn apply(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for (v, p) in &self.pairs {
+            if out.contains(v.as_str()) {
+                out = out.replace(v.as_str(), p);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_and_reports_missing() {
+        let mut rng = 42;
+        let mut t = Tokens::new_session(&mut rng);
+        assert_eq!(t.get("ROBUST_ID").unwrap().len(), 18);
+        assert!(t.get("SOCKJSID").unwrap().starts_with("000/"));
+        t.set("WORKER", "w9");
+        assert_eq!(t.substitute("/_w_${WORKER}/x").unwrap(), "/_w_w9/x");
+        assert_eq!(
+            t.substitute("/s/${SESSION}").unwrap_err(),
+            "placeholder ${SESSION} has no value yet"
+        );
+        assert_eq!(
+            t.substitute("${NOPE}").unwrap_err(),
+            "unknown placeholder ${NOPE}"
+        );
+        assert_eq!(t.substitute("price ${5}").unwrap(), "price ${5}");
+    }
+
+    #[test]
+    fn placeholders_replace_live_values() {
+        let mut p = Placeholders::default();
+        p.add("abc123", "${SESSION}");
+        p.add("w1", "${WORKER}");
+        assert_eq!(
+            p.apply("session/abc123/upload?w=w1"),
+            "session/${SESSION}/upload?w=${WORKER}"
+        );
+    }
+}

@@ -1,1 +1,425 @@
-document.getElementById("app")!.textContent = "CRAN whales";
+// The CRAN whales single-page app: sidebar (date, top N), four tabs, on-demand fetch with live
+// progress. State lives in the URL (?date=&count=&tab=&whale=) so any view can be shared.
+import * as echarts from "echarts/core";
+import { BarChart, ScatterChart } from "echarts/charts";
+import { BrushComponent, GridComponent, LegendComponent, TitleComponent, TooltipComponent } from "echarts/components";
+import { CanvasRenderer } from "echarts/renderers";
+import "./style.css";
+import { follow, getDay, getDays, getWhale } from "./api";
+import type { DayInfo, DaySummary, Progress, WhaleDetail } from "./api";
+import { detailOption, hourlyColumns, hourlyOption, packageOrder, trafficOption, whaleLabel, whalesOption } from "./charts";
+import { bytes, esc, int, pct } from "./format";
+
+echarts.use([BarChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, TitleComponent, BrushComponent, CanvasRenderer]);
+
+type Tab = "traffic" | "whales" | "hourly" | "detail";
+const TABS: Tab[] = ["traffic", "whales", "hourly", "detail"];
+const FIRST_DAY = "2012-10-01";
+const MAX_COUNT = 25;
+const TABLE_LIMIT = 2000;
+
+interface State {
+  date: string;
+  count: number;
+  tab: Tab;
+  whale: number | null;
+}
+
+const $ = <T extends HTMLElement>(sel: string) => document.querySelector(sel) as T;
+const dateInput = $<HTMLInputElement>("#date");
+const countInput = $<HTMLInputElement>("#count");
+const whaleSelect = $<HTMLSelectElement>("#whale");
+const statusBox = $<HTMLDivElement>("#status");
+const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+
+const state: State = readUrl();
+let summary: DaySummary | null = null;
+let detail: WhaleDetail | null = null;
+let days: DayInfo[] = [];
+let loadToken = 0;
+let stopFollowing: (() => void) | null = null;
+const charts = new Map<string, echarts.ECharts>();
+
+function readUrl(): State {
+  const q = new URLSearchParams(location.search);
+  const count = Number(q.get("count"));
+  const tab = q.get("tab") as Tab;
+  const whale = Number(q.get("whale"));
+  return {
+    date: q.get("date") ?? "",
+    count: Number.isInteger(count) && count >= 1 && count <= MAX_COUNT ? count : 6,
+    tab: TABS.includes(tab) ? tab : "traffic",
+    whale: q.get("whale") !== null && Number.isInteger(whale) && whale >= 0 ? whale : null,
+  };
+}
+
+function writeUrl() {
+  const q = new URLSearchParams({ date: state.date, count: String(state.count), tab: state.tab });
+  if (state.whale !== null) q.set("whale", String(state.whale));
+  history.replaceState(null, "", `?${q}`);
+}
+
+function chart(id: string): echarts.ECharts {
+  let c = charts.get(id);
+  if (!c) {
+    c = echarts.init(document.getElementById(id)!);
+    charts.set(id, c);
+  }
+  return c;
+}
+
+function box(value: string, label: string, cls = "") {
+  return `<div class="box ${cls}"><div class="box-value">${value}</div><div class="box-label">${label}</div></div>`;
+}
+
+// ---- status line: loading, progress of a fetch, errors ----
+
+function showStatus(html: string, kind: "loading" | "fetching" | "error" | "notice") {
+  statusBox.hidden = false;
+  statusBox.className = `status status-${kind}`;
+  statusBox.innerHTML = html;
+  document.body.dataset.view = kind;
+}
+
+function hideStatus() {
+  statusBox.hidden = true;
+  document.body.dataset.view = "ready";
+}
+
+function progressHtml(date: string, p: Progress | null): string {
+  let frac = 0;
+  let text = "asking the CRAN log server…";
+  let indeterminate = false;
+  if (p) {
+    switch (p.phase) {
+      case "queued":
+        text = "waiting for a free ingest slot…";
+        indeterminate = true;
+        break;
+      case "downloading":
+        frac = p.total ? (0.5 * p.done) / p.total : 0.05;
+        text = p.total
+          ? `downloading ${(p.done / 1048576).toFixed(1)} of ${(p.total / 1048576).toFixed(1)} MB`
+          : `downloading ${(p.done / 1048576).toFixed(1)} MB`;
+        indeterminate = !p.total;
+        break;
+      case "parsing":
+        frac = 0.5 + (p.total ? (0.45 * p.bytes) / p.total : 0.2);
+        text = `parsing ${int(p.rows)} rows`;
+        break;
+      case "storing":
+        frac = 0.97;
+        text = "storing the day's tables…";
+        break;
+      case "done":
+        frac = 1;
+        text = `stored ${int(p.rows)} rows`;
+        break;
+      case "error":
+        text = p.error;
+        break;
+    }
+  }
+  const width = `${Math.round(Math.min(1, frac) * 100)}%`;
+  return (
+    `<div class="progress-title">Fetching ${esc(date)} from the CRAN log server</div>` +
+    `<div class="bar${indeterminate ? " indeterminate" : ""}" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow="${Math.round(frac * 100)}"><div class="fill" style="width:${width}"></div></div>` +
+    `<div class="progress-text" data-phase="${p?.phase ?? "starting"}">${esc(text)}</div>`
+  );
+}
+
+// ---- loading data ----
+
+async function loadDays() {
+  try {
+    days = (await getDays()).sort((a, b) => (a.date < b.date ? -1 : 1));
+  } catch {
+    days = [];
+  }
+  const list = $<HTMLUListElement>("#stored-days");
+  list.innerHTML = days
+    .slice()
+    .reverse()
+    .map(
+      (d) =>
+        `<li><a href="?date=${d.date}" data-date="${d.date}" class="${d.date === state.date ? "current" : ""}" title="${int(d.totals.downloads)} downloads, ${bytes(d.totals.bytes)}">${d.date}</a><span>${int(d.totals.downloads)}</span></li>`,
+    )
+    .join("");
+}
+
+async function load() {
+  const token = ++loadToken;
+  stopFollowing?.();
+  stopFollowing = null;
+  summary = null;
+  detail = null;
+  writeUrl();
+  markStored();
+  $<HTMLDivElement>("#subtitle").textContent = state.date;
+  showStatus(`Loading ${esc(state.date)}…`, "loading");
+  let result;
+  try {
+    result = await getDay(state.date, state.count);
+  } catch (e) {
+    if (token === loadToken) showStatus(`Could not reach the server: ${esc(String(e))}`, "error");
+    return;
+  }
+  if (token !== loadToken) return;
+  if (result.kind === "ready") {
+    summary = result.summary;
+    hideStatus();
+    $<HTMLDivElement>("#subtitle").textContent =
+      `${summary.date} · ${int(summary.totals.downloads)} downloads by ${int(summary.totals.downloaders)} downloaders`;
+    renderAll();
+  } else if (result.kind === "fetching") {
+    showStatus(progressHtml(state.date, result.current), "fetching");
+    stopFollowing = follow(result.progress, (p) => {
+      if (token !== loadToken) return;
+      if (p.phase === "error") {
+        showStatus(missingHtml(p.status, p.error), "error");
+      } else {
+        statusBox.innerHTML = progressHtml(state.date, p);
+        if (p.phase === "done") {
+          void loadDays();
+          void load();
+        }
+      }
+    });
+  } else {
+    showStatus(missingHtml(result.status, result.error), result.status === 404 ? "notice" : "error");
+  }
+}
+
+function missingHtml(status: number, error: string): string {
+  const title =
+    status === 404
+      ? `No CRAN log for ${esc(state.date)}`
+      : status === 429
+        ? "Too many new days requested"
+        : `Could not load ${esc(state.date)}`;
+  return `<div class="message-title">${title}</div><div class="message-text">${esc(error)}</div>`;
+}
+
+async function loadWhale() {
+  if (!summary) return;
+  const token = loadToken;
+  const whales = summary.whales;
+  if (whales.length === 0) {
+    $<HTMLDivElement>("#detail-boxes").innerHTML = "";
+    fillTable([]);
+    return;
+  }
+  const chosen = whales.find((w) => w.ip_id === state.whale) ?? whales[0];
+  if (state.whale !== chosen.ip_id) {
+    state.whale = chosen.ip_id;
+    writeUrl();
+  }
+  whaleSelect.value = String(chosen.ip_id);
+  if (detail && detail.whale.ip_id === chosen.ip_id && detail.date === summary.date) {
+    renderDetail();
+    return;
+  }
+  $<HTMLDivElement>("#selection-title").textContent = "Loading downloads…";
+  try {
+    const d = await getWhale(summary.date, chosen.ip_id);
+    if (token !== loadToken || state.whale !== chosen.ip_id) return;
+    detail = d;
+    renderDetail();
+  } catch (e) {
+    $<HTMLDivElement>("#selection-title").textContent = `Could not load this downloader: ${String(e)}`;
+  }
+}
+
+// ---- rendering ----
+
+function renderAll() {
+  if (!summary) return;
+  const s = summary;
+  const whaleDownloads = s.whales.reduce((a, w) => a + w.downloads, 0);
+  $<HTMLDivElement>("#traffic-boxes").innerHTML =
+    box(bytes(s.totals.bytes), "bandwidth consumed") +
+    box(int(s.totals.downloads), "files downloaded") +
+    box(int(s.totals.downloaders), "unique downloaders") +
+    box(pct(whaleDownloads, s.totals.downloads), `of downloads by the top ${s.whales.length} downloader${s.whales.length === 1 ? "" : "s"}`, "box-whale");
+  whaleSelect.innerHTML = s.whales
+    .map((w) => `<option value="${w.ip_id}">${esc(whaleLabel(w))} — ${int(w.downloads)} downloads</option>`)
+    .join("");
+  renderTab();
+}
+
+function renderTab() {
+  for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) {
+    const on = b.dataset.tab === state.tab;
+    b.classList.toggle("active", on);
+    b.setAttribute("aria-selected", String(on));
+  }
+  for (const p of document.querySelectorAll<HTMLElement>(".tab-body")) p.hidden = p.dataset.pane !== state.tab;
+  if (!summary) return;
+  const s = summary;
+  switch (state.tab) {
+    case "traffic":
+      chart("chart-traffic").setOption(trafficOption(s), true);
+      break;
+    case "whales":
+      chart("chart-whales").setOption(whalesOption(s), true);
+      break;
+    case "hourly": {
+      const el = document.getElementById("chart-hourly")!;
+      const cols = hourlyColumns(s.whales.length, el.clientWidth || 900);
+      const panel = 190;
+      el.style.height = `${Math.max(1, Math.ceil(s.whales.length / cols)) * (panel + 14) + 10}px`;
+      const c = chart("chart-hourly");
+      c.resize();
+      c.setOption(hourlyOption(s, cols, panel), true);
+      break;
+    }
+    case "detail":
+      void loadWhale();
+      break;
+  }
+  for (const [id, c] of charts) if (!document.getElementById(id)!.closest<HTMLElement>(".tab-body")!.hidden) c.resize();
+}
+
+function renderDetail() {
+  if (!detail) return;
+  const d = detail;
+  const w = d.whale;
+  $<HTMLDivElement>("#detail-boxes").innerHTML =
+    box(bytes(w.bytes), "bandwidth consumed") +
+    box(int(w.downloads), "files downloaded") +
+    box(int(w.packages), "unique packages") +
+    box(`${d.first.slice(0, 5)}–${d.last.slice(0, 5)}`, "first to last download (UTC)", "box-whale");
+  const packages = packageOrder(d);
+  const el = document.getElementById("chart-detail")!;
+  el.style.height = `${Math.min(1600, Math.max(360, packages.length * 14 + 70))}px`;
+  const c = chart("chart-detail");
+  c.resize();
+  c.setOption(detailOption(d, packages), true);
+  c.off("brushSelected");
+  c.on("brushSelected", (e: unknown) => {
+    const batch = (e as { batch: { selected: { dataIndex: number[] }[] }[] }).batch;
+    const idx = batch[0]?.selected[0]?.dataIndex ?? [];
+    fillTable(idx);
+  });
+  c.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "rect", brushMode: "single" } });
+  fillTable([]);
+}
+
+function fillTable(indices: number[]) {
+  const tbody = $<HTMLTableElement>("#selection-table").tBodies[0];
+  const title = $<HTMLDivElement>("#selection-title");
+  if (!detail || indices.length === 0) {
+    tbody.innerHTML = "";
+    title.textContent = "No downloads selected: drag a box over the chart.";
+    return;
+  }
+  const d = detail;
+  const rows = indices
+    .map((i) => d.downloads[i])
+    .sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : a.package.localeCompare(b.package)));
+  const shown = rows.slice(0, TABLE_LIMIT);
+  title.textContent =
+    `${int(rows.length)} download${rows.length === 1 ? "" : "s"} selected` +
+    (rows.length > shown.length ? ` (showing the first ${int(shown.length)})` : "");
+  tbody.innerHTML = shown
+    .map(
+      (r) =>
+        `<tr><td>${d.date}</td><td>${r.time}</td><td class="num" title="${int(r.size)} bytes">${bytes(r.size)}</td><td>${esc(r.package)}</td><td>${esc(r.version ?? "")}</td></tr>`,
+    )
+    .join("");
+}
+
+function markStored() {
+  for (const a of document.querySelectorAll<HTMLAnchorElement>("#stored-days a")) {
+    a.classList.toggle("current", a.dataset.date === state.date);
+  }
+}
+
+// ---- inputs ----
+
+function setDate(value: string) {
+  const hint = $<HTMLDivElement>("#date-hint");
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || value < FIRST_DAY || value > yesterday) {
+    hint.textContent = `Pick a day from ${FIRST_DAY} to ${yesterday}.`;
+    hint.classList.add("inline-error");
+    return;
+  }
+  hint.textContent = "";
+  hint.classList.remove("inline-error");
+  if (value === state.date) return;
+  state.date = value;
+  state.whale = null;
+  dateInput.value = value;
+  void load();
+}
+
+dateInput.max = yesterday;
+dateInput.addEventListener("change", () => setDate(dateInput.value));
+
+countInput.addEventListener("input", () => {
+  const err = $<HTMLDivElement>("#count-error");
+  const raw = countInput.value.trim();
+  const n = Number(raw);
+  if (raw === "" || !Number.isInteger(n) || n < 1 || n > MAX_COUNT) {
+    err.textContent = `Enter a whole number from 1 to ${MAX_COUNT}.`;
+    err.hidden = false;
+    countInput.classList.add("invalid");
+    return;
+  }
+  err.hidden = true;
+  countInput.classList.remove("invalid");
+  if (n === state.count) return;
+  state.count = n;
+  void load();
+});
+
+whaleSelect.addEventListener("change", () => {
+  state.whale = Number(whaleSelect.value);
+  writeUrl();
+  void loadWhale();
+});
+
+for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) {
+  b.addEventListener("click", () => {
+    state.tab = b.dataset.tab as Tab;
+    writeUrl();
+    renderTab();
+  });
+}
+
+$<HTMLUListElement>("#stored-days").addEventListener("click", (e) => {
+  const a = (e.target as HTMLElement).closest("a");
+  if (!a) return;
+  e.preventDefault();
+  setDate(a.dataset.date!);
+});
+
+$<HTMLButtonElement>("#menu").addEventListener("click", () => {
+  document.body.classList.toggle("collapsed");
+  setTimeout(() => renderTab(), 220);
+});
+
+let resizeTimer = 0;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = window.setTimeout(() => renderTab(), 150);
+});
+
+// Test and debugging hook: the chart instances by element id, and the current state.
+declare global {
+  interface Window {
+    cranwhales: { charts: Map<string, echarts.ECharts>; state: State };
+  }
+}
+window.cranwhales = { charts, state };
+
+async function start() {
+  countInput.value = String(state.count);
+  renderTab();
+  await loadDays();
+  if (!state.date || !/^\d{4}-\d{2}-\d{2}$/.test(state.date)) state.date = days.length ? days[days.length - 1].date : yesterday;
+  dateInput.value = state.date;
+  await load();
+}
+
+void start();

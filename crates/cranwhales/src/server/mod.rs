@@ -1,17 +1,203 @@
-//! `cranwhales serve`: the JSON API and the embedded web UI (issue 3; placeholder until built).
+//! `cranwhales serve`: the JSON API and the embedded web UI, one process. Stored days are served
+//! from memory; days not stored yet are fetched on demand, once, off the serving threads.
+//!
+//! Modules: `http` (accept loop and connection limits), `api` (handlers), `assets` (embedded UI),
+//! `cache` (immutable bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit`
+//! (per-client rate limit), `db` (store handles on blocking threads), `date` (day parsing).
+
+mod api;
+mod assets;
+mod cache;
+mod date;
+mod db;
+mod error;
+mod fetch;
+mod http;
+mod limit;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::routing::{any, get};
+use axum::Router;
+
+use crate::progress::Silent;
+use crate::source::SourceConfig;
+
+pub use date::Day;
 
 /// Options of `cranwhales serve`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// SQLite database file.
+    /// SQLite database file (created if missing).
     #[arg(long, default_value = "data/cranwhales.db")]
-    pub db: std::path::PathBuf,
-    /// Address to listen on.
+    pub db: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the URL is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
-    pub addr: std::net::SocketAddr,
+    pub addr: SocketAddr,
+    /// Base URL of the daily logs ({base}/{YYYY}/{YYYY-MM-DD}.csv.gz).
+    #[arg(long, default_value = "http://cran-logs.rstudio.com")]
+    pub source_url: String,
+    /// Where downloaded logs are kept so a day is never downloaded twice.
+    #[arg(long, default_value = "data/cache")]
+    pub cache_dir: PathBuf,
+    /// Days (*.csv.gz) ingested when the store is empty [default: data/sample, looked up from the
+    /// current directory and the binary's location].
+    #[arg(long)]
+    pub sample_dir: Option<PathBuf>,
+    /// Do not ingest sample days into an empty store.
+    #[arg(long)]
+    pub no_sample: bool,
+    /// On-demand ingests running at once (more wait in a queue).
+    #[arg(long, default_value_t = 2)]
+    pub max_ingests: usize,
+    /// New days one client address may have fetched at once...
+    #[arg(long, default_value_t = 5)]
+    pub fetch_burst: u32,
+    /// ...and per minute after that.
+    #[arg(long, default_value_t = 6)]
+    pub fetch_per_minute: u32,
+    /// Give up on a download that sends nothing for this many seconds.
+    #[arg(long, default_value_t = 30)]
+    pub stall_timeout: u64,
+    /// Connections open at once.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_connections: usize,
+    /// Seconds a client has to send a request head (slow and idle clients are dropped).
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Largest request head in bytes; larger ones get 431.
+    #[arg(long, default_value_t = 65_536)]
+    pub max_header_bytes: usize,
+}
+
+/// Shared state of every request.
+pub struct App {
+    db: Arc<db::Db>,
+    fetcher: Arc<fetch::Fetcher>,
+    limiter: Arc<limit::RateLimit>,
+    assets: assets::Assets,
+    /// Summaries by (day, count).
+    summaries: Arc<cache::Cache<(Day, u32)>>,
+    /// Whale details by (day, ip_id).
+    whales: cache::Cache<(Day, u64)>,
+    /// The day list (one entry), dropped after each ingest.
+    days: Arc<cache::Cache<()>>,
 }
 
 /// Runs the server until Ctrl-C.
-pub async fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("serve is not built yet")
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    if let Some(parent) = args.db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let db = db::Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    if !args.no_sample {
+        ingest_samples(&db, &args).await?;
+    }
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("listening on {}", args.addr))?;
+    let (router, stored) = app(db, &args).await?;
+    let addr = listener.local_addr()?;
+    println!("cranwhales: serving {stored} stored days on http://{addr}/");
+    let limits = http::Limits {
+        max_connections: args.max_connections,
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        max_header_bytes: args.max_header_bytes,
+    };
+    http::serve(listener, router, limits, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
+    Ok(())
+}
+
+/// Builds the router and state; returns it with the number of stored days.
+async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize)> {
+    let stored = db.read(|s| Ok(s.days()?)).await?;
+    let known = stored.iter().filter_map(|d| Day::parse(&d.date)).collect();
+    let days = Arc::new(cache::Cache::new(16 << 20));
+    let days2 = days.clone();
+    let source = SourceConfig {
+        base_url: args.source_url.clone(),
+        cache_dir: args.cache_dir.clone(),
+    };
+    let fetcher = fetch::Fetcher::new(
+        db.clone(),
+        source,
+        args.max_ingests,
+        Duration::from_secs(args.stall_timeout.max(1)),
+        known,
+        Box::new(move |_day| days2.remove(&())),
+    );
+    let assets = assets::Assets::load();
+    if !assets.has_ui() {
+        tracing::warn!("web UI not built into this binary (run `make web` and rebuild)");
+    }
+    let state = Arc::new(App {
+        db,
+        fetcher,
+        limiter: Arc::new(limit::RateLimit::new(
+            args.fetch_burst,
+            args.fetch_per_minute,
+        )),
+        assets,
+        summaries: Arc::new(cache::Cache::new(64 << 20)),
+        whales: cache::Cache::new(256 << 20),
+        days,
+    });
+    let router = Router::new()
+        .route("/api/days", get(api::days))
+        .route("/api/days/{date}", get(api::day))
+        .route("/api/days/{date}/progress", get(api::progress))
+        .route("/api/days/{date}/whales/{ip_id}", get(api::whale))
+        .route("/api", any(api::not_found))
+        .route("/api/{*rest}", any(api::not_found))
+        .fallback(assets::serve)
+        .with_state(state);
+    Ok((router, stored.len()))
+}
+
+/// On an empty store, ingests the bundled sample days so the app has something to show offline.
+async fn ingest_samples(db: &Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<()> {
+    if !db.read(|s| Ok(s.days()?)).await?.is_empty() {
+        return Ok(());
+    }
+    let Some(dir) = args.sample_dir.clone().or_else(find_sample_dir) else {
+        eprintln!("cranwhales: empty store and no data/sample directory found; days will be fetched on demand");
+        return Ok(());
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading sample dir {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".csv.gz"))
+        .collect();
+    files.sort();
+    for file in files {
+        eprintln!(
+            "cranwhales: empty store: ingesting sample {}",
+            file.display()
+        );
+        let path = db.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            crate::ingest::ingest_path(&path, &file, &Silent)
+                .with_context(|| format!("ingesting {}", file.display()))
+        })
+        .await??;
+    }
+    Ok(())
+}
+
+/// `data/sample` next to the current directory or above the binary (target/*/cranwhales).
+fn find_sample_dir() -> Option<PathBuf> {
+    let mut candidates = vec![PathBuf::from("data/sample")];
+    if let Ok(exe) = std::env::current_exe() {
+        candidates.extend(exe.ancestors().skip(1).map(|a| a.join("data/sample")));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample"));
+    candidates.into_iter().find(|p| p.is_dir())
 }

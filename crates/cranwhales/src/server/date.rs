@@ -1,0 +1,120 @@
+//! Calendar days as the API sees them: strictly `YYYY-MM-DD`, checked against the range CRAN has logs
+//! for (2012-10-01 up to yesterday, UTC). Kept as a day number so comparisons are integer compares.
+
+use std::fmt;
+
+/// A valid calendar day (days since 1970-01-01).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Day(i64);
+
+/// The first day of the CRAN logs.
+pub const FIRST_LOG: Day = Day(15614); // 2012-10-01
+
+impl Day {
+    /// Parses exactly `YYYY-MM-DD` with a real month and day; anything else is `None`.
+    pub fn parse(s: &str) -> Option<Day> {
+        let b = s.as_bytes();
+        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+            return None;
+        }
+        let num = |r: std::ops::Range<usize>| -> Option<i64> {
+            let part = &s[r];
+            part.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| part.parse().ok())?
+        };
+        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+        if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+            return None;
+        }
+        Some(Day(days_from_civil(y, m, d)))
+    }
+
+    /// Today in UTC.
+    pub fn today() -> Day {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        Day(secs.div_euclid(86_400))
+    }
+
+    /// Whether CRAN can have a log for this day (first log ..= yesterday).
+    pub fn in_log_range(self) -> bool {
+        self >= FIRST_LOG && self < Day::today()
+    }
+}
+
+impl fmt::Display for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (y, m, d) = civil_from_days(self.0);
+        write!(f, "{y:04}-{m:02}-{d:02}")
+    }
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's civil calendar algorithms.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_round_trip() {
+        for s in ["2012-10-01", "2016-02-29", "1999-12-31", "2024-03-01"] {
+            assert_eq!(Day::parse(s).unwrap().to_string(), s);
+        }
+        assert_eq!(Day::parse("2012-10-01"), Some(FIRST_LOG));
+        assert_eq!(Day::parse("1970-01-01"), Some(Day(0)));
+    }
+
+    #[test]
+    fn rejects_malformed_days() {
+        for s in [
+            "",
+            "2015-02-29",
+            "2015-13-01",
+            "2015-00-10",
+            "2015-1-01",
+            "2015-01-1x",
+            "+015-01-01",
+            "2015/01/01",
+            "2015-01-011",
+        ] {
+            assert_eq!(Day::parse(s), None, "{s}");
+        }
+    }
+}

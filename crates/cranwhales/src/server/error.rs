@@ -1,0 +1,60 @@
+//! The one error shape of the API: a status code and `{"error": "..."}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// An API failure as the client sees it.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with this status and one-line message.
+    pub fn new(status: StatusCode, message: String) -> Self {
+        ApiError {
+            status,
+            message,
+            retry_after: None,
+        }
+    }
+
+    /// 400 for malformed input.
+    pub fn bad_request(message: String) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 500 for a store failure (logged; the message stays short).
+    pub fn internal(e: anyhow::Error) -> Self {
+        tracing::error!("store: {e:#}");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("store error: {e}"),
+        )
+    }
+
+    /// Adds `Retry-After` (429).
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut resp = (
+            self.status,
+            axum::Json(serde_json::json!({ "error": self.message })),
+        )
+            .into_response();
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(s) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        resp
+    }
+}

@@ -1,0 +1,320 @@
+//! On-demand fetch of days that are not ingested yet, single-flight: however many clients ask for
+//! the same new day, one download + ingest runs and every one of them follows its progress. Ingests
+//! run on blocking threads, at most `max_ingests` at once; a source that stops sending is given up
+//! on after `stall` so waiting clients get an answer (the store only ever sees whole days).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::{watch, Semaphore};
+
+use super::date::Day;
+use super::db::Db;
+use crate::ingest::{ingest_date, IngestError};
+use crate::progress::{Event, Progress};
+use crate::source::SourceConfig;
+
+/// Where a fetch is, as sent to browsers over SSE.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// Waiting for a free ingest slot.
+    Queued,
+    /// A progress event from the ingest.
+    Running(Event),
+    /// Committed and visible.
+    Done { rows: u64 },
+    /// Failed; `status` is the HTTP status a GET of the day now gets (404: source has no such day).
+    Failed { status: u16, error: String },
+}
+
+impl Status {
+    /// The SSE `data:` payload.
+    pub fn to_json(&self) -> String {
+        match self {
+            Status::Queued => json!({"phase": "queued"}).to_string(),
+            Status::Running(e) => serde_json::to_string(e).expect("serialisable"),
+            Status::Done { rows } => json!({"phase": "done", "rows": rows}).to_string(),
+            Status::Failed { status, error } => {
+                json!({"phase": "error", "status": status, "error": error}).to_string()
+            }
+        }
+    }
+
+    /// No further updates follow.
+    pub fn is_final(&self) -> bool {
+        matches!(self, Status::Done { .. } | Status::Failed { .. })
+    }
+}
+
+/// One running fetch; clients subscribe to its status.
+pub struct Flight {
+    tx: watch::Sender<Status>,
+}
+
+impl Flight {
+    /// A receiver that sees the current status and every later one.
+    pub fn subscribe(&self) -> watch::Receiver<Status> {
+        self.tx.subscribe()
+    }
+}
+
+/// How long a "source has no such day" answer is remembered (no re-download on every click).
+const NOT_FOUND_TTL: Duration = Duration::from_secs(600);
+/// How long other failures are kept for clients that subscribe late (retries are allowed at once).
+const FAILURE_TTL: Duration = Duration::from_secs(60);
+
+/// The fetcher: running flights, recent failures, the ingest slots and the days known to be stored.
+pub struct Fetcher {
+    db: Arc<Db>,
+    source: SourceConfig,
+    stall: Duration,
+    slots: Arc<Semaphore>,
+    flights: Mutex<HashMap<Day, Arc<Flight>>>,
+    failures: Mutex<HashMap<Day, (Instant, Status)>>,
+    known: RwLock<BTreeSet<Day>>,
+    /// Ingests started (for logs and tests).
+    pub started: AtomicU64,
+    on_ingested: Box<dyn Fn(Day) + Send + Sync>,
+}
+
+/// What a request for a day that is not in memory gets.
+pub enum Lookup {
+    /// Stored: read it.
+    Stored,
+    /// Being fetched (just started or joined).
+    Fetching(Arc<Flight>),
+    /// Cannot be fetched: HTTP status and message.
+    Unavailable(u16, String),
+}
+
+impl Fetcher {
+    /// A fetcher over `db`; `on_ingested` runs after each new day is committed (cache invalidation).
+    pub fn new(
+        db: Arc<Db>,
+        source: SourceConfig,
+        max_ingests: usize,
+        stall: Duration,
+        known: BTreeSet<Day>,
+        on_ingested: Box<dyn Fn(Day) + Send + Sync>,
+    ) -> Arc<Fetcher> {
+        Arc::new(Fetcher {
+            db,
+            source,
+            stall,
+            slots: Arc::new(Semaphore::new(max_ingests.max(1))),
+            flights: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
+            known: RwLock::new(known),
+            started: AtomicU64::new(0),
+            on_ingested,
+        })
+    }
+
+    /// Whether the day is known to be stored (no database access).
+    pub fn is_known(&self, day: Day) -> bool {
+        self.known
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&day)
+    }
+
+    /// The running flight for a day, if any.
+    pub fn flight(&self, day: Day) -> Option<Arc<Flight>> {
+        self.flights
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&day)
+            .cloned()
+    }
+
+    /// The recent failure of a day, if any and still fresh.
+    pub fn recent_failure(&self, day: Day) -> Option<Status> {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        failures.retain(|_, (at, s)| at.elapsed() < ttl(s));
+        failures.get(&day).map(|(_, s)| s.clone())
+    }
+
+    /// Finds out whether `day` is stored, being fetched, or starts fetching it. `admit` is asked
+    /// before a NEW fetch starts (the per-client rate limit); joining a running fetch is free.
+    pub async fn lookup(
+        self: &Arc<Self>,
+        day: Day,
+        admit: impl FnOnce() -> Result<(), (u16, String)>,
+    ) -> Lookup {
+        if self.is_known(day) {
+            return Lookup::Stored;
+        }
+        if !day.in_log_range() {
+            return Lookup::Unavailable(
+                404,
+                format!("no CRAN log for {day}: logs exist from 2012-10-01 to yesterday (UTC)"),
+            );
+        }
+        if let Some(Status::Failed { status: 404, error }) = self.recent_failure(day) {
+            return Lookup::Unavailable(404, error);
+        }
+        if let Some(f) = self.flight(day) {
+            return Lookup::Fetching(f);
+        }
+        // Stored by someone else (e.g. `cranwhales ingest` on the same file)?
+        let date = day.to_string();
+        match self.db.read(move |s| Ok(s.has_day(&date)?)).await {
+            Ok(true) => {
+                self.known
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(day);
+                return Lookup::Stored;
+            }
+            Ok(false) => {}
+            Err(e) => return Lookup::Unavailable(500, format!("store: {e:#}")),
+        }
+        let flight = {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(f) = flights.get(&day) {
+                return Lookup::Fetching(f.clone());
+            }
+            if self.is_known(day) {
+                return Lookup::Stored;
+            }
+            if let Err((status, msg)) = admit() {
+                return Lookup::Unavailable(status, msg);
+            }
+            let flight = Arc::new(Flight {
+                tx: watch::Sender::new(Status::Queued),
+            });
+            flights.insert(day, flight.clone());
+            flight
+        };
+        self.started.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(self.clone().run(day, flight.clone()));
+        Lookup::Fetching(flight)
+    }
+
+    /// Runs one fetch to its end and publishes the outcome.
+    async fn run(self: Arc<Self>, day: Day, flight: Arc<Flight>) {
+        let Ok(slot) = self.slots.clone().acquire_owned().await else {
+            return;
+        };
+        let reporter = Arc::new(Reporter {
+            tx: flight.tx.clone(),
+            last: AtomicU64::new(0),
+            start: Instant::now(),
+        });
+        let (db, source, date, rep) = (
+            self.db.path().to_owned(),
+            self.source.clone(),
+            day.to_string(),
+            reporter.clone(),
+        );
+        tracing::info!(%date, "fetching day from source");
+        let mut job = tokio::task::spawn_blocking(move || {
+            let _slot = slot; // the slot is free only when the ingest has really ended
+            ingest_date(&db, &date, &source, rep.as_ref())
+        });
+        let mut given_up = false;
+        let result = loop {
+            tokio::select! {
+                r = &mut job => break r,
+                _ = tokio::time::sleep(Duration::from_millis(500)), if !given_up => {
+                    if reporter.stalled(self.stall) {
+                        given_up = true;
+                        let error = format!("source stopped sending {}/{day}.csv.gz for {}s; try again later", self.source.base_url.trim_end_matches('/'), self.stall.as_secs());
+                        tracing::warn!(%day, "{error}");
+                        self.finish(day, &flight, Status::Failed { status: 502, error });
+                    }
+                }
+            }
+        };
+        let status = match result {
+            Ok(Ok(report)) => {
+                self.known
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(day);
+                (self.on_ingested)(day);
+                tracing::info!(%day, "fetched and stored");
+                Status::Done { rows: report.rows }
+            }
+            Ok(Err(IngestError::NotFound { url })) => Status::Failed {
+                status: 404,
+                error: format!("the source has no log for {day} ({url} answered 404)"),
+            },
+            Ok(Err(e)) => Status::Failed {
+                status: 502,
+                error: format!("fetching {day} failed: {e}"),
+            },
+            Err(e) => Status::Failed {
+                status: 500,
+                error: format!("ingest of {day} crashed: {e}"),
+            },
+        };
+        if let Status::Failed { error, .. } = &status {
+            tracing::warn!(%day, "{error}");
+        }
+        if !given_up {
+            self.finish(day, &flight, status);
+        }
+    }
+
+    fn finish(&self, day: Day, flight: &Arc<Flight>, status: Status) {
+        if let Status::Failed { .. } = status {
+            self.failures
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(day, (Instant::now(), status.clone()));
+        }
+        {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            if flights.get(&day).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                flights.remove(&day);
+            }
+        }
+        flight.tx.send_replace(status);
+    }
+}
+
+fn ttl(s: &Status) -> Duration {
+    match s {
+        Status::Failed { status: 404, .. } => NOT_FOUND_TTL,
+        _ => FAILURE_TTL,
+    }
+}
+
+/// Forwards ingest events to the flight and notes when data last arrived.
+struct Reporter {
+    tx: watch::Sender<Status>,
+    /// Milliseconds since `start` of the last event.
+    last: AtomicU64,
+    start: Instant,
+}
+
+impl Reporter {
+    /// True when the download has sent nothing for `limit` (parsing and storing are local work
+    /// and never count as stalled).
+    fn stalled(&self, limit: Duration) -> bool {
+        let downloading = matches!(
+            *self.tx.borrow(),
+            Status::Queued | Status::Running(Event::Downloading { .. })
+        );
+        let since = self
+            .start
+            .elapsed()
+            .saturating_sub(Duration::from_millis(self.last.load(Ordering::Relaxed)));
+        downloading && since > limit
+    }
+}
+
+impl Progress for Reporter {
+    fn event(&self, event: Event) {
+        self.last
+            .store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+        // `Done` is published by the fetcher once the day is visible to every request.
+        if !matches!(event, Event::Done { .. }) {
+            self.tx.send_replace(Status::Running(event));
+        }
+    }
+}

@@ -58,7 +58,6 @@ pub enum Sticky {
     name = "manifold",
     version,
     about = "Autoscaling process pool and reverse proxy for single-threaded web apps",
-    args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  manifold plumber api.R\n  manifold shiny ./app\n  manifold --max 4 -- python3 app.py --port {port}"
 )]
 pub struct Cli {

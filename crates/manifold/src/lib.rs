@@ -6,7 +6,7 @@
 //! - [`proxy`]: forwards a request (or WebSocket) to a leased worker; sticky cookie.
 //! - [`pool`]: picks workers, FIFO queue, scaling, crash and idle handling (one supervisor task).
 //! - [`worker`]: one process: spawn, readiness, output forwarding, stop and reap.
-//! - [`upstream`]: HTTP client towards workers (keep-alive, TCP_NODELAY, quick ACKs).
+//! - [`upstream`]: connections to workers (keep-alive, TCP_NODELAY, quick ACKs).
 //! - [`status`]: JSON status and Prometheus metrics.
 //! - [`shutdown`]: SIGTERM / Ctrl-C.
 #![warn(missing_docs)]
@@ -55,8 +55,7 @@ pub enum Error {
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
     cfg.validate()?;
     let output = worker::OutputSink::start();
-    let upstream = upstream::Upstream::new();
-    let pool = pool::Pool::new(cfg.clone(), upstream.clone(), output);
+    let pool = pool::Pool::new(cfg.clone(), output);
     tokio::pin!(shutdown);
     let started = tokio::select! {
         r = pool.start_min() => r,
@@ -87,7 +86,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), 
         "manifold: listening on http://{addr} ({} worker(s) ready)",
         cfg.min
     );
-    let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone(), upstream));
+    let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone()));
     server::serve(listener, proxy, shutdown).await;
     pool.shutdown().await;
     tracing::info!("all workers stopped");

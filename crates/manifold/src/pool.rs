@@ -18,7 +18,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::Config;
-use crate::upstream::Upstream;
+use crate::upstream::Conn;
 use crate::worker::{OutputSink, Worker, WorkerError};
 
 /// Start attempts before giving up while starting `--min` workers.
@@ -76,6 +76,8 @@ struct Slot {
     last_used: Instant,
     started: Instant,
     failed_start: bool,
+    /// Idle keep-alive connections to this worker.
+    conns: Vec<Conn>,
 }
 
 struct Waiter {
@@ -119,7 +121,6 @@ pub struct Pool {
     cfg: Config,
     inner: Mutex<Inner>,
     events: mpsc::UnboundedSender<Event>,
-    upstream: Upstream,
     output: OutputSink,
     ready_count: watch::Sender<usize>,
 }
@@ -132,12 +133,25 @@ pub struct Lease {
     /// Worker port.
     pub port: u16,
     armed: bool,
+    conn: Option<Conn>,
+}
+
+impl Lease {
+    /// An idle connection to this worker, if the pool holds one.
+    pub fn take_conn(&mut self) -> Option<Conn> {
+        self.conn.take()
+    }
+
+    /// Gives a connection back; it returns to the worker's idle list when the lease drops.
+    pub fn put_conn(&mut self, conn: Conn) {
+        self.conn = Some(conn);
+    }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if self.armed {
-            self.pool.release(self.worker);
+            self.pool.release(self.worker, self.conn.take());
         }
     }
 }
@@ -188,7 +202,7 @@ pub struct Snapshot {
 
 impl Pool {
     /// Creates the pool and its supervisor task; no worker is started yet.
-    pub fn new(cfg: Config, upstream: Upstream, output: OutputSink) -> Arc<Pool> {
+    pub fn new(cfg: Config, output: OutputSink) -> Arc<Pool> {
         let (tx, rx) = mpsc::unbounded_channel();
         let pool = Arc::new(Pool {
             cfg,
@@ -203,7 +217,6 @@ impl Pool {
                 totals: Totals::default(),
             }),
             events: tx,
-            upstream,
             output,
             ready_count: watch::channel(0).0,
         });
@@ -255,7 +268,7 @@ impl Pool {
                 if let Some(slot) = st.slots.get_mut(&id) {
                     if slot.state == State::Ready {
                         slot.busy += 1;
-                        return Ok(self.lease(id, slot.worker.port));
+                        return Ok(self.lease(id, slot));
                     }
                 }
             }
@@ -263,7 +276,7 @@ impl Pool {
                 if let Some(id) = pick(&st, self.cfg.per_worker) {
                     let slot = st.slots.get_mut(&id).expect("picked slot");
                     slot.busy += 1;
-                    return Ok(self.lease(id, slot.worker.port));
+                    return Ok(self.lease(id, slot));
                 }
             }
             let backing_off = st.retry_at.is_some_and(|t| t > Instant::now());
@@ -301,12 +314,15 @@ impl Pool {
         }
     }
 
-    fn lease(self: &Arc<Self>, worker: u64, port: u16) -> Lease {
+    fn lease(self: &Arc<Self>, worker: u64, slot: &mut Slot) -> Lease {
+        // Drop connections the worker closed; hand out the most recently used one.
+        slot.conns.retain(|c| !c.is_closed());
         Lease {
             pool: self.clone(),
             worker,
-            port,
+            port: slot.worker.port,
             armed: true,
+            conn: slot.conns.pop(),
         }
     }
 
@@ -323,9 +339,12 @@ impl Pool {
             .is_some_and(|s| s.state == State::Ready)
     }
 
-    fn release(self: &Arc<Self>, id: u64) {
+    fn release(self: &Arc<Self>, id: u64, conn: Option<Conn>) {
         let mut st = self.lock();
         if let Some(slot) = st.slots.get_mut(&id) {
+            if let Some(c) = conn.filter(|c| !c.is_closed()) {
+                slot.conns.push(c);
+            }
             slot.busy = slot.busy.saturating_sub(1);
             slot.served += 1;
             slot.last_used = Instant::now();
@@ -347,10 +366,13 @@ impl Pool {
             let waiter = st.queue.pop_front().expect("front exists");
             let slot = st.slots.get_mut(&id).expect("picked slot");
             slot.busy += 1;
-            if let Err(mut lease) = waiter.tx.send(self.lease(id, slot.worker.port)) {
+            if let Err(mut lease) = waiter.tx.send(self.lease(id, slot)) {
                 // Waiter gave up in the meantime: undo without re-locking.
                 lease.armed = false;
                 slot.busy -= 1;
+                if let Some(c) = lease.conn.take() {
+                    slot.conns.push(c);
+                }
             }
         }
     }
@@ -445,21 +467,21 @@ impl Pool {
                 last_used: now,
                 started: now,
                 failed_start: false,
+                conns: Vec::new(),
             },
         );
         // Readiness is probed off the supervisor so that slow starts never hold it up.
-        let upstream = self.upstream.clone();
         let health = self.cfg.health_path.clone();
         let timeout = self.cfg.ready_timeout;
         let events = self.events.clone();
         tokio::spawn(async move {
-            let res = probe
-                .wait_ready(&upstream, health.as_deref(), timeout)
-                .await;
-            let _ = events.send(match res {
+            let ev = match probe.wait_ready(health.as_deref(), timeout).await {
                 Ok(()) => Event::Ready(id),
+                // The exit event reports this one.
+                Err(WorkerError::ExitedEarly { .. }) => return,
                 Err(e) => Event::StartFailed(id, e.to_string()),
-            });
+            };
+            let _ = events.send(ev);
         });
     }
 

@@ -20,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use crate::config::{Config, Sticky};
 use crate::pool::{AcquireError, Lease, Pool};
 use crate::status;
-use crate::upstream::Upstream;
+use crate::upstream;
 
 /// Body of every response manifold sends.
 pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
@@ -42,17 +42,15 @@ const HOP_BY_HOP: [&str; 7] = [
 /// Everything a request needs; shared by all connections.
 pub struct Proxy {
     pool: Arc<Pool>,
-    upstream: Upstream,
     sticky: Sticky,
     retry_after: u64,
 }
 
 impl Proxy {
     /// Builds the handler over a pool.
-    pub fn new(cfg: &Config, pool: Arc<Pool>, upstream: Upstream) -> Proxy {
+    pub fn new(cfg: &Config, pool: Arc<Pool>) -> Proxy {
         Proxy {
             pool,
-            upstream,
             sticky: cfg.sticky,
             retry_after: cfg.queue_timeout.as_secs().clamp(1, 60),
         }
@@ -90,7 +88,7 @@ impl Proxy {
         &self,
         mut req: Request<Incoming>,
         client: SocketAddr,
-        lease: Lease,
+        mut lease: Lease,
     ) -> Response<ProxyBody> {
         let upgrade = is_upgrade(req.headers());
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
@@ -105,8 +103,26 @@ impl Proxy {
             .expect("valid upstream uri");
         forwarded_headers(&mut parts.headers, client, upgrade);
         let up_req = Request::from_parts(parts, body.boxed());
-        let mut resp = match self.upstream.send(up_req).await {
-            Ok(r) => r,
+        // An upgraded connection is never reused, so upgrades get a fresh one.
+        let pooled = if upgrade { None } else { lease.take_conn() };
+        let conn = match pooled {
+            Some(c) => Ok(c),
+            None => upstream::connect(lease.port).await,
+        };
+        let sent = match conn {
+            Ok(mut c) => upstream::send(&mut c, up_req)
+                .await
+                .map(|r| (r, c))
+                .map_err(upstream::UpstreamError::from),
+            Err(e) => Err(e),
+        };
+        let mut resp = match sent {
+            Ok((r, c)) => {
+                if !upgrade {
+                    lease.put_conn(c);
+                }
+                r
+            }
             Err(e) => {
                 self.pool.count_bad_gateway();
                 tracing::warn!(worker = lease.worker, error = %e, "worker request failed");

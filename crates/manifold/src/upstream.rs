@@ -1,12 +1,11 @@
-//! The HTTP client towards workers: one keep-alive pool per worker port, TCP_NODELAY and quick ACKs.
+//! Connections to workers: HTTP/1.1 over loopback with TCP_NODELAY and quick ACKs.
 //!
 //! Why quick ACKs: R's httpuv writes a response as two packets (headers, then body) without
 //! TCP_NODELAY, so Nagle holds the body until our ACK of the headers arrives; on a reused
 //! connection Linux delays that ACK by ~40 ms (measured: p50 44 ms reused vs 0.9 ms fresh). Setting
 //! TCP_QUICKACK before each read makes the ACK immediate and keeps the connection reuse. This small
-//! wrapper is hand-written because no connector library exposes per-read socket options.
+//! wrapper is hand-written because no client library exposes per-read socket options.
 
-use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -15,84 +14,83 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
+use hyper::client::conn::http1;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 /// Body type sent to workers.
 pub type UpBody = BoxBody<Bytes, hyper::Error>;
 
-/// Shared client for all workers; cheap to clone.
-#[derive(Clone)]
-pub struct Upstream {
-    client: Client<QuickAckConnector, UpBody>,
-}
+/// One HTTP/1.1 connection to a worker.
+///
+/// The pool keeps idle ones per worker and hands one out with each lease, so a single-threaded
+/// worker that serves one keep-alive connection at a time (Python's http.server, gunicorn sync)
+/// always gets its next request on the connection it is already reading.
+pub type Conn = http1::SendRequest<UpBody>;
 
-impl Default for Upstream {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Upstream {
-    /// Builds the client (keep-alive pool keyed by worker port).
-    pub fn new() -> Upstream {
-        let mut http = HttpConnector::new();
-        http.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(64)
-            .set_host(false)
-            .build(QuickAckConnector { http });
-        Upstream { client }
-    }
-
-    /// Sends a request whose URI already points at a worker.
-    pub async fn send(
-        &self,
-        req: Request<UpBody>,
-    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
-        self.client.request(req).await
-    }
-
-    /// GETs `path` on a worker and returns the status (readiness check).
-    pub async fn probe(
-        &self,
+/// Why a worker could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// TCP connect failed.
+    #[error("connect to port {port}: {source}")]
+    Connect {
+        /// Worker port.
         port: u16,
-        path: &str,
-    ) -> Result<StatusCode, hyper_util::client::legacy::Error> {
-        let req = Request::get(format!("http://127.0.0.1:{port}{path}"))
-            .header(hyper::header::HOST, format!("127.0.0.1:{port}"))
-            .body(Empty::<Bytes>::new().map_err(|n| match n {}).boxed())
-            .expect("valid probe request");
-        let resp = self.client.request(req).await?;
-        let status = resp.status();
-        let _ = resp.into_body().collect().await;
-        Ok(status)
-    }
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// HTTP-level failure (connection closed mid-request, bad response).
+    #[error(transparent)]
+    Http(#[from] hyper::Error),
 }
 
-/// Connector that wraps each TCP connection in [`QuickAck`].
-#[derive(Clone)]
-pub struct QuickAckConnector {
-    http: HttpConnector,
+/// Opens a new connection to a worker (TCP_NODELAY, quick ACKs, upgrades allowed).
+///
+/// # Errors
+/// The port does not accept, or the HTTP handshake fails.
+pub async fn connect(port: u16) -> Result<Conn, UpstreamError> {
+    let tcp = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|source| UpstreamError::Connect { port, source })?;
+    let _ = tcp.set_nodelay(true);
+    let (sender, conn) = http1::handshake(QuickAck(TokioIo::new(tcp))).await?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.with_upgrades().await {
+            tracing::debug!(port, error = %e, "worker connection ended");
+        }
+    });
+    Ok(sender)
 }
 
-impl tower_service::Service<hyper::Uri> for QuickAckConnector {
-    type Response = QuickAck;
-    type Error = <HttpConnector as tower_service::Service<hyper::Uri>>::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<QuickAck, Self::Error>> + Send>>;
+/// Sends `req` on `conn` once it is ready for another request.
+///
+/// # Errors
+/// The connection closed or the worker failed mid-request.
+pub async fn send(
+    conn: &mut Conn,
+    req: Request<UpBody>,
+) -> Result<Response<Incoming>, hyper::Error> {
+    conn.ready().await?;
+    conn.send_request(req).await
+}
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.http.poll_ready(cx)
-    }
-
-    fn call(&mut self, uri: hyper::Uri) -> Self::Future {
-        let fut = self.http.call(uri);
-        Box::pin(async move { Ok(QuickAck(fut.await?)) })
-    }
+/// GETs `path` on a worker over a fresh connection and returns the status (readiness check).
+///
+/// # Errors
+/// Connection or HTTP failure.
+pub async fn probe(port: u16, path: &str) -> Result<StatusCode, UpstreamError> {
+    let mut conn = connect(port).await?;
+    let req = Request::get(path)
+        .header(hyper::header::HOST, format!("127.0.0.1:{port}"))
+        .header(hyper::header::CONNECTION, "close")
+        .body(Empty::<Bytes>::new().map_err(|n| match n {}).boxed())
+        .expect("valid probe request");
+    let resp = send(&mut conn, req).await?;
+    let status = resp.status();
+    let _ = resp.into_body().collect().await;
+    Ok(status)
 }
 
 /// A worker connection that re-arms TCP_QUICKACK before every read (see module docs).
@@ -109,12 +107,6 @@ fn quickack(s: &TcpStream) {
             &one as *const libc::c_int as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
-    }
-}
-
-impl Connection for QuickAck {
-    fn connected(&self) -> Connected {
-        self.0.connected()
     }
 }
 

@@ -16,8 +16,6 @@ use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::upstream::Upstream;
-
 /// Lines kept per worker to explain why it failed.
 const TAIL_LINES: usize = 20;
 /// Longest forwarded line; the rest of a longer line is cut.
@@ -270,7 +268,6 @@ impl Probe {
     /// The process exits first, or `timeout` passes.
     pub async fn wait_ready(
         &self,
-        upstream: &Upstream,
         health_path: Option<&str>,
         timeout: Duration,
     ) -> Result<(), WorkerError> {
@@ -285,7 +282,7 @@ impl Probe {
                 if TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {
                     match health_path {
                         None => return,
-                        Some(p) => match upstream.probe(self.port, p).await {
+                        Some(p) => match crate::upstream::probe(self.port, p).await {
                             Ok(s) if s.is_success() => return,
                             Ok(s) => set(format!("{p} answered {s}")),
                             Err(e) => set(format!("{p} failed: {e}")),

@@ -1,0 +1,278 @@
+//! Shared helpers: run the real `manifold` binary, talk HTTP/1.1 to it, read its status page.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Upper bound for anything a test waits for; tests stop by themselves well before.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Path of a file under tests/fixtures.
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The Python fixture worker command (`{port}` substituted by manifold), plus extra options.
+pub fn py_worker(extra: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        "python3".to_string(),
+        fixture("worker.py").display().to_string(),
+        "{port}".to_string(),
+    ];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// A running manifold process; killed on drop if the test did not stop it.
+pub struct Manifold {
+    pub child: Child,
+    pub addr: String,
+    pub log: Arc<Mutex<String>>,
+}
+
+/// Starts manifold with `args`, waits for its "listening" line, and collects its stderr.
+pub fn start(args: &[String]) -> Manifold {
+    let (child, log, rx) = spawn(args);
+    let addr = rx
+        .recv_timeout(DEADLINE)
+        .unwrap_or_else(|_| panic!("manifold did not start; log:\n{}", log.lock().unwrap()));
+    Manifold { child, addr, log }
+}
+
+/// Spawns manifold without waiting; the receiver yields the listen address once printed.
+pub fn spawn(args: &[String]) -> (Child, Arc<Mutex<String>>, mpsc::Receiver<String>) {
+    let (child, log, rx, _) = spawn_reader(args);
+    (child, log, rx)
+}
+
+/// Runs manifold until it exits by itself (bounded) and returns its exit code and full stderr.
+pub fn run_to_exit(args: &[String]) -> (Option<i32>, String) {
+    let (mut child, log, _, reader) = spawn_reader(args);
+    let status = wait_child(&mut child);
+    reader.join().unwrap();
+    let log = log.lock().unwrap().clone();
+    (status.code(), log)
+}
+
+type Spawned = (
+    Child,
+    Arc<Mutex<String>>,
+    mpsc::Receiver<String>,
+    std::thread::JoinHandle<()>,
+);
+
+fn spawn_reader(args: &[String]) -> Spawned {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_manifold"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn manifold");
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    let sink = log.clone();
+    let reader = std::thread::spawn(move || {
+        // Keep only a bounded log: chatty workers print megabytes.
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.strip_prefix("manifold: listening on http://") {
+                let addr = rest.split_whitespace().next().unwrap().to_string();
+                let _ = tx.send(addr);
+            }
+            let mut l = sink.lock().unwrap();
+            if l.len() < 200_000 {
+                l.push_str(&line);
+                l.push('\n');
+            }
+        }
+    });
+    (child, log, rx, reader)
+}
+
+impl Manifold {
+    /// Sends SIGTERM.
+    pub fn sigterm(&self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+    }
+
+    /// Waits for exit (bounded).
+    pub fn wait(&mut self) -> ExitStatus {
+        wait_child(&mut self.child)
+    }
+
+    /// GET `path`.
+    pub fn get(&self, path: &str) -> Resp {
+        request(&self.addr, "GET", path, &[], "")
+    }
+
+    /// The parsed status JSON.
+    pub fn status(&self) -> serde_json::Value {
+        let r = self.get("/__manifold__/status");
+        assert_eq!(r.status, 200, "{}", r.body);
+        serde_json::from_str(&r.body).unwrap()
+    }
+
+    /// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
+    pub fn wait_status(
+        &self,
+        what: &str,
+        f: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let start = Instant::now();
+        loop {
+            let s = self.status();
+            if f(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; last status {s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Manifold {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Waits for a child with a bound; panics if it does not exit.
+pub fn wait_child(child: &mut Child) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(start.elapsed() < DEADLINE, "process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Workers listed in a status document.
+pub fn workers(s: &serde_json::Value) -> Vec<serde_json::Value> {
+    s["workers"].as_array().unwrap().clone()
+}
+
+/// Workers in state "ready".
+pub fn ready(s: &serde_json::Value) -> usize {
+    workers(s).iter().filter(|w| w["state"] == "ready").count()
+}
+
+/// Whether a process exists (kill(pid, 0)).
+pub fn alive(pid: u32) -> bool {
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// Waits until `pid` is gone (bounded); panics otherwise.
+pub fn assert_gone(pid: u32) {
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(start.elapsed() < DEADLINE, "process {pid} still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An HTTP response as a test sees it.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection (`Connection: close`), read to the end.
+pub fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    parse(&raw).unwrap_or_else(|| {
+        panic!(
+            "bad response to {path}: {:?}",
+            String::from_utf8_lossy(&raw)
+        )
+    })
+}
+
+fn parse(raw: &[u8]) -> Option<Resp> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..end]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[end + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let nl = rest.windows(2).position(|w| w == b"\r\n")?;
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..nl]).ok()?.trim(), 16).ok()?;
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[nl + 2..nl + 2 + size]);
+            rest = &rest[nl + 2 + size + 2..];
+        }
+        body = out;
+    }
+    Some(Resp {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Converts string slices to owned args.
+pub fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// `a` followed by `--` and the command.
+pub fn with_command(a: &[&str], command: Vec<String>) -> Vec<String> {
+    let mut v = args(a);
+    v.push("--".into());
+    v.extend(command);
+    v
+}

@@ -93,14 +93,11 @@ impl Proxy {
         let upgrade = is_upgrade(req.headers());
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
         let (mut parts, body) = req.into_parts();
-        let pq = parts
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
-        parts.uri = format!("http://127.0.0.1:{}{pq}", lease.port)
-            .parse()
-            .expect("valid upstream uri");
+        // Origin form ("/path?query"): workers such as httpuv do not accept absolute URIs.
+        parts.uri = match parts.uri.path_and_query() {
+            Some(pq) => hyper::Uri::from(pq.clone()),
+            None => hyper::Uri::from_static("/"),
+        };
         forwarded_headers(&mut parts.headers, client, upgrade);
         let up_req = Request::from_parts(parts, body.boxed());
         // An upgraded connection is never reused, so upgrades get a fresh one.

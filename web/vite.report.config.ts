@@ -2,6 +2,8 @@
 import { defineConfig } from "vite";
 
 export default defineConfig({
+  // Library mode leaves process.env.NODE_ENV in ECharts' code; a report has no `process`.
+  define: { "process.env.NODE_ENV": JSON.stringify("production") },
   build: {
     outDir: "dist-report",
     emptyOutDir: true,

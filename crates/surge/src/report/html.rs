@@ -361,7 +361,7 @@ const CSS: &str = r#"
 :root{--fg:#1d2330;--dim:#667085;--line:#e4e7ec;--bg:#fff;--accent:#3b6fb6}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:#f7f8fa}
-header{background:#fff;border-bottom:1px solid var(--line);padding:14px 24px 8px;position:sticky;top:0;z-index:5}
+header{background:#fff;border-bottom:1px solid var(--line);padding:14px 24px 8px}
 h1{font-size:20px;margin:0}
 .sub{margin:2px 0 6px;color:var(--dim);font-size:12.5px;overflow-wrap:anywhere}
 nav a{font-size:12.5px;margin-right:14px;color:var(--accent);text-decoration:none}

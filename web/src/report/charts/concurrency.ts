@@ -1,0 +1,73 @@
+// Active sessions (step line) and completed events per second (bars) over each run.
+import type { Run } from "../data";
+import { fmtSec } from "../format";
+import { chart, facet, niceMax, phaseAreas, row, timeAxis, TOOLTIP_BASE } from "./common";
+
+function bucketSeconds(durS: number): number {
+  const raw = durS / 120;
+  for (const b of [1, 2, 5, 10, 15, 30, 60, 120, 300, 600]) if (b >= raw) return b;
+  return 1200;
+}
+
+interface Series { active: number[][]; rate: number[][]; peak: number; peakRate: number }
+
+function compute(run: Run, bucket: number): Series {
+  const s = run.m.sessions;
+  const edges: [number, number][] = [];
+  for (let i = 0; i < run.nSessions; i++) {
+    edges.push([s.start[i], 1], [s.start[i] + s.dur[i], -1]);
+  }
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const active: number[][] = [[0, 0]];
+  let cur = 0;
+  let peak = 0;
+  for (const [t, d] of edges) {
+    cur += d;
+    peak = Math.max(peak, cur);
+    active.push([t / 1000, cur]);
+  }
+  const nb = Math.max(1, Math.ceil(run.m.duration_ms / 1000 / bucket));
+  const counts = new Float64Array(nb);
+  for (let k = 0; k < run.nEvents; k++) {
+    const b = Math.min(nb - 1, Math.floor((run.evStart[k] + run.evDur[k]) / 1000 / bucket));
+    counts[b] += 1;
+  }
+  const rate = Array.from(counts, (c, b) => [(b + 0.5) * bucket, c / bucket]);
+  return { active, rate, peak, peakRate: Math.max(0, ...rate.map((r) => r[1])) };
+}
+
+export function concurrencyView(runs: Run[]): void {
+  row("concurrency", runs.length);
+  const xMax = Math.max(...runs.map((r) => r.m.duration_ms)) / 1000;
+  const bucket = bucketSeconds(xMax);
+  const all = runs.map((r) => compute(r, bucket));
+  const aMax = niceMax(Math.max(...all.map((a) => a.peak)));
+  const rMax = niceMax(Math.max(...all.map((a) => a.peakRate)));
+  runs.forEach((run, idx) => {
+    const d = all[idx];
+    const box = facet("concurrency", runs.length > 1 ? run.m.name : "");
+    const c = chart(box, 300);
+    const areas = phaseAreas(run, true);
+    c.setOption({
+      animation: false,
+      grid: { left: 52, right: 56, top: 26, bottom: 44 },
+      legend: { top: 0, right: 8, itemWidth: 12, textStyle: { fontSize: 11 } },
+      tooltip: {
+        ...TOOLTIP_BASE,
+        trigger: "axis",
+        axisPointer: { type: "line" },
+        valueFormatter: (v: unknown) => (typeof v === "number" ? v.toFixed(v < 10 ? 1 : 0) : String(v)),
+      },
+      xAxis: timeAxis(xMax, "time since the run started"),
+      yAxis: [
+        { type: "value", min: 0, max: aMax, name: "active sessions", nameLocation: "middle", nameGap: 34, splitLine: { lineStyle: { color: "#eef0f3" } } },
+        { type: "value", min: 0, max: rMax, name: `events/s (${fmtSec(bucket)} buckets)`, nameLocation: "middle", nameGap: 40, splitLine: { show: false } },
+      ],
+      dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }],
+      series: [
+        { name: "events/s", type: "bar", yAxisIndex: 1, data: d.rate, barWidth: "90%", itemStyle: { color: "rgba(74,165,100,0.45)" }, ...(areas ? { markArea: areas } : {}) },
+        { name: "active sessions", type: "line", step: "end", symbol: "none", data: d.active, lineStyle: { color: "#3b6fb6", width: 2 }, itemStyle: { color: "#3b6fb6" } },
+      ],
+    });
+  });
+}

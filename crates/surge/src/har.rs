@@ -81,7 +81,12 @@ struct WsMessage {
 
 fn origin_of(url: &str) -> Option<String> {
     let u: Uri = url.parse().ok()?;
-    Some(format!("{}://{}", u.scheme_str()?, u.authority()?.as_str()))
+    let scheme = match u.scheme_str()? {
+        "ws" => "http",
+        "wss" => "https",
+        s => s,
+    };
+    Some(format!("{scheme}://{}", u.authority()?.as_str()))
 }
 
 /// Converts the HAR; returns how many events were written. Errors name the file and entry.

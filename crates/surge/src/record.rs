@@ -128,7 +128,9 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
         client,
         done,
     });
-    println!(
+    // Ignore a closed stdout: the recording matters, the message does not.
+    let _ = writeln!(
+        std::io::stdout(),
         "surge record: listening on http://{addr}/ -> {} ({target_type}); close the browser tab or press Ctrl-C to finish",
         args.target
     );
@@ -152,7 +154,8 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
             _ = &mut sigint => break,
         }
     }
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "surge record: wrote {} events to {}",
         state.events.load(Ordering::Relaxed),
         args.output.display()

@@ -1,0 +1,282 @@
+//! Helpers shared by surge's integration tests: paths, free ports, real child processes (R, surge,
+//! node) that are killed when dropped, and reading run directories.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Repository root (two levels above this crate).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// ../shared/data/shinyloadtest next to the repo.
+pub fn shared() -> PathBuf {
+    repo().join("../shared/data/shinyloadtest")
+}
+
+/// The surge binary built for this test run.
+pub fn surge() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_surge"))
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts connections on the port.
+pub fn wait_port(port: u16, within: Duration) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// A child process killed on drop.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the fixture Shiny app with Rscript on a free port; panics with a clear message if R/shiny
+/// is missing (make test installs r-cran-shiny).
+pub fn start_shiny() -> (Proc, u16) {
+    let port = free_port();
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shiny-app");
+    let child = Command::new("Rscript")
+        .arg("-e")
+        .arg(format!(
+            "shiny::runApp('{}', port = {port}, host = '127.0.0.1', launch.browser = FALSE)",
+            app.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("Rscript not found: install r-base-core and r-cran-shiny (make deps)");
+    let p = Proc(child);
+    assert!(
+        wait_port(port, Duration::from_secs(60)),
+        "R Shiny app did not start listening on port {port} within 60 s"
+    );
+    (p, port)
+}
+
+/// Starts `surge record` on an ephemeral port; returns the process and the proxy URL it prints.
+pub fn start_record(target: &str, out: &Path) -> (Proc, String) {
+    let mut child = surge()
+        .args([
+            "record",
+            "--target",
+            target,
+            "--listen",
+            "127.0.0.1:0",
+            "-o",
+        ])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    reader.read_line(&mut line).unwrap();
+    // Keep draining stdout so the recorder never writes into a closed pipe.
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        while reader.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {
+            rest.clear();
+        }
+    });
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("surge record printed no URL: {line:?}"))
+        .to_string();
+    (Proc(child), url)
+}
+
+/// Runs web/e2e/surge-record.mjs (real headless Chromium) against the proxy URL.
+pub fn drive_browser(mode: &str, url: &str, har: Option<&Path>) {
+    let root = repo();
+    assert!(
+        root.join("web/node_modules/playwright-core").exists(),
+        "web/node_modules/playwright-core missing: run `make web` (cd web && npm ci)"
+    );
+    let mut cmd = Command::new("node");
+    cmd.current_dir(&root)
+        .arg("web/e2e/surge-record.mjs")
+        .arg(mode)
+        .arg(url);
+    if let Some(h) = har {
+        cmd.arg(h);
+    }
+    let out = cmd
+        .output()
+        .expect("node not found (needed for the browser driver)");
+    assert!(
+        out.status.success(),
+        "browser driver failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Waits for a child to exit by itself (bounded); returns its exit code.
+pub fn wait_exit(p: &mut Proc, within: Duration) -> Option<i32> {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        if let Ok(Some(s)) = p.0.try_wait() {
+            return s.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// A fresh temporary directory (removed on drop).
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "surge-test-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Unzips every shinycannon run of the fixtures into `dir`; returns the run directories.
+pub fn unzip_runs(dir: &Path) -> Vec<PathBuf> {
+    let mut runs = Vec::new();
+    let mut zips: Vec<_> = std::fs::read_dir(shared().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "zip"))
+        .collect();
+    zips.sort();
+    for z in zips {
+        let stem = z.file_stem().unwrap().to_string_lossy().to_string();
+        let out = dir.join(&stem);
+        let st = Command::new("unzip")
+            .arg("-q")
+            .arg(&z)
+            .arg("-d")
+            .arg(&out)
+            .status()
+            .expect("unzip not installed");
+        assert!(st.success(), "unzip {} failed", z.display());
+        // Each zip holds one directory with recording.log and sessions/.
+        let rec = find_file(&out, "recording.log").expect("zip has a recording.log");
+        runs.push(rec.parent().unwrap().to_path_buf());
+    }
+    runs
+}
+
+/// First file named `name` below `dir`.
+pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()? {
+        let p = e.ok()?.path();
+        if p.is_dir() {
+            if let Some(f) = find_file(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// A parsed session CSV: comment lines, column header, rows split on commas.
+pub struct Csv {
+    pub comments: Vec<String>,
+    pub header: String,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Reads one shinycannon/surge session CSV.
+pub fn read_csv(path: &Path) -> Csv {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let mut comments = Vec::new();
+    let mut header = String::new();
+    for l in lines.by_ref() {
+        if let Some(c) = l.strip_prefix('#') {
+            comments.push(c.to_string());
+        } else {
+            header = l.to_string();
+            break;
+        }
+    }
+    let rows = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| l.splitn(7, ',').map(str::to_string).collect())
+        .collect();
+    Csv {
+        comments,
+        header,
+        rows,
+    }
+}
+
+/// All CSVs of a run directory.
+pub fn session_csvs(run: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(run.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The set of event names used in a run's CSVs.
+pub fn vocabulary(run: &Path) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    for f in session_csvs(run) {
+        for r in read_csv(&f).rows {
+            set.insert(r[3].clone());
+        }
+    }
+    set
+}
+
+/// summary.json of a surge run.
+pub fn summary(run: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}

@@ -36,23 +36,22 @@ try {
     await page.waitForFunction(() => document.querySelector("#result")?.textContent === "Result: 343");
     await page.waitForTimeout(300);
   } else if (mode === "cranwhales") {
+    // The cranwhales UI: wait for the first render, change "top N", then pick another stored day.
     await page.waitForLoadState("networkidle");
-    const before = await page.content();
-    const control = page.locator("select, input[type=range], input[type=number], input[type=date]").first();
-    if ((await control.count()) > 0) {
-      const tag = await control.evaluate((el) => el.tagName.toLowerCase());
-      if (tag === "select") {
-        const values = await control.locator("option").evaluateAll((os) => os.map((o) => o.value));
-        await control.selectOption(values[values.length > 1 ? 1 : 0]);
-      } else {
-        await control.focus();
-        await page.keyboard.press("ArrowDown");
-        await control.dispatchEvent("change");
-      }
+    await page.waitForTimeout(400);
+    const before = await page.locator("main").innerText();
+    await page.fill("#count", "8");
+    await page.locator("#count").dispatchEvent("change");
+    await page.waitForLoadState("networkidle");
+    await page.waitForTimeout(400);
+    const days = page.locator("#stored-days li a, #stored-days li button, #stored-days li");
+    if ((await days.count()) > 1) {
+      await days.nth(1).click();
       await page.waitForLoadState("networkidle");
     }
-    await page.waitForTimeout(500);
-    console.log(`page changed after interaction: ${before !== (await page.content())}`);
+    await page.waitForTimeout(400);
+    const after = await page.locator("main").innerText();
+    if (before === after) throw new Error("cranwhales UI did not change after the interaction");
   } else {
     await page.waitForLoadState("networkidle");
     await page.waitForTimeout(300);

@@ -1,0 +1,178 @@
+//! `surge report` on broken run directories: one error naming the file, line and field, and no
+//! report file written.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Duration,
+};
+
+use surge::report::{build, ReportArgs};
+
+const HEAD: &str = "# surge test\n# {}\nsession_id,worker_id,iteration,event,timestamp,input_line_number,comment\n";
+const REC: &str = "# version: 1\n# target_url: http://127.0.0.1:1\n# target_type: R/Shiny\n\
+{\"type\":\"REQ_HOME\",\"begin\":\"2024-01-01T00:00:00.000Z\",\"end\":\"2024-01-01T00:00:00.100Z\",\"status\":200,\"url\":\"/\"}\n\
+{\"type\":\"REQ_GET\",\"begin\":\"2024-01-01T00:00:00.200Z\",\"end\":\"2024-01-01T00:00:00.250Z\",\"status\":200,\"url\":\"/app.js\"}\n";
+
+/// A run directory with the given recording and session files.
+fn run_dir(tag: &str, rec: &str, sessions: &[(&str, &str)]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-bad-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sessions")).unwrap();
+    std::fs::write(dir.join("recording.log"), rec).unwrap();
+    for (name, body) in sessions {
+        std::fs::write(dir.join("sessions").join(name), format!("{HEAD}{body}")).unwrap();
+    }
+    dir
+}
+
+fn err(dir: &Path) -> String {
+    let a = ReportArgs {
+        runs: vec![dir.to_path_buf()],
+        names: vec![],
+        output: PathBuf::from("x.html"),
+        threshold: Duration::from_secs(10),
+        allow_mixed: false,
+        json: true,
+    };
+    match build(&a) {
+        Ok(_) => panic!("{} should be refused", dir.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+const GOOD: &str = "0,0,0,PLAYER_SESSION_CREATE,1000,0,\n0,0,0,REQ_HOME_START,1000,4,\n0,0,0,REQ_HOME_END,1100,4,\n\
+0,0,0,REQ_GET_START,1100,5,\n0,0,0,REQ_GET_END,1150,5,\n0,0,0,PLAYBACK_DONE,1150,0,\n";
+
+/// A well-formed hand-made run is accepted and counted (the baseline for the cases below).
+#[test]
+fn small_valid_run() {
+    let d = run_dir("valid", REC, &[("0_0_0.csv", GOOD)]);
+    let a = ReportArgs {
+        runs: vec![d],
+        names: vec!["mine".into()],
+        output: PathBuf::from("x.html"),
+        threshold: Duration::from_millis(120),
+        allow_mixed: false,
+        json: true,
+    };
+    let m: serde_json::Value = serde_json::from_str(&build(&a).unwrap().content).unwrap();
+    let s = &m["runs"][0]["summary"];
+    assert_eq!(s["sessions"], 1);
+    assert_eq!(s["events"], 2);
+    // Page load = home start (1000) to the asset's end (1150); over the 120 ms threshold.
+    assert_eq!(s["page_load"][1], 150);
+    assert_eq!(s["over_threshold"], 1);
+    assert_eq!(m["recordings"][0]["label"][1], "/app.js");
+}
+
+#[test]
+fn not_a_run_directory() {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-bad-empty");
+    std::fs::create_dir_all(&d).unwrap();
+    let e = err(&d);
+    assert!(
+        e.contains("report-bad-empty") && e.contains("no sessions/ folder"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_timestamp_names_file_line_and_field() {
+    let body = GOOD.replace("REQ_HOME_END,1100", "REQ_HOME_END,soon");
+    let d = run_dir("ts", REC, &[("0_0_0.csv", &body)]);
+    let e = err(&d);
+    assert!(
+        e.contains("0_0_0.csv:6:") && e.contains("field timestamp") && e.contains("soon"),
+        "{e}"
+    );
+}
+
+#[test]
+fn end_without_start() {
+    let body = GOOD.replace("0,0,0,REQ_GET_START,1100,5,\n", "");
+    let d = run_dir("end", REC, &[("0_0_0.csv", &body)]);
+    let e = err(&d);
+    assert!(
+        e.contains("0_0_0.csv:") && e.contains("REQ_GET_END without a matching REQ_GET_START"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_event() {
+    let body = GOOD.replace("PLAYBACK_DONE", "PLAYBACK_MAYBE");
+    let d = run_dir("unknown", REC, &[("0_0_0.csv", &body)]);
+    let e = err(&d);
+    assert!(
+        e.contains("0_0_0.csv:9:") && e.contains("unknown event \"PLAYBACK_MAYBE\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn line_number_outside_the_recording() {
+    let body = GOOD.replace("REQ_GET_START,1100,5", "REQ_GET_START,1100,99");
+    let d = run_dir("line", REC, &[("0_0_0.csv", &body)]);
+    let e = err(&d);
+    assert!(
+        e.contains("field input_line_number: 99") && e.contains("recording.log"),
+        "{e}"
+    );
+}
+
+#[test]
+fn wrong_columns() {
+    let d = run_dir("cols", REC, &[]);
+    std::fs::write(d.join("sessions/0_0_0.csv"), "a,b,c\n1,2,3\n").unwrap();
+    let e = err(&d);
+    assert!(
+        e.contains("0_0_0.csv") && e.contains("unexpected columns"),
+        "{e}"
+    );
+}
+
+#[test]
+fn malformed_recording_line() {
+    let rec = format!("{REC}{{\"type\": oops}}\n");
+    let d = run_dir("rec", &rec, &[("0_0_0.csv", GOOD)]);
+    let e = err(&d);
+    assert!(
+        e.contains("recording.log:6:") && e.contains("not a JSON event"),
+        "{e}"
+    );
+}
+
+#[test]
+fn no_session_files() {
+    let d = run_dir("nofiles", REC, &[]);
+    let e = err(&d);
+    assert!(e.contains("no session files"), "{e}");
+}
+
+/// Through the binary: exit code non-zero, one line, and the output file is not created.
+#[test]
+fn binary_exits_nonzero_and_writes_nothing() {
+    let body = GOOD.replace("REQ_HOME_END,1100", "REQ_HOME_END,soon");
+    let d = run_dir("bin", REC, &[("0_0_0.csv", &body)]);
+    let out = d.join("out.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_surge"))
+        .arg("report")
+        .arg(&d)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!out.exists());
+    // More names than runs.
+    let o = Command::new(env!("CARGO_BIN_EXE_surge"))
+        .args(["report", "--name", "a", "--name", "b"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2 --name given for 1 run directories"));
+}

@@ -92,9 +92,15 @@ export function hourlyColumns(n: number, width: number): number {
   return Math.max(1, Math.min(byWidth, n));
 }
 
+/** Rounds up to 1, 2 or 5 × 10^k so the shared axis ends on a round number. */
+function niceCeil(v: number): number {
+  const p = 10 ** Math.floor(Math.log10(v));
+  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((x) => x >= v) ?? 10 * p;
+}
+
 /** Whales by hour: small multiples, one panel per whale, shared y scale. */
 export function hourlyOption(s: DaySummary, cols: number, panelHeight: number) {
-  const max = Math.max(1, ...s.whales.flatMap((w) => w.hourly));
+  const max = niceCeil(Math.max(1, ...s.whales.flatMap((w) => w.hourly)));
   const gap = 14;
   const grids = s.whales.map((_, i) => {
     const r = Math.floor(i / cols);
@@ -169,7 +175,10 @@ export function packageOrder(d: WhaleDetail): string[] {
 }
 
 /** Detail view: time of day × package, earliest-first package at the top; brushable. */
-export function detailOption(d: WhaleDetail, packages: string[]) {
+export function detailOption(d: WhaleDetail, packages: string[], plotHeight: number) {
+  // One label per ~13 px; computed here because auto-layout measures every label (slow for
+  // mirror-like whales with thousands of packages).
+  const every = Math.max(1, Math.ceil((packages.length * 13) / Math.max(100, plotHeight)));
   const index = new Map(packages.map((p, i) => [p, i]));
   const data = d.downloads.map((row, i) => [hoursOf(row.time), index.get(row.package)!, i]);
   return {
@@ -212,8 +221,9 @@ export function detailOption(d: WhaleDetail, packages: string[]) {
       name: `package (${packages.length} unique)`,
       nameLocation: "middle",
       nameGap: 115,
-      axisLabel: { ...AXIS, fontSize: 10 },
-      splitLine: { show: true, lineStyle: { color: "#f2f2f2" } },
+      axisLabel: { ...AXIS, fontSize: 10, interval: every - 1, width: 105, overflow: "truncate" },
+      axisTick: { interval: every - 1 },
+      splitLine: { show: every === 1, lineStyle: { color: "#f2f2f2" } },
     },
     series: [
       {

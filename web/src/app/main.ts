@@ -120,7 +120,7 @@ function progressHtml(date: string, p: Progress | null): string {
         break;
     }
   }
-  const width = `${Math.round(Math.min(1, frac) * 100)}%`;
+  const width = `${Math.round(Math.max(0.02, Math.min(1, frac)) * 100)}%`;
   return (
     `<div class="progress-title">Fetching ${esc(date)} from the CRAN log server</div>` +
     `<div class="bar${indeterminate ? " indeterminate" : ""}" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow="${Math.round(frac * 100)}"><div class="fill" style="width:${width}"></div></div>` +
@@ -176,7 +176,7 @@ async function load() {
     stopFollowing = follow(result.progress, (p) => {
       if (token !== loadToken) return;
       if (p.phase === "error") {
-        showStatus(missingHtml(p.status, p.error), "error");
+        showStatus(missingHtml(p.status, p.error), p.status === 404 ? "notice" : "error");
       } else {
         statusBox.innerHTML = progressHtml(state.date, p);
         if (p.phase === "done") {
@@ -274,9 +274,14 @@ function renderTab() {
       break;
     }
     case "detail":
-      void loadWhale();
+      // Keep the drawn scatter (and its brush selection) when coming back to the tab.
+      if (!detail || detail.date !== s.date || !s.whales.some((w) => w.ip_id === detail!.whale.ip_id)) void loadWhale();
       break;
   }
+  resizeVisible();
+}
+
+function resizeVisible() {
   for (const [id, c] of charts) if (!document.getElementById(id)!.closest<HTMLElement>(".tab-body")!.hidden) c.resize();
 }
 
@@ -291,10 +296,11 @@ function renderDetail() {
     box(`${d.first.slice(0, 5)}–${d.last.slice(0, 5)}`, "first to last download (UTC)", "box-whale");
   const packages = packageOrder(d);
   const el = document.getElementById("chart-detail")!;
-  el.style.height = `${Math.min(1600, Math.max(360, packages.length * 14 + 70))}px`;
+  const height = Math.min(1200, Math.max(360, packages.length * 14 + 70));
+  el.style.height = `${height}px`;
   const c = chart("chart-detail");
   c.resize();
-  c.setOption(detailOption(d, packages), true);
+  c.setOption(detailOption(d, packages, height - 64), true);
   c.off("brushSelected");
   c.on("brushSelected", (e: unknown) => {
     const batch = (e as { batch: { selected: { dataIndex: number[] }[] }[] }).batch;
@@ -308,6 +314,7 @@ function renderDetail() {
 function fillTable(indices: number[]) {
   const tbody = $<HTMLTableElement>("#selection-table").tBodies[0];
   const title = $<HTMLDivElement>("#selection-title");
+  $<HTMLButtonElement>("#clear-selection").hidden = indices.length === 0;
   if (!detail || indices.length === 0) {
     tbody.innerHTML = "";
     title.textContent = "No downloads selected: drag a box over the chart.";
@@ -373,6 +380,11 @@ countInput.addEventListener("input", () => {
   void load();
 });
 
+$<HTMLButtonElement>("#clear-selection").addEventListener("click", () => {
+  charts.get("chart-detail")?.dispatchAction({ type: "brush", areas: [] });
+  fillTable([]);
+});
+
 whaleSelect.addEventListener("change", () => {
   state.whale = Number(whaleSelect.value);
   writeUrl();
@@ -396,13 +408,18 @@ $<HTMLUListElement>("#stored-days").addEventListener("click", (e) => {
 
 $<HTMLButtonElement>("#menu").addEventListener("click", () => {
   document.body.classList.toggle("collapsed");
-  setTimeout(() => renderTab(), 220);
+  setTimeout(onResize, 220);
 });
 
+// Resizing redraws at the new size; only the small multiples re-layout (columns depend on width).
+function onResize() {
+  if (state.tab === "hourly") renderTab();
+  else resizeVisible();
+}
 let resizeTimer = 0;
 window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
-  resizeTimer = window.setTimeout(() => renderTab(), 150);
+  resizeTimer = window.setTimeout(onResize, 150);
 });
 
 // Test and debugging hook: the chart instances by element id, and the current state.

@@ -1,0 +1,268 @@
+//! Ingest of real days against the simple reference in `engine_support`: totals, hourly, the top
+//! 10 whales and their rows, per-package counts; plus `show --json` / `days --json` output and
+//! atomic replacement of a re-ingested day.
+
+mod engine_support;
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use cranwhales::ingest::ingest_path;
+use cranwhales::progress::Silent;
+use cranwhales::store::Store;
+use cranwhales::summary::{DayInfo, DaySummary};
+use engine_support::*;
+
+/// The tiny first-month days, a 2013 and a 2014 day, and the largest day of the shared set.
+const DAYS: [&str; 5] = [
+    "2012-10-01",
+    "2012-10-17",
+    "2013-12-04",
+    "2014-05-06",
+    "2015-01-15",
+];
+
+#[test]
+fn real_days_match_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    for date in DAYS {
+        let report = ingest_path(&db, &day_file(date), &Silent).unwrap();
+        assert_eq!(report.date, date);
+    }
+    let store = Store::open(&db).unwrap();
+    assert_eq!(
+        store
+            .days()
+            .unwrap()
+            .iter()
+            .map(|d| d.date.as_str())
+            .collect::<Vec<_>>(),
+        DAYS
+    );
+    assert!(store.integrity_ok().unwrap());
+
+    for date in DAYS {
+        let r = Reference::of_file(&day_file(date));
+        let s = store.day_summary(date, 10).unwrap().unwrap();
+        let t = &s.totals;
+        assert_eq!(
+            (
+                t.downloads,
+                t.bytes,
+                t.downloaders,
+                t.packages,
+                t.skipped_rows
+            ),
+            (
+                r.downloads,
+                r.bytes,
+                r.ips.len() as u64,
+                r.packages.len() as u64,
+                r.skipped
+            ),
+            "{date} totals"
+        );
+        let top = r.top(10);
+        assert_eq!(s.whales.len(), top.len(), "{date}");
+        let mut whale_hourly = [0u64; 24];
+        for (i, (w, ip)) in s.whales.iter().zip(&top).enumerate() {
+            let e = &r.ips[ip];
+            assert_eq!(w.rank as usize, i + 1);
+            assert_eq!(w.ip_id, *ip, "{date} rank {}", i + 1);
+            assert_eq!(
+                (w.downloads, w.bytes, w.packages),
+                (e.downloads, e.bytes, e.packages.len() as u64),
+                "{date} ip {ip}"
+            );
+            assert_eq!(w.country, r.country(*ip), "{date} ip {ip} country");
+            assert_eq!(w.hourly, e.hourly.to_vec(), "{date} ip {ip} hourly");
+            for h in 0..24 {
+                whale_hourly[h] += e.hourly[h];
+            }
+            // Every row of the whale, in time order, with its fields.
+            let d = store.whale_detail(date, *ip).unwrap().unwrap();
+            assert_eq!(d.downloads.len() as u64, e.downloads, "{date} ip {ip} rows");
+            let mut want = e.rows.clone();
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+            let got: Vec<_> = d
+                .downloads
+                .iter()
+                .map(|x| (x.time.clone(), x.package.clone(), x.version.clone(), x.size))
+                .collect();
+            let times: Vec<&String> = got.iter().map(|g| &g.0).collect();
+            assert!(
+                times.windows(2).all(|w| w[0] <= w[1]),
+                "{date} ip {ip} rows not chronological"
+            );
+            let mut got_sorted = got.clone();
+            got_sorted.sort();
+            want.sort();
+            assert_eq!(got_sorted, want, "{date} ip {ip} row contents");
+            assert_eq!(d.first, want.iter().map(|w| &w.0).min().unwrap().clone());
+            assert_eq!(d.last, want.iter().map(|w| &w.0).max().unwrap().clone());
+        }
+        for h in 0..24 {
+            assert_eq!(s.hourly[h].hour as usize, h);
+            assert_eq!(s.hourly[h].downloads, r.hourly[h], "{date} hour {h}");
+            assert_eq!(
+                s.hourly[h].whale_downloads, whale_hourly[h],
+                "{date} hour {h} top-10"
+            );
+        }
+        // Per package: all downloads, and downloads by the day's top 100.
+        let top100: HashSet<u64> = r.top(100).into_iter().collect();
+        let pk = store.packages(date, 20).unwrap();
+        let mut want: Vec<(&String, &u64)> = r.packages.iter().collect();
+        want.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (p, (name, n)) in pk.iter().zip(want) {
+            assert_eq!((&p.package, p.downloads), (name, *n), "{date} package");
+            let by_whales: u64 = top100
+                .iter()
+                .map(|ip| r.ips[ip].rows.iter().filter(|x| &x.1 == name).count() as u64)
+                .sum();
+            assert_eq!(
+                p.whale_downloads, by_whales,
+                "{date} {name} whale downloads"
+            );
+        }
+        // 100 whales (or every ip on a tiny day), uniquely named adjective_animal.
+        let all = store.day_summary(date, 100).unwrap().unwrap();
+        assert_eq!(all.whales.len(), r.ips.len().min(100));
+        let names: HashSet<&str> = all.whales.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names.len(), all.whales.len(), "{date} names unique");
+        assert!(all.whales.iter().all(|w| w.name.split('_').count() == 2));
+    }
+}
+
+#[test]
+fn show_and_days_print_the_api_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let bin = env!("CARGO_BIN_EXE_cranwhales");
+    let out = Command::new(bin)
+        .arg("ingest")
+        .arg("--db")
+        .arg(&db)
+        .arg(day_file("2013-12-04"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2013-12-04: 169,661 rows"));
+
+    let out = Command::new(bin)
+        .args(["show", "2013-12-04", "--count", "7", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["count", "date", "hourly", "totals", "whales"]);
+    assert_eq!(v["whales"][0].as_object().unwrap().len(), 8);
+    let printed: DaySummary = serde_json::from_value(v).unwrap();
+    let store = Store::open(&db).unwrap();
+    assert_eq!(
+        printed,
+        store.day_summary("2013-12-04", 7).unwrap().unwrap()
+    );
+    assert_eq!(printed.whales.len(), 7);
+    let r = Reference::of_file(&day_file("2013-12-04"));
+    assert_eq!(printed.whales[0].ip_id, r.top(1)[0]);
+
+    let out = Command::new(bin)
+        .args(["days", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let days: Vec<DayInfo> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(days, store.days().unwrap());
+    assert_eq!(days[0].totals.downloads, r.downloads);
+
+    // Text forms mention the numbers too.
+    let out = Command::new(bin)
+        .args(["show", "2013-12-04", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&printed.whales[0].name), "{text}");
+    let out = Command::new(bin)
+        .args(["days", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("2013-12-04"));
+
+    // A day that is not there: one line, non-zero exit.
+    let out = Command::new(bin)
+        .args(["show", "2013-12-05", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("2013-12-05 is not in"), "{err}");
+}
+
+#[test]
+fn reingest_replaces_the_whole_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let full = day_file("2013-12-04");
+    ingest_path(&db, &full, &Silent).unwrap();
+    let store = Store::open(&db).unwrap();
+    let before = store.day_summary("2013-12-04", 100).unwrap().unwrap();
+
+    // The same day, cut to its first 2000 rows: every table must reflect only those.
+    let text = gunzip(&full);
+    let cut: Vec<u8> = text
+        .split_inclusive(|&b| b == b'\n')
+        .take(2001)
+        .flatten()
+        .copied()
+        .collect();
+    let part = dir.path().join("2013-12-04.csv.gz");
+    gzip_to(&part, &cut);
+    ingest_path(&db, &part, &Silent).unwrap();
+    let r = Reference::of_file(&part);
+    let after = store.day_summary("2013-12-04", 100).unwrap().unwrap();
+    assert_eq!(after.totals.downloads, r.downloads);
+    assert_eq!(
+        after.whales.iter().map(|w| w.ip_id).collect::<Vec<_>>(),
+        r.top(100)
+    );
+    for w in &before.whales {
+        if !r.ips.contains_key(&w.ip_id) {
+            assert!(
+                store.whale_detail("2013-12-04", w.ip_id).unwrap().is_none(),
+                "stale whale {}",
+                w.ip_id
+            );
+        }
+    }
+    let whale_rows: usize = after
+        .whales
+        .iter()
+        .map(|w| {
+            store
+                .whale_detail("2013-12-04", w.ip_id)
+                .unwrap()
+                .unwrap()
+                .downloads
+                .len()
+        })
+        .sum();
+    assert_eq!(
+        whale_rows as u64,
+        r.top(100).iter().map(|ip| r.ips[ip].downloads).sum::<u64>()
+    );
+    assert_eq!(store.days().unwrap().len(), 1);
+}

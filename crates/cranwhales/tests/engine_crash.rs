@@ -1,0 +1,131 @@
+//! `kill -9` of a real `cranwhales ingest` process, while it reads and while its day's
+//! transaction is written but not committed: the store stays consistent, keeps the old day,
+//! serves readers meanwhile, and a re-run succeeds.
+
+mod engine_support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use cranwhales::ingest::ingest_path;
+use cranwhales::progress::Silent;
+use cranwhales::store::Store;
+use cranwhales::summary::{DayInfo, DaySummary};
+use engine_support::*;
+
+fn spawn(db: &Path, file: &Path, hold: bool) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cranwhales"));
+    cmd.arg("ingest").arg("--db").arg(db).arg(file);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if hold {
+        cmd.env("CRANWHALES_TEST_HOLD_TXN", "1");
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Reads the child's stderr (plain progress lines, since it is a pipe) until a line has `needle`.
+fn wait_for(child: &mut Child, needle: &str) {
+    let stderr = child.stderr.as_mut().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains(needle) => return,
+            Some(Ok(_)) => {}
+            _ => panic!("child ended before printing {needle:?}"),
+        }
+    }
+}
+
+fn kill9(mut child: Child) {
+    child.kill().unwrap(); // SIGKILL on Unix
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+}
+
+fn state(db: &Path) -> (Vec<DayInfo>, Option<DaySummary>) {
+    let s = Store::open(db).unwrap();
+    assert!(s.integrity_ok().unwrap());
+    (s.days().unwrap(), s.day_summary("2013-12-04", 100).unwrap())
+}
+
+#[test]
+fn kill_9_during_ingest_leaves_the_store_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    ingest_path(&db, &day_file("2013-12-04"), &Silent).unwrap();
+    let before = state(&db);
+
+    // 1. A replacement of 2013-12-04 (its first 5000 rows), killed with the transaction open.
+    let text = gunzip(&day_file("2013-12-04"));
+    let cut: Vec<u8> = text
+        .split_inclusive(|&b| b == b'\n')
+        .take(5001)
+        .flatten()
+        .copied()
+        .collect();
+    let part_dir = dir.path().join("part");
+    std::fs::create_dir(&part_dir).unwrap();
+    let part = part_dir.join("2013-12-04.csv.gz");
+    gzip_to(&part, &cut);
+    let mut child = spawn(&db, &part, true);
+    wait_for(&mut child, "holding transaction open");
+    // Readers are not blocked by the open write and see the old day.
+    assert_eq!(state(&db), before);
+    kill9(child);
+    assert_eq!(state(&db), before);
+
+    // 2. A new, large day killed with its transaction open: not visible at all.
+    let mut child = spawn(&db, &day_file("2015-01-15"), true);
+    wait_for(&mut child, "holding transaction open");
+    kill9(child);
+    assert_eq!(state(&db), before);
+    assert!(!Store::open(&db).unwrap().has_day("2015-01-15").unwrap());
+
+    // 3. Killed while still reading.
+    let mut child = spawn(&db, &day_file("2015-01-15"), false);
+    wait_for(&mut child, "reading");
+    kill9(child);
+    assert_eq!(state(&db), before);
+
+    // Re-runs succeed and give what a clean ingest gives.
+    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .arg("ingest")
+        .arg("--db")
+        .arg(&db)
+        .arg(&part)
+        .arg(day_file("2015-01-15"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let clean = dir.path().join("clean.db");
+    ingest_path(&clean, &part, &Silent).unwrap();
+    ingest_path(&clean, &day_file("2015-01-15"), &Silent).unwrap();
+    let (a, b) = (Store::open(&db).unwrap(), Store::open(&clean).unwrap());
+    assert_eq!(a.days().unwrap(), b.days().unwrap());
+    for d in ["2013-12-04", "2015-01-15"] {
+        assert_eq!(
+            a.day_summary(d, 100).unwrap(),
+            b.day_summary(d, 100).unwrap()
+        );
+    }
+    let r = Reference::of_file(&part);
+    assert_eq!(
+        a.day_summary("2013-12-04", 10)
+            .unwrap()
+            .unwrap()
+            .totals
+            .downloads,
+        r.downloads
+    );
+    assert!(a.integrity_ok().unwrap());
+}

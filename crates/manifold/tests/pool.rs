@@ -349,3 +349,27 @@ fn bad_settings_are_one_line_errors() {
         "manifold: --idle-timeout: invalid duration \"later\" (use e.g. 500ms, 30s, 5m)"
     );
 }
+
+/// Starting an extra (slow) worker does not hold up the proxy: while it starts, the status page
+/// answers and shows it starting with one request queued; the queued request then runs on it.
+#[test]
+fn scale_up_does_not_block_the_proxy() {
+    let m = start(&with_command(
+        &["--listen", "127.0.0.1:0", "--min", "1", "--max", "2"],
+        py_worker(&["--slow-start", "1500"]),
+    ));
+    let addr = m.addr.clone();
+    let long = thread::spawn(move || request(&addr, "GET", "/sleep?ms=8000", &[], ""));
+    let s = m.wait_status("first worker busy", |s| workers(s)[0]["busy"] == 1);
+    let first_pid = workers(&s)[0]["pid"].as_u64().unwrap();
+    let addr = m.addr.clone();
+    let queued = thread::spawn(move || request(&addr, "GET", "/pid", &[], ""));
+    m.wait_status("second worker starting, one waiting", |s| {
+        workers(s).len() == 2 && workers(s)[1]["state"] == "starting" && s["queue"] == 1
+    });
+    let r = queued.join().unwrap();
+    assert_eq!(r.status, 200);
+    let second_pid: u64 = r.body.parse().unwrap();
+    assert_ne!(second_pid, first_pid);
+    assert_eq!(long.join().unwrap().status, 200);
+}

@@ -102,7 +102,7 @@ stop "$G"
 
 P=$(free_port)
 mkdir -p "$WORK/faucet" && cp "$API" "$WORK/faucet/plumber.R"
-start faucet faucet --host "127.0.0.1:$P" --dir "$WORK/faucet" --workers 5 start
+start faucet faucet --host "127.0.0.1:$P" start --workers 5 --dir "$WORK/faucet"
 G=$LAST_GROUP
 if wait_http "http://127.0.0.1:$P/hello"; then
   sleep_round "faucet -w 5" "http://127.0.0.1:$P"

@@ -102,7 +102,12 @@ impl Proxy {
         let up_req = Request::from_parts(parts, body.boxed());
         // An upgraded connection is never reused, so upgrades get a fresh one.
         let pooled = if upgrade { None } else { lease.take_conn() };
-        let conn = match pooled {
+        let reusable = match pooled {
+            // An idle connection the worker closed (or left unusable) is replaced, not a 502.
+            Some(mut c) => c.ready().await.is_ok().then_some(c),
+            None => None,
+        };
+        let conn = match reusable {
             Some(c) => Ok(c),
             None => upstream::connect(lease.port).await,
         };

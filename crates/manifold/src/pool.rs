@@ -409,7 +409,7 @@ impl Pool {
 
     /// Stops every worker (SIGTERM, then SIGKILL) and waits until all are reaped.
     pub async fn shutdown(&self) {
-        let waits: Vec<watch::Receiver<Option<String>>> = {
+        let waits: Vec<(u64, watch::Receiver<Option<String>>)> = {
             let mut st = self.lock();
             st.shutting_down = true;
             st.queue.clear();
@@ -418,12 +418,15 @@ impl Pool {
                 .map(|s| {
                     s.state = State::Stopping;
                     s.worker.stop();
-                    s.worker.exited.clone()
+                    (s.worker.id, s.worker.exited.clone())
                 })
                 .collect()
         };
-        for mut rx in waits {
-            let _ = rx.wait_for(|s| s.is_some()).await;
+        for (id, mut rx) in waits {
+            if let Ok(status) = rx.wait_for(|s| s.is_some()).await {
+                let status = status.clone().unwrap_or_default();
+                tracing::info!(worker = id, status = %status, "worker stopped");
+            }
         }
     }
 
@@ -613,6 +616,8 @@ impl Pool {
                             st.totals.worker_crashes += 1;
                             tracing::warn!(worker = id, status = %status, busy = slot.busy, "worker died");
                         }
+                        // During shutdown, Pool::shutdown reports the exit.
+                        _ if st.shutting_down => {}
                         _ => tracing::info!(worker = id, status = %status, "worker stopped"),
                     }
                 }

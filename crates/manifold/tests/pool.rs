@@ -373,3 +373,26 @@ fn scale_up_does_not_block_the_proxy() {
     assert_ne!(second_pid, first_pid);
     assert_eq!(long.join().unwrap().status, 200);
 }
+
+/// Stopping a worker that ignores SIGTERM escalates to SIGKILL after --stop-timeout and takes
+/// its whole process group (a helper child it started) with it.
+#[test]
+fn stop_kills_the_whole_group_even_if_sigterm_is_ignored() {
+    let mut m = start(&with_command(
+        &["--listen", "127.0.0.1:0", "--stop-timeout", "300ms"],
+        py_worker(&["--ignore-term", "--helper"]),
+    ));
+    let pid: u32 = m.get("/pid").body.parse().unwrap();
+    let helper: u32 = m.get("/helper").body.parse().unwrap();
+    assert!(helper > 0 && alive(helper));
+    m.sigterm();
+    assert_eq!(m.wait().code(), Some(0));
+    assert_gone(pid);
+    assert_gone(helper);
+    assert!(
+        m.log()
+            .contains("worker stopped worker=1 status=killed by signal 9"),
+        "{}",
+        m.log()
+    );
+}

@@ -1,2 +1,19 @@
 # surge: extra test suites (beyond cargo test) and benchmarks. Append suites to TEST_TARGETS.
 TEST_TARGETS +=
+
+# surge report in headless Chromium: real fixture runs, no console errors, no request leaving the
+# file, counts checked, screenshots in artifacts/surge-report/.
+.PHONY: test-surge-report bench-report
+TEST_TARGETS += test-surge-report
+test-surge-report: web
+	$(CARGO) build -p surge --bin surge
+	node web/e2e/surge-report.mjs
+
+# Synthetic 1,000 sessions x 100 events: time and size of `surge report` (release build).
+bench-report: web
+	bench/report.sh
+
+.PHONY: bench-surge
+# surge vs wrk vs oha on nginx (pinned CPUs), plus a 10,000-user replay's memory per session.
+bench-surge: web
+	bench/surge.sh

@@ -52,7 +52,7 @@ pub fn fmt_int(n: usize) -> String {
 
 fn ratio(v: f64, base: f64) -> String {
     if base == 0.0 {
-        return if v == 0.0 { "=".into() } else { "—".into() };
+        return String::new();
     }
     let r = v / base;
     let cls = if r > 1.1 {
@@ -263,11 +263,12 @@ fn overview(m: &Model) -> String {
         let s = &r.summary;
         let _ = write!(
             h,
-            "<li data-run=\"{i}\"><b>{}</b>: {} users, <span data-k=\"sessions\">{}</span> sessions, \
+            "<li data-run=\"{i}\"><b>{}</b>: {} user{}, <span data-k=\"sessions\">{}</span> sessions, \
              <span data-k=\"events\">{}</span> events in {} — {} completed, {} failed{}. \
              <span class=\"dim\">{}</span></li>",
             esc(&r.name),
             s.workers,
+            if s.workers == 1 { "" } else { "s" },
             fmt_int(s.sessions),
             fmt_int(s.events),
             fmt_ms(r.duration_ms),
@@ -377,6 +378,7 @@ th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:right;white
 th:first-child,table.classes td:nth-child(2){text-align:left}
 thead th{font-weight:600;border-bottom:2px solid var(--line)}
 .ratio{font-size:11px;margin-left:6px;color:var(--dim)}
+table.classes .ratio{display:block;margin:0;line-height:1.1}
 .ratio.up{color:#c2410c}.ratio.down{color:#15803d}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 .c0 .sw,.sw.c0{background:#3b6fb6}.sw.c1{background:#8ec1ea}.sw.c2{background:#f0a030}.sw.c3{background:#4aa564}.sw.c4{background:#b8bcc4}

@@ -72,6 +72,8 @@ export function timeAxis(max: number, name: string) {
     name,
     nameLocation: "middle" as const,
     nameGap: 24,
+    // Not at y = 0: on the gantt (inverted rows) that is the middle of the first row.
+    axisLine: { onZero: false },
     axisLabel: { formatter: (v: number) => fmtSec(v) },
     splitLine: { lineStyle: { color: "#eef0f3" } },
   };

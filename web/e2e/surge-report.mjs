@@ -46,6 +46,8 @@ const cases = [
   { id: "sliders", dirs: [unzip("sliders")], names: [] },
   { id: "run1-vs-run5", dirs: [unzip("scaling_case_study_run1"), unzip("scaling_case_study_run5")], names: ["run1", "run5"] },
   { id: "label-run", dirs: [join(shared, "label-run")], names: [] },
+  // Different recordings: allowed only with --allow-mixed, and the page must say so.
+  { id: "mixed", dirs: [join(work, "sliders"), unzip("widgets")], names: [], extra: ["--allow-mixed"] },
 ];
 
 const browser = await chromium.launch({
@@ -57,6 +59,7 @@ try {
     const out = join(work, `${c.id}.html`);
     const args = ["report", ...c.dirs, "-o", out];
     for (const n of c.names) args.push("--name", n);
+    args.push(...(c.extra || []));
     execFileSync(surge, args, { stdio: ["ignore", "inherit", "inherit"] });
     const url = pathToFileURL(out).href;
 
@@ -113,6 +116,9 @@ try {
     });
     check(colours.home > 0 && colours.calc > 0 && (colours.assets > 0 || c.id === "label-run"),
       `${c.id}: gantt pixels show class colours ${JSON.stringify(colours)}`);
+
+    const banner = await page.$eval("body", () => document.getElementById("mixed-recordings")?.textContent || "");
+    check((c.id === "mixed") === banner.includes("different recordings"), `${c.id}: mixed-recordings banner ${banner ? "shown" : "absent"}`);
 
     if (c.dirs.length > 1) {
       const ratios = await page.$$eval("#summary-table .ratio", (els) => els.length);

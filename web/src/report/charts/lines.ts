@@ -1,24 +1,26 @@
 // Event duration by recording line: one horizontal box plot per line (min, quartiles, max),
 // slowest lines (by p90 over the runs) first, one facet column per run on a shared scale.
 import type { Run } from "../data";
-import { lineLabel } from "../data";
+import { lineLabel, type Recording } from "../data";
 import { esc, fmtMs, fmtSec } from "../format";
 import { chart, CLASS_COLORS, facet, TOOLTIP_BASE } from "./common";
 import type { echarts } from "../echarts";
 
 const TOP = 25;
 
-interface Box { ri: number; line: number; vals: (number[] | null)[]; ns: number[]; p90: number }
+interface Box { rec: Recording; ri: number; line: number; vals: (number[] | null)[]; ns: number[]; p90: number }
 
 function boxes(runs: Run[]): Box[] {
-  const byLine = new Map<number, Box>();
+  // Keyed by recording too: with --allow-mixed, line N of one recording is not line N of another.
+  const byLine = new Map<string, Box>();
   runs.forEach((run, r) => {
     for (const b of run.m.lines) {
       const [line, n, min, q1, med, q3, max, p90] = b;
-      let x = byLine.get(line);
+      const key = `${run.m.recording}:${line}`;
+      let x = byLine.get(key);
       if (!x) {
-        x = { ri: runs[0].recIdx.get(line) ?? -1, line, vals: runs.map(() => null), ns: runs.map(() => 0), p90: 0 };
-        byLine.set(line, x);
+        x = { rec: run.rec, ri: run.recIdx.get(line) ?? -1, line, vals: runs.map(() => null), ns: runs.map(() => 0), p90: 0 };
+        byLine.set(key, x);
       }
       x.vals[r] = [min / 1000, q1 / 1000, med / 1000, q3 / 1000, max / 1000];
       x.ns[r] = n;
@@ -29,11 +31,10 @@ function boxes(runs: Run[]): Box[] {
 }
 
 function option(runs: Run[], list: Box[], width: number) {
-  const rec = runs[0].rec;
-  const labels = list.map((b) => lineLabel(rec, b.ri, 56));
+  const labels = list.map((b) => lineLabel(b.rec, b.ri, 56));
   const n = runs.length;
   const left = 340;
-  const gap = 18;
+  const gap = 34;
   const colW = Math.max(120, (width - left - 16 - gap * (n - 1)) / n);
   const x = (r: number) => left + r * (colW + gap);
   // Log scale: a line's spread spans milliseconds to minutes under load; 1 ms floor for zeros.
@@ -51,6 +52,7 @@ function option(runs: Run[], list: Box[], width: number) {
         const q = p as { dataIndex: number; seriesIndex: number };
         const b = list[q.dataIndex];
         const v = b.vals[q.seriesIndex];
+        const rec = b.rec;
         const cls = b.ri >= 0 ? rec.class[b.ri] : 4;
         const head = `<span style="color:${CLASS_COLORS[cls]}">■</span> ${esc(lineLabel(rec, b.ri, 200))}`;
         if (!v) return head;
@@ -88,7 +90,7 @@ function option(runs: Run[], list: Box[], width: number) {
       boxWidth: [4, 11],
       data: list.map((b) => {
         const v = b.vals[r];
-        const cls = b.ri >= 0 ? rec.class[b.ri] : 4;
+        const cls = b.ri >= 0 ? b.rec.class[b.ri] : 4;
         return v
           ? { value: v.map((x) => Math.max(x, 0.001)), itemStyle: { color: CLASS_COLORS[cls] + "99", borderColor: shade(cls) } }
           : { value: [0.001, 0.001, 0.001, 0.001, 0.001], itemStyle: { opacity: 0 } };

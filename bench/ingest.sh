@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make bench-ingest: our ingest of a >= 10M-row day vs decompression alone (libdeflate-gunzip,
+# gzip -dc) and vs Polars (lazy, streaming) and DuckDB computing the same totals, hourly and top-N.
+# Builds the stitched day once into target/bench-data (outside git) and installs the peers into a
+# venv in target/bench-venv. RUNS=N (default 3) runs per tool; medians are reported.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=target/bench-data
+DAY=$DATA/2015-12-31.csv.gz
+VENV=target/bench-venv
+mkdir -p "$DATA"
+
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+need_apt=()
+command -v libdeflate-gunzip >/dev/null || need_apt+=(libdeflate-tools)
+command -v pigz >/dev/null || need_apt+=(pigz)
+[ -x /usr/bin/time ] || need_apt+=(time)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if ! "$VENV/bin/python" -c 'import polars, duckdb' 2>/dev/null; then
+  echo "bench-ingest: installing polars and duckdb into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q polars duckdb
+fi
+cargo build --release -p cranwhales --bin cranwhales
+if [ ! -f "$DAY" ]; then
+  echo "bench-ingest: building the stitched day (once)"
+  python3 bench/ingest_make_day.py ../shared/data/cranlogs "$DAY"
+fi
+exec "$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-3}"

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Runs each tool RUNS times on the same file under /usr/bin/time, checks that the engines give
+the same answers, and prints medians, peak RSS and the ratio lines. usage: ingest_bench.py DAY RUNS"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+DAY, RUNS = sys.argv[1], int(sys.argv[2])
+BIN = "target/release/cranwhales"
+DB = "target/bench-data/bench.db"
+PY = sys.executable
+N = 10
+
+
+def run(cmd, stdout=subprocess.DEVNULL):
+    """(seconds, peak RSS in MiB, stdout) of one run."""
+    with tempfile.NamedTemporaryFile("r") as t:
+        p = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", t.name] + cmd, stdout=stdout, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            sys.exit(f"{cmd[0]} failed: {p.stderr.decode()[-500:]}")
+        secs, kb = t.read().split()[-2:]
+    return float(secs), int(kb) / 1024, p.stdout
+
+
+def ours():
+    for f in (DB, DB + "-wal", DB + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    return run([BIN, "ingest", "--db", DB, DAY])
+
+
+TOOLS = [
+    ("cranwhales ingest", ours),
+    ("libdeflate-gunzip -c", lambda: run(["libdeflate-gunzip", "-c", DAY])),
+    ("gzip -dc", lambda: run(["gzip", "-dc", DAY])),
+    ("polars streaming", lambda: run([PY, "bench/ingest_peers.py", "polars", DAY, str(N)], subprocess.PIPE)),
+    ("duckdb", lambda: run([PY, "bench/ingest_peers.py", "duckdb", DAY, str(N)], subprocess.PIPE)),
+]
+
+results, answers = {}, {}
+for name, fn in TOOLS:
+    times, rss = [], []
+    for _ in range(RUNS):
+        secs, mib, out = fn()
+        times.append(secs)
+        rss.append(mib)
+        if out:
+            answers[name] = json.loads(out)
+    results[name] = (statistics.median(times), max(rss))
+    print(f"{name:<22} {results[name][0]:7.2f} s   peak RSS {results[name][1]:7.0f} MiB   runs {times}", flush=True)
+
+# Same answers from every engine: ours from the store, the peers from their JSON.
+s = json.loads(subprocess.run([BIN, "show", "--db", DB, "--json", "--count", str(N), DAY.split("/")[-1][:10]],
+                              check=True, stdout=subprocess.PIPE).stdout)
+mine = {"totals": s["totals"], "hourly": [h["downloads"] for h in s["hourly"]],
+        "top": [[w["ip_id"], w["downloads"], w["bytes"]] for w in s["whales"]]}
+for peer, a in answers.items():
+    same = a == mine
+    print(f"answers: cranwhales vs {peer}: {'same' if same else 'DIFFERENT'}")
+    if not same:
+        print(json.dumps(mine)[:400], "\n", json.dumps(a)[:400])
+
+t = {k: v[0] for k, v in results.items()}
+o, rss = t["cranwhales ingest"], results["cranwhales ingest"][1]
+rows = s["totals"]["downloads"] + s["totals"]["skipped_rows"]
+print(f"\nday: {DAY} ({rows:,} rows, {os.path.getsize(DAY) / 1e6:.1f} MB gzip), median of {RUNS} runs, {os.cpu_count()} cores")
+print(f"ratio ours / libdeflate-gunzip: {o / t['libdeflate-gunzip -c']:.2f}x  (target <= 1.5)")
+print(f"ratio ours / gzip -dc:          {o / t['gzip -dc']:.2f}x")
+print(f"ratio polars / ours:            {t['polars streaming'] / o:.2f}x  (target > 1: faster than Polars streaming)")
+print(f"ratio duckdb / ours:            {t['duckdb'] / o:.2f}x  (target >= 2.5)")
+print(f"peak RSS ours:                  {rss:.0f} MiB  (target <= 500)")

@@ -265,6 +265,7 @@ fn overview(m: &Model) -> String {
             h,
             "<li data-run=\"{i}\"><b>{}</b>: {} user{}, <span data-k=\"sessions\">{}</span> sessions, \
              <span data-k=\"events\">{}</span> events in {} — {} completed, {} failed{}. \
+             Page load p90 <b>{}</b>; <b>{}</b> of {} page loads over {}. \
              <span class=\"dim\">{}</span></li>",
             esc(&r.name),
             s.workers,
@@ -275,6 +276,10 @@ fn overview(m: &Model) -> String {
             fmt_int(s.completed),
             fmt_int(s.failed),
             if s.unfinished > 0 { format!(", {} unfinished", fmt_int(s.unfinished)) } else { String::new() },
+            fmt_ms(s.page_load[2]),
+            fmt_int(s.over_threshold),
+            fmt_int(s.page_load[0] as usize),
+            fmt_ms(m.threshold_ms),
             esc(&r.dir)
         );
     }

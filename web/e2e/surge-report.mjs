@@ -146,7 +146,18 @@ try {
       tip = await page.$$eval("#charts-gantt .chart:first-of-type div", (ds) =>
         ds.filter((d) => d.offsetParent !== null && d.textContent.includes("iteration")).map((d) => d.textContent).join(" "));
     }
-    check(tip.includes("session"), `${c.id}: hover on the gantt shows a tooltip (${tip.slice(0, 80)})`);
+    check(tip.includes("iteration"), `${c.id}: hover on the gantt shows a tooltip (${tip.slice(0, 80)})`);
+
+    // Controls: reorder the aligned gantt, pick another session, show all lines; still no errors.
+    await page.selectOption("#aligned-order", "pageload");
+    const sel = await page.$("#charts-waterfall select");
+    const second = await sel.$eval("option:nth-child(2)", (o) => o.value).catch(() => null);
+    if (second !== null) await sel.selectOption(second);
+    const more = await page.$("#charts-lines button");
+    if (more) await more.click();
+    await page.waitForTimeout(300);
+    if (c.id === "sliders") await (await page.$("#aligned")).screenshot({ path: join(artifacts, `${c.id}-aligned-by-pageload.png`) });
+    check(errors.length === 0, `${c.id}: controls work without console errors ${errors.join(" | ")}`);
     await page.close();
   }
 } finally {

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# bench-serve: `cranwhales serve` (release) vs nginx serving the same bytes as static files, with
+# wrk at 100 connections, side by side in one run; then 200 concurrent requests for one day that is
+# not stored yet, counting downloads at the source (nginx again, rate-limited, serving
+# ../shared/data/cranlogs). Everything on 127.0.0.1, bounded in time, cleaned up on exit.
+#
+# Targets (issue 3): >= 0.8x nginx req/s, p99 < 5 ms.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BIN=${CRANWHALES_BIN:-$ROOT/target/release/cranwhales}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-100}
+THREADS=${THREADS:-2}
+SHARED=$(cd "$ROOT/../shared/data/cranlogs" && pwd)
+NEW_DAY=${NEW_DAY:-2014-05-06}
+
+for tool in wrk nginx curl; do
+  command -v "$tool" >/dev/null || { echo "bench-serve: $tool not found (apt-get install wrk nginx-light curl)" >&2; exit 1; }
+done
+[ -x "$BIN" ] || { echo "bench-serve: $BIN missing (cargo build --release -p cranwhales)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/bench-serve.XXXXXX)
+chmod 755 "$TMP"  # nginx workers (www-data) read the static files
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# Starts cranwhales serve with extra args; sets URL.
+start_server() {
+  local log=$TMP/serve.$1.log; shift
+  "$BIN" serve --db "$TMP/cw.$RANDOM.db" --cache-dir "$TMP/cache.$RANDOM" --addr 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 600); do
+    URL=$(grep -o 'http://[0-9.:]*' "$log" 2>/dev/null | head -1 || true)
+    [ -n "$URL" ] && return 0
+    sleep 0.1
+  done
+  echo "bench-serve: server did not start:" >&2; cat "$log" >&2; exit 1
+}
+
+# Starts nginx with a server block; sets NGINX_URL.
+start_nginx() {
+  local name=$1 body=$2 port
+  port=$(free_port)
+  mkdir -p "$TMP/nginx-$name"
+  cat >"$TMP/nginx-$name/nginx.conf" <<EOF
+worker_processes auto;
+pid $TMP/nginx-$name/nginx.pid;
+error_log $TMP/nginx-$name/error.log warn;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path $TMP/nginx-$name; proxy_temp_path $TMP/nginx-$name;
+  fastcgi_temp_path $TMP/nginx-$name; uwsgi_temp_path $TMP/nginx-$name; scgi_temp_path $TMP/nginx-$name;
+  sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$port;
+    $body
+  }
+}
+EOF
+  nginx -p "$TMP/nginx-$name" -c "$TMP/nginx-$name/nginx.conf" -g 'daemon off;' &
+  PIDS+=($!)
+  NGINX_URL=http://127.0.0.1:$port
+  for _ in $(seq 100); do curl -s -o /dev/null "$NGINX_URL/" && return 0; sleep 0.05; done
+}
+
+# wrk one URL; prints "label  req/s  p99" and sets RPS, P99_MS.
+bench() {
+  local label=$1 url=$2 out
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$url")
+  RPS=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  local p99 errs
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  errs=$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')
+  P99_MS=$(awk -v v="$p99" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v); print v+0} else {sub(/s/,"",v); print v*1000} }')
+  printf '%-22s %10.0f req/s   p99 %7.2f ms  %s\n' "$label" "$RPS" "$P99_MS" "$errs"
+}
+
+echo "== bench-serve: wrk -t$THREADS -c$CONNS -d$DURATION, one run, side by side =="
+start_server main --sample-dir "$ROOT/data/sample"
+DAY=$(curl -s "$URL/api/days" | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["date"])')
+API_PATH="/api/days/$DAY?count=6"
+
+# The same bytes as static files for nginx.
+mkdir -p "$TMP/www/api/days"
+curl -s "$URL$API_PATH" -o "$TMP/www/api/days/$DAY"
+curl -s "$URL/" -o "$TMP/www/index.html"
+start_nginx static "root $TMP/www; location /api/ { default_type application/json; } location = / { default_type text/html; try_files /index.html =404; }"
+cmp -s <(curl -s "$URL$API_PATH") <(curl -s "$NGINX_URL$API_PATH") || { echo "bench-serve: nginx does not serve the same API bytes" >&2; exit 1; }
+cmp -s <(curl -s "$URL/") <(curl -s "$NGINX_URL/") || { echo "bench-serve: nginx does not serve the same home page" >&2; exit 1; }
+echo "day $DAY: API body $(stat -c %s "$TMP/www/api/days/$DAY") bytes, home page $(stat -c %s "$TMP/www/index.html") bytes"
+
+# Alternate the two servers over several rounds so background load hits both alike; report the
+# median round of each.
+ROUNDS=${ROUNDS:-3}
+declare -A RPS_OF P99_OF
+for r in $(seq "$ROUNDS"); do
+  for target in "nginx-api|$NGINX_URL$API_PATH" "cw-api|$URL$API_PATH" "nginx-home|$NGINX_URL/" "cw-home|$URL/"; do
+    key=${target%%|*}
+    bench "round $r $key" "${target#*|}"
+    RPS_OF[$key]+="$RPS "; P99_OF[$key]+="$P99_MS "
+  done
+done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
+verdict() { awk -v r="$1" -v p="$2" 'BEGIN{print (r>=0.8 && p<5) ? "meets target (>=0.8x, p99<5ms)" : "BELOW target (>=0.8x, p99<5ms)"}'; }
+echo
+for what in api home; do
+  n=$(median "${RPS_OF[nginx-$what]}"); c=$(median "${RPS_OF[cw-$what]}")
+  np=$(median "${P99_OF[nginx-$what]}"); cp=$(median "${P99_OF[cw-$what]}")
+  label=$([ $what = api ] && echo "GET $API_PATH" || echo "GET / (home page)")
+  printf 'ratio: %-40s cranwhales %7.0f req/s p99 %6.2f ms | nginx %7.0f req/s p99 %6.2f ms | %sx  %s\n' \
+    "$label" "$c" "$cp" "$n" "$np" "$(ratio "$c" "$n")" "$(verdict "$(ratio "$c" "$n")" "$cp")"
+done
+echo "(median of $ROUNDS alternating rounds; load average now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
+
+echo
+echo "== single flight: 200 concurrent requests for $NEW_DAY (not stored) =="
+SOURCE_CONF='access_log ACCESS; location ~ "^/[0-9]{4}/(?<file>[^/]+)$" { alias SHARED/$file; limit_rate 1m; }'
+SOURCE_CONF=${SOURCE_CONF/ACCESS/$TMP/source-access.log}
+start_nginx source "${SOURCE_CONF/SHARED/$SHARED}"
+SOURCE_URL=$NGINX_URL
+start_server flight --no-sample --source-url "$SOURCE_URL"
+codes=$TMP/codes
+for _ in $(seq 200); do
+  curl -s -o /dev/null -w '%{http_code}\n' --max-time 30 "$URL/api/days/$NEW_DAY?count=6" >>"$codes" &
+done
+wait_curls() { while [ "$(wc -l <"$codes")" -lt 200 ]; do sleep 0.05; done; }
+wait_curls
+for _ in $(seq 600); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/days/$NEW_DAY?count=6")" = 200 ] && break
+  sleep 0.1
+done
+DOWNLOADS=$(grep -c "/$NEW_DAY.csv.gz" "$TMP/source-access.log" || true)
+echo "responses: $(sort "$codes" | uniq -c | awk '{printf "%s x%s  ", $2, $1}')"
+echo "ratio: single flight: 200 concurrent requests -> $DOWNLOADS download(s) at the source $([ "$DOWNLOADS" = 1 ] && echo '(target: exactly 1: ok)' || echo '(target: exactly 1: FAILED)')"
+[ "$DOWNLOADS" = 1 ]

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use server_support::*;
 
 fn error_of(r: &Resp) -> String {
-    r.json()["error"].as_str().unwrap_or_else(|| panic!("no error field: {}", r.text())).to_owned()
+    r.json()["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error field: {}", r.text()))
+        .to_owned()
 }
 
 fn still_serving(server: &Server) {
@@ -35,7 +38,10 @@ fn malformed_input_is_400_json() {
         (format!("/api/days/2012-10-17?count={long}"), "count"),
         ("/api/days/2012-10-17?count=%00%ff".to_owned(), "count"),
         ("/api/days/2012-10-17/whales/abc".to_owned(), "ip_id"),
-        ("/api/days/2012-10-17/whales/99999999999999999999999".to_owned(), "ip_id"),
+        (
+            "/api/days/2012-10-17/whales/99999999999999999999999".to_owned(),
+            "ip_id",
+        ),
         ("/api/days/%ff%fe".to_owned(), "path"),
     ];
     for (path, what) in cases {
@@ -44,7 +50,10 @@ fn malformed_input_is_400_json() {
         assert_eq!(r.header("content-type"), Some("application/json"));
         let e = error_of(&r);
         assert!(e.contains(what), "{path}: {e}");
-        assert!(e.len() < 200, "error echoes at most a clip of the input: {e}");
+        assert!(
+            e.len() < 200,
+            "error echoes at most a clip of the input: {e}"
+        );
     }
     still_serving(&server);
 }
@@ -53,7 +62,12 @@ fn malformed_input_is_400_json() {
 #[test]
 fn unknown_paths_and_traversal_are_404() {
     let server = Server::start(&["2012-10-17"], &[]);
-    for path in ["/api", "/api/nope", "/api/days/2012-10-17/extra", "/api/days/2012-10-17/whales/1/x"] {
+    for path in [
+        "/api",
+        "/api/nope",
+        "/api/days/2012-10-17/extra",
+        "/api/days/2012-10-17/whales/1/x",
+    ] {
         let r = get(server.addr, path, &[]);
         assert_eq!(r.status, 404, "{path}");
         error_of(&r);
@@ -71,9 +85,15 @@ fn unknown_paths_and_traversal_are_404() {
         let r = get(server.addr, path, &[]);
         assert!(r.status == 404 || r.status == 400, "{path}: {}", r.status);
         let t = r.text();
-        assert!(!t.contains("[package]") && !t.contains("root:"), "{path} leaked a file");
+        assert!(
+            !t.contains("[package]") && !t.contains("root:"),
+            "{path} leaked a file"
+        );
     }
-    let post = raw(server.addr, b"POST /api/days HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let post = raw(
+        server.addr,
+        b"POST /api/days HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(post.status, 405);
     still_serving(&server);
 }
@@ -83,13 +103,31 @@ fn unknown_paths_and_traversal_are_404() {
 fn oversized_headers_and_queries_are_refused() {
     let server = Server::start(&["2012-10-17"], &["--max-header-bytes", "16384"]);
     let big = "a".repeat(100_000);
-    let r = raw(server.addr, format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\nConnection: close\r\n\r\n").as_bytes());
+    let r = raw(
+        server.addr,
+        format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
     assert_eq!(r.status, 431);
-    let r = raw(server.addr, format!("GET /api/days/2012-10-17?count={big} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
-    assert!(r.status == 431 || r.status == 414 || r.status == 400, "{}", r.status);
+    let r = raw(
+        server.addr,
+        format!(
+            "GET /api/days/2012-10-17?count={big} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(
+        r.status == 431 || r.status == 414 || r.status == 400,
+        "{}",
+        r.status
+    );
     // Within the limit, a long query is read and answered with a clear 400.
     let mid = "7".repeat(4000);
-    let r = get(server.addr, &format!("/api/days/2012-10-17?count={mid}"), &[]);
+    let r = get(
+        server.addr,
+        &format!("/api/days/2012-10-17?count={mid}"),
+        &[],
+    );
     assert_eq!(r.status, 400);
     still_serving(&server);
 }
@@ -100,17 +138,28 @@ fn oversized_headers_and_queries_are_refused() {
 fn slow_and_idle_clients_are_timed_out() {
     let server = Server::start(&["2012-10-17"], &["--header-timeout", "1"]);
     let mut slow = TcpStream::connect(server.addr).unwrap();
-    slow.write_all(b"GET /api/days HTTP/1.1\r\nHost: sl").unwrap();
-    let idle: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(server.addr).unwrap()).collect();
+    slow.write_all(b"GET /api/days HTTP/1.1\r\nHost: sl")
+        .unwrap();
+    let idle: Vec<TcpStream> = (0..50)
+        .map(|_| TcpStream::connect(server.addr).unwrap())
+        .collect();
     still_serving(&server);
     let start = Instant::now();
-    slow.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut buf = Vec::new();
     let n = slow.read_to_end(&mut buf);
     assert!(n.is_ok(), "server closed the slow connection: {n:?}");
-    assert!(start.elapsed() < Duration::from_secs(8), "closed by the timeout, not the test");
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "closed by the timeout, not the test"
+    );
     if !buf.is_empty() {
-        assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 408"), "{}", String::from_utf8_lossy(&buf));
+        assert!(
+            String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 408"),
+            "{}",
+            String::from_utf8_lossy(&buf)
+        );
     }
     drop(idle);
     still_serving(&server);
@@ -122,19 +171,28 @@ fn slow_and_idle_clients_are_timed_out() {
 fn source_that_hangs_is_given_up_on() {
     let source = Source::start();
     source.set("2012-10-09", Behaviour::Hang);
-    let server = Server::start(&["2012-10-17"], &["--source-url", &source.url, "--stall-timeout", "2"]);
+    let server = Server::start(
+        &["2012-10-17"],
+        &["--source-url", &source.url, "--stall-timeout", "2"],
+    );
     assert_eq!(get(server.addr, "/api/days/2012-10-09", &[]).status, 202);
     still_serving(&server);
     let events = follow(server.addr, "2012-10-09");
     let last = events.last().unwrap();
     assert_eq!(last["phase"], "error", "{events:?}");
     assert_eq!(last["status"], 502);
-    assert!(last["error"].as_str().unwrap().contains("2012-10-09"), "{last}");
+    assert!(
+        last["error"].as_str().unwrap().contains("2012-10-09"),
+        "{last}"
+    );
     let days = get(server.addr, "/api/days", &[]).json();
     assert_eq!(days.as_array().unwrap().len(), 1, "store unchanged: {days}");
     source.set("2012-10-09", Behaviour::Serve);
     let s = fetch_day(server.addr, "2012-10-09", 6);
-    assert_eq!(s["totals"]["downloads"], Reference::of("2012-10-09").downloads);
+    assert_eq!(
+        s["totals"]["downloads"],
+        Reference::of("2012-10-09").downloads
+    );
     assert_eq!(source.hits("2012-10-09"), 2);
 }
 
@@ -150,13 +208,33 @@ fn source_that_dies_mid_download() {
     let last = events.last().unwrap();
     assert_eq!(last["phase"], "error", "{events:?}");
     assert_eq!(last["status"], 502);
-    assert!(last["error"].as_str().unwrap().contains("2012-10-11"), "{last}");
-    assert_eq!(get(server.addr, "/api/days", &[]).json().as_array().unwrap().len(), 1);
+    assert!(
+        last["error"].as_str().unwrap().contains("2012-10-11"),
+        "{last}"
+    );
+    assert_eq!(
+        get(server.addr, "/api/days", &[])
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     still_serving(&server);
     source.set("2012-10-11", Behaviour::Serve);
     let s = fetch_day(server.addr, "2012-10-11", 6);
-    assert_eq!(s["totals"]["downloads"], Reference::of("2012-10-11").downloads);
-    assert_eq!(get(server.addr, "/api/days", &[]).json().as_array().unwrap().len(), 2);
+    assert_eq!(
+        s["totals"]["downloads"],
+        Reference::of("2012-10-11").downloads
+    );
+    assert_eq!(
+        get(server.addr, "/api/days", &[])
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 /// New-day fetches are rate limited per client address with a clear 429 and Retry-After;
@@ -167,15 +245,33 @@ fn new_day_fetches_are_rate_limited() {
     source.set("2012-10-12", Behaviour::Throttle(2_000));
     let server = Server::start(
         &["2012-10-17"],
-        &["--source-url", &source.url, "--fetch-burst", "1", "--fetch-per-minute", "1"],
+        &[
+            "--source-url",
+            &source.url,
+            "--fetch-burst",
+            "1",
+            "--fetch-per-minute",
+            "1",
+        ],
     );
     assert_eq!(get(server.addr, "/api/days/2012-10-12", &[]).status, 202);
     let limited = get(server.addr, "/api/days/2012-10-13", &[]);
     assert_eq!(limited.status, 429, "{}", limited.text());
-    assert!(limited.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+    assert!(
+        limited
+            .header("retry-after")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= 1
+    );
     assert!(error_of(&limited).contains("too many"));
     assert_eq!(source.hits("2012-10-13"), 0);
-    assert_eq!(get(server.addr, "/api/days/2012-10-12", &[]).status, 202, "joining is free");
+    assert_eq!(
+        get(server.addr, "/api/days/2012-10-12", &[]).status,
+        202,
+        "joining is free"
+    );
     still_serving(&server);
 }
 
@@ -185,7 +281,16 @@ fn new_day_fetches_are_rate_limited() {
 fn ingests_are_bounded_and_queued() {
     let source = Source::start();
     source.set("2012-10-14", Behaviour::Throttle(1_000));
-    let server = Server::start(&[], &["--source-url", &source.url, "--no-sample", "--max-ingests", "1"]);
+    let server = Server::start(
+        &[],
+        &[
+            "--source-url",
+            &source.url,
+            "--no-sample",
+            "--max-ingests",
+            "1",
+        ],
+    );
     assert_eq!(get(server.addr, "/api/days/2012-10-14", &[]).status, 202);
     let second = get(server.addr, "/api/days/2012-10-15", &[]);
     assert_eq!(second.status, 202);
@@ -193,5 +298,9 @@ fn ingests_are_bounded_and_queued() {
     let events = follow(server.addr, "2012-10-15");
     assert_eq!(events.last().unwrap()["phase"], "done");
     assert!(source.hits("2012-10-14") == 1 && source.hits("2012-10-15") == 1);
-    assert_eq!(get(server.addr, "/api/days/2012-10-14", &[]).status, 200, "first finished before the second");
+    assert_eq!(
+        get(server.addr, "/api/days/2012-10-14", &[]).status,
+        200,
+        "first finished before the second"
+    );
 }

@@ -110,6 +110,11 @@ pub struct Built {
 
 /// Loads the runs and renders the report in memory (no file written).
 pub fn build(args: &ReportArgs) -> Result<Built, ReportError> {
+    build_with(args, &|_| {})
+}
+
+/// `build`, telling `progress` about each run read (the CLI prints these lines).
+fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, ReportError> {
     if args.names.len() > args.runs.len() {
         return Err(ReportError::Usage(format!(
             "{} --name given for {} run directories",
@@ -127,7 +132,17 @@ pub fn build(args: &ReportArgs) -> Result<Built, ReportError> {
                 .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| dir.display().to_string())
         });
-        runs.push(load::load_run(dir, name)?);
+        let t = Instant::now();
+        let run = load::load_run(dir, name)?;
+        let events: usize = run.sessions.iter().map(|s| s.events.len()).sum();
+        progress(&format!(
+            "read {} ({} sessions, {} events) in {:.2} s",
+            run.name,
+            run.sessions.len(),
+            events,
+            t.elapsed().as_secs_f64()
+        ));
+        runs.push(run);
     }
     if !args.allow_mixed {
         for r in &runs[1..] {
@@ -169,7 +184,7 @@ fn first_difference(a: &str, b: &str) -> String {
 /// `surge report`: builds the report and writes it atomically (temp file, then rename).
 pub fn run(args: ReportArgs) -> Result<(), ReportError> {
     let t0 = Instant::now();
-    let built = build(&args)?;
+    let built = build_with(&args, &|line| eprintln!("surge report: {line}"))?;
     let out = &args.output;
     let tmp = out.with_extension("tmp-surge-report");
     let write = || -> std::io::Result<()> {

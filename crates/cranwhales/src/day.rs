@@ -63,7 +63,8 @@ impl Interner {
         let id = self.keys.len() as u32;
         self.keys.push(raw.into());
         let (keys, hasher) = (&self.keys, &self.hasher);
-        self.table.insert_unique(hash, id, |&i| hasher.hash_one(&keys[i as usize]));
+        self.table
+            .insert_unique(hash, id, |&i| hasher.hash_one(&keys[i as usize]));
         id
     }
 }
@@ -76,11 +77,16 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     }
     let (mut ca, mut cb) = (a.chunks_exact(8), b.chunks_exact(8));
     for (x, y) in (&mut ca).zip(&mut cb) {
-        if u64::from_ne_bytes(x.try_into().expect("8")) != u64::from_ne_bytes(y.try_into().expect("8")) {
+        if u64::from_ne_bytes(x.try_into().expect("8"))
+            != u64::from_ne_bytes(y.try_into().expect("8"))
+        {
             return false;
         }
     }
-    ca.remainder().iter().zip(cb.remainder()).all(|(x, y)| x == y)
+    ca.remainder()
+        .iter()
+        .zip(cb.remainder())
+        .all(|(x, y)| x == y)
 }
 
 /// One kept row, 20 bytes: everything a whale's download list needs, as dictionary ids.
@@ -111,6 +117,15 @@ struct IpAcc {
 
 const NONE: u32 = u32::MAX;
 
+impl IpAcc {
+    const EMPTY: IpAcc = IpAcc {
+        bytes: 0,
+        downloads: 0,
+        env: NONE,
+        country: NONE,
+    };
+}
+
 /// Dictionaries of one day's distinct strings, indexed by the ids in kept rows.
 #[derive(Default)]
 struct Dict {
@@ -132,10 +147,13 @@ pub struct DayBuilder {
     downloads: u64,
     bytes: u64,
     hourly: [u64; 24],
-    ip_dense: Vec<u32>,
-    ip_sparse: FastMap<u64, u32>,
-    ip_ids: Vec<u64>,
+    /// Per ip, indexed by ip_id itself for ids below `DENSE_IPS` (they are small and dense:
+    /// renumbered daily from 1), which saves a lookup per row; unused slots have 0 downloads.
     ips: Vec<IpAcc>,
+    /// Larger ids: ip index `DENSE_IPS + k` is `sparse[k]`.
+    sparse: Vec<IpAcc>,
+    sparse_ids: Vec<u64>,
+    ip_sparse: FastMap<u64, u32>,
     pkgver_ix: Interner,
     pkgver_count: Vec<u64>,
     package_ix: FastMap<String, u32>,
@@ -189,10 +207,10 @@ impl DayBuilder {
             downloads: 0,
             bytes: 0,
             hourly: [0; 24],
-            ip_dense: Vec::new(),
-            ip_sparse: FastMap::default(),
-            ip_ids: Vec::new(),
             ips: Vec::new(),
+            sparse: Vec::new(),
+            sparse_ids: Vec::new(),
+            ip_sparse: FastMap::default(),
             pkgver_ix: Interner::default(),
             pkgver_count: Vec::new(),
             package_ix: FastMap::default(),
@@ -254,8 +272,10 @@ impl DayBuilder {
         let secs = parse::seconds(f[col::TIME])
             .ok_or_else(|| bad(line_no, "time", f[col::TIME], "a HH:MM:SS time"))?;
         let size = parse::uint(f[col::SIZE])
+            .filter(|&v| v <= i64::MAX as u64)
             .ok_or_else(|| bad(line_no, "size", f[col::SIZE], "a number"))?;
         let ip_id = parse::uint(f[col::IP_ID])
+            .filter(|&v| v <= i64::MAX as u64)
             .ok_or_else(|| bad(line_no, "ip_id", f[col::IP_ID], "a number"))?;
 
         let ip = self.ip_index(ip_id);
@@ -265,13 +285,13 @@ impl DayBuilder {
             Err(h) => self.new_pkgver(line_no, pv_raw, h, f)?,
         };
         let env_raw = span(line, f[col::R_VERSION], f[col::R_OS]);
-        let mut env = self.ips[ip as usize].env;
+        let mut env = self.acc(ip).env;
         if !self.env_ix.is(env, env_raw) {
             env = match self.env_ix.get(env_raw) {
                 Ok(id) => id,
                 Err(h) => self.new_env(line_no, env_raw, h, f)?,
             };
-            self.ips[ip as usize].env = env;
+            self.acc(ip).env = env;
         }
         let c_raw = f[col::COUNTRY];
         let country = if let [b'"', a, b, b'"'] = *c_raw {
@@ -284,17 +304,17 @@ impl DayBuilder {
                 id => id,
             }
         } else {
-            let cached = self.ips[ip as usize].country;
+            let cached = self.acc(ip).country;
             if self.country_ix.is(cached, c_raw) {
                 cached
             } else {
                 let id = self.country_id(line_no, c_raw)?;
-                self.ips[ip as usize].country = id;
+                self.acc(ip).country = id;
                 id
             }
         };
 
-        let acc = &mut self.ips[ip as usize];
+        let acc = &mut self.acc(ip);
         acc.downloads += 1;
         acc.bytes += size;
         self.pkgver_count[pkgver as usize] += 1;
@@ -331,38 +351,47 @@ impl DayBuilder {
         Ok(())
     }
 
+    /// The ip index of `ip_id` (see `ips`), creating its entry on first sight.
     #[inline]
     fn ip_index(&mut self, ip_id: u64) -> u32 {
         if ip_id < DENSE_IPS {
             let i = ip_id as usize;
-            if i >= self.ip_dense.len() {
-                self.ip_dense
-                    .resize((i + 1).next_power_of_two().max(1024), u32::MAX);
+            if i >= self.ips.len() {
+                let new_len = (i + 1)
+                    .next_power_of_two()
+                    .max(1024)
+                    .min(DENSE_IPS as usize);
+                self.ips.resize(new_len, IpAcc::EMPTY);
             }
-            let slot = self.ip_dense[i];
-            if slot != u32::MAX {
-                return slot;
-            }
-            let ix = self.new_ip(ip_id);
-            self.ip_dense[i] = ix;
-            ix
-        } else if let Some(&ix) = self.ip_sparse.get(&ip_id) {
-            ix
+            i as u32
+        } else if let Some(&k) = self.ip_sparse.get(&ip_id) {
+            DENSE_IPS as u32 + k
         } else {
-            let ix = self.new_ip(ip_id);
-            self.ip_sparse.insert(ip_id, ix);
-            ix
+            let k = self.sparse.len() as u32;
+            self.sparse.push(IpAcc::EMPTY);
+            self.sparse_ids.push(ip_id);
+            self.ip_sparse.insert(ip_id, k);
+            DENSE_IPS as u32 + k
         }
     }
 
-    fn new_ip(&mut self, ip_id: u64) -> u32 {
-        self.ip_ids.push(ip_id);
-        self.ips.push(IpAcc { bytes: 0, downloads: 0, env: NONE, country: NONE });
-        (self.ips.len() - 1) as u32
+    #[inline]
+    fn acc(&mut self, ip: u32) -> &mut IpAcc {
+        if u64::from(ip) < DENSE_IPS {
+            &mut self.ips[ip as usize]
+        } else {
+            &mut self.sparse[(u64::from(ip) - DENSE_IPS) as usize]
+        }
     }
 
     #[cold]
-    fn new_pkgver(&mut self, line: u64, raw: &[u8], hash: u64, f: &Fields<'_>) -> Result<u32, RowError> {
+    fn new_pkgver(
+        &mut self,
+        line: u64,
+        raw: &[u8],
+        hash: u64,
+        f: &Fields<'_>,
+    ) -> Result<u32, RowError> {
         let name = utf8(line, "package", &parse::unquote(f[col::PACKAGE]))?;
         let version = opt_utf8(line, "version", f[col::VERSION])?;
         let next = self.package_ix.len() as u32;
@@ -376,7 +405,13 @@ impl DayBuilder {
     }
 
     #[cold]
-    fn new_env(&mut self, line: u64, raw: &[u8], hash: u64, f: &Fields<'_>) -> Result<u32, RowError> {
+    fn new_env(
+        &mut self,
+        line: u64,
+        raw: &[u8],
+        hash: u64,
+        f: &Fields<'_>,
+    ) -> Result<u32, RowError> {
         let env = [
             opt_utf8(line, "r_version", f[col::R_VERSION])?,
             opt_utf8(line, "r_arch", f[col::R_VERSION + 1])?,
@@ -394,7 +429,11 @@ impl DayBuilder {
             Err(h) => h,
         };
         if self.dict.countries.len() as u32 >= MAX_COUNTRIES {
-            return Err(row_err(line, "country", format!("more than {MAX_COUNTRIES} distinct values")));
+            return Err(row_err(
+                line,
+                "country",
+                format!("more than {MAX_COUNTRIES} distinct values"),
+            ));
         }
         self.dict.countries.push(opt_utf8(line, "country", raw)?);
         Ok(self.country_ix.add(raw, hash))
@@ -406,30 +445,48 @@ impl DayBuilder {
         if self.rows == 0 {
             return None;
         }
-        // Top 100 by downloads desc, ip_id asc.
-        let ip_ids = &self.ip_ids;
-        let ips = &self.ips;
-        let key = |&i: &u32| {
-            (
-                std::cmp::Reverse(ips[i as usize].downloads),
-                ip_ids[i as usize],
-            )
+        // Top 100 by downloads desc, ip_id asc, among ips with a download.
+        let (ips, sparse, sparse_ids) = (&self.ips, &self.sparse, &self.sparse_ids);
+        let get = |ix: u32| -> (IpAcc, u64) {
+            if u64::from(ix) < DENSE_IPS {
+                (ips[ix as usize], u64::from(ix))
+            } else {
+                let k = (u64::from(ix) - DENSE_IPS) as usize;
+                (sparse[k], sparse_ids[k])
+            }
         };
-        let mut order: Vec<u32> = (0..ips.len() as u32).collect();
+        let dense = (0..ips.len() as u32).filter(|&i| ips[i as usize].downloads > 0);
+        let mut order: Vec<u32> = dense
+            .chain((0..sparse.len() as u32).map(|k| DENSE_IPS as u32 + k))
+            .collect();
+        let downloaders = order.len() as u64;
+        let key = |&i: &u32| {
+            let (acc, id) = get(i);
+            (std::cmp::Reverse(acc.downloads), id)
+        };
         if order.len() > TOP {
             order.select_nth_unstable_by_key(TOP - 1, key);
             order.truncate(TOP);
         }
         order.sort_unstable_by_key(key);
 
+        // Rank of each ip index (0: not a whale).
         let mut rank_of = vec![0u8; ips.len()];
+        let mut rank_sparse = vec![0u8; sparse.len()];
         for (r, &ip) in order.iter().enumerate() {
-            rank_of[ip as usize] = (r + 1) as u8;
+            if u64::from(ip) < DENSE_IPS {
+                rank_of[ip as usize] = (r + 1) as u8;
+            } else {
+                rank_sparse[(u64::from(ip) - DENSE_IPS) as usize] = (r + 1) as u8;
+            }
         }
         let mut whale_rows: Vec<Vec<WhaleRow>> = vec![Vec::new(); order.len()];
         let mut pkg_whale = vec![0u64; self.dict.packages.len()];
         for (i, r) in self.log.iter().enumerate() {
-            let rank = rank_of[r.ip as usize];
+            let rank = match rank_of.get(r.ip as usize) {
+                Some(&rank) => rank,
+                None => rank_sparse[(u64::from(r.ip) - DENSE_IPS) as usize],
+            };
             if rank == 0 {
                 continue;
             }
@@ -449,7 +506,7 @@ impl DayBuilder {
         }
         drop(self.log);
 
-        let whale_ids: Vec<u64> = order.iter().map(|&i| ip_ids[i as usize]).collect();
+        let whale_ids: Vec<u64> = order.iter().map(|&i| get(i).1).collect();
         let names = names::assign(&date, &whale_ids);
         let mut whales = Vec::with_capacity(order.len());
         for (r, (mut rows, name)) in whale_rows.into_iter().zip(names).enumerate() {
@@ -472,7 +529,7 @@ impl DayBuilder {
                 .map(|(&c, &n)| (n, c))
                 .min_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)))
                 .map(|(_, c)| c.to_owned());
-            let acc = ips[order[r] as usize];
+            let acc = get(order[r]).0;
             whales.push(WhaleTable {
                 rank: r as u32 + 1,
                 ip_id: whale_ids[r],
@@ -510,7 +567,7 @@ impl DayBuilder {
             blank_lines: self.blank,
             totals: Totals {
                 downloads: self.downloads,
-                downloaders: ips.len() as u64,
+                downloaders,
                 bytes: self.bytes,
                 packages: packages.len() as u64,
                 skipped_rows: self.skipped,

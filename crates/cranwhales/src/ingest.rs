@@ -396,7 +396,9 @@ impl<'a> Parser<'a> {
         if f.iter().any(odd) {
             f = parse::split(line).map_err(|e| self.split_error(e))?;
         }
-        self.builder.push(self.line, line, &f).map_err(|e| self.row_error(e))
+        self.builder
+            .push(self.line, line, &f)
+            .map_err(|e| self.row_error(e))
     }
 
     #[cold]

@@ -2,6 +2,8 @@
 //! 10 whales and their rows, per-package counts; plus `show --json` / `days --json` output and
 //! atomic replacement of a re-ingested day.
 
+#![allow(clippy::needless_range_loop)]
+
 mod engine_support;
 
 use std::collections::HashSet;

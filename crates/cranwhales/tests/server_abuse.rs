@@ -291,7 +291,9 @@ fn ingests_are_bounded_and_queued() {
             "1",
         ],
     );
-    assert_eq!(get(server.addr, "/api/days/2012-10-14", &[]).status, 202);
+    let first = get(server.addr, "/api/days/2012-10-14", &[]);
+    assert_eq!(first.status, 202);
+    assert_eq!(first.json()["current"]["phase"], "starting");
     let second = get(server.addr, "/api/days/2012-10-15", &[]);
     assert_eq!(second.status, 202);
     assert_eq!(second.json()["current"]["phase"], "queued");
@@ -303,4 +305,33 @@ fn ingests_are_bounded_and_queued() {
         200,
         "first finished before the second"
     );
+}
+
+/// A client that sends requests but stops reading the responses is disconnected after the write
+/// timeout (it gets far less than it asked for), and everyone else is served meanwhile.
+#[test]
+fn client_that_stops_reading_is_disconnected() {
+    let server = Server::start(&["2013-12-04"], &["--write-timeout", "1"]);
+    let s = get(server.addr, "/api/days/2013-12-04?count=1", &[]).json();
+    let ip = s["whales"][0]["ip_id"].as_u64().unwrap();
+    let path = format!("/api/days/2013-12-04/whales/{ip}");
+    let one = get(server.addr, &path, &[]).body.len();
+    assert!(one > 1_000_000, "a big response: {one} bytes");
+    let mut conn = TcpStream::connect(server.addr).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").repeat(20);
+    conn.write_all(req.as_bytes()).unwrap();
+    // Read nothing for a while: the socket buffers fill and the server's writes stall.
+    std::thread::sleep(Duration::from_secs(4));
+    let r = get(server.addr, "/api/days", &[]);
+    assert_eq!(r.status, 200);
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => total += n,
+        }
+    }
+    assert!(total < 20 * one / 2, "server gave up on the stalled client after {total} bytes");
 }

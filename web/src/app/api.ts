@@ -54,6 +54,7 @@ export interface WhaleDetail {
 /** A progress event of an on-demand fetch (SSE `data:`). */
 export type Progress =
   | { phase: "queued" }
+  | { phase: "starting" }
   | { phase: "downloading"; done: number; total: number | null }
   | { phase: "parsing"; bytes: number; total: number | null; rows: number }
   | { phase: "storing" }

@@ -96,6 +96,10 @@ function progressHtml(date: string, p: Progress | null): string {
         text = "waiting for a free ingest slot…";
         indeterminate = true;
         break;
+      case "starting":
+        text = "connecting to the CRAN log server…";
+        indeterminate = true;
+        break;
       case "downloading":
         frac = p.total ? (0.5 * p.done) / p.total : 0.05;
         text = p.total

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::date::Day;
 use super::db::Db;
@@ -22,6 +22,8 @@ use crate::source::SourceConfig;
 pub enum Status {
     /// Waiting for a free ingest slot.
     Queued,
+    /// Has a slot; connecting to the source.
+    Starting,
     /// A progress event from the ingest.
     Running(Event),
     /// Committed and visible.
@@ -35,6 +37,7 @@ impl Status {
     pub fn to_json(&self) -> String {
         match self {
             Status::Queued => json!({"phase": "queued"}).to_string(),
+            Status::Starting => json!({"phase": "starting"}).to_string(),
             Status::Running(e) => serde_json::to_string(e).expect("serialisable"),
             Status::Done { rows } => json!({"phase": "done", "rows": rows}).to_string(),
             Status::Failed { status, error } => {
@@ -172,7 +175,7 @@ impl Fetcher {
             Ok(false) => {}
             Err(e) => return Lookup::Unavailable(500, format!("store: {e:#}")),
         }
-        let flight = {
+        let (flight, slot) = {
             let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(f) = flights.get(&day) {
                 return Lookup::Fetching(f.clone());
@@ -183,22 +186,39 @@ impl Fetcher {
             if let Err((status, msg)) = admit() {
                 return Lookup::Unavailable(status, msg);
             }
+            // Take a free slot now, so fetches start in the order they were asked for.
+            let slot = self.slots.clone().try_acquire_owned().ok();
+            let status = if slot.is_some() {
+                Status::Starting
+            } else {
+                Status::Queued
+            };
             let flight = Arc::new(Flight {
-                tx: watch::Sender::new(Status::Queued),
+                tx: watch::Sender::new(status),
             });
             flights.insert(day, flight.clone());
-            flight
+            (flight, slot)
         };
         self.started.fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(self.clone().run(day, flight.clone()));
+        tokio::spawn(self.clone().run(day, flight.clone(), slot));
         Lookup::Fetching(flight)
     }
 
     /// Runs one fetch to its end and publishes the outcome.
-    async fn run(self: Arc<Self>, day: Day, flight: Arc<Flight>) {
-        let Ok(slot) = self.slots.clone().acquire_owned().await else {
-            return;
+    async fn run(
+        self: Arc<Self>,
+        day: Day,
+        flight: Arc<Flight>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) {
+        let slot = match slot {
+            Some(s) => s,
+            None => match self.slots.clone().acquire_owned().await {
+                Ok(s) => s,
+                Err(_) => return,
+            },
         };
+        flight.tx.send_replace(Status::Starting);
         let reporter = Arc::new(Reporter {
             tx: flight.tx.clone(),
             last: AtomicU64::new(0),
@@ -298,7 +318,7 @@ impl Reporter {
     fn stalled(&self, limit: Duration) -> bool {
         let downloading = matches!(
             *self.tx.borrow(),
-            Status::Queued | Status::Running(Event::Downloading { .. })
+            Status::Starting | Status::Running(Event::Downloading { .. })
         );
         let since = self
             .start

@@ -1,10 +1,14 @@
 //! The accept loop: hyper HTTP/1.1 connections with a cap on open connections, a limit on header
-//! size (431 beyond it) and a timeout for reading request heads (slow or idle clients are dropped),
-//! so no client can tie up the server. Shuts down gracefully.
+//! size (431 beyond it), a timeout for reading request heads (slow or idle clients are dropped) and
+//! one for clients that stop reading responses, so no client can tie up the server. Shuts down
+//! gracefully.
 
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -12,9 +16,82 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
+use tokio::time::Sleep;
 use tower::ServiceExt;
+
+/// A connection whose writes fail once the client has accepted no bytes for `limit`: a client
+/// that stops reading (or reads a byte a minute) cannot hold a response and its memory forever.
+struct WriteTimeout {
+    inner: TcpStream,
+    limit: Duration,
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl WriteTimeout {
+    fn check<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let limit = self.limit;
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if timer.as_mut().poll(cx).is_ready() {
+            self.stalled = None;
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "client stopped reading",
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+impl AsyncRead for WriteTimeout {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteTimeout {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.check(cx, r)
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.check(cx, r)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.check(cx, r)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
 
 /// Per-connection limits.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +102,8 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Largest request head in bytes (at least 8192).
     pub max_header_bytes: usize,
+    /// Time a response may wait for the client to accept more bytes.
+    pub write_timeout: Duration,
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.
@@ -67,7 +146,14 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
                 .max_buf_size(limits.max_header_bytes.max(8192))
-                .serve_connection(TokioIo::new(stream), svc);
+                .serve_connection(
+                    TokioIo::new(WriteTimeout {
+                        inner: stream,
+                        limit: limits.write_timeout,
+                        stalled: None,
+                    }),
+                    svc,
+                );
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}

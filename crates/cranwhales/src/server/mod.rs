@@ -69,6 +69,9 @@ pub struct ServeArgs {
     /// Seconds a client has to send a request head (slow and idle clients are dropped).
     #[arg(long, default_value_t = 10)]
     pub header_timeout: u64,
+    /// Seconds a response may wait for a client that stopped reading before the connection closes.
+    #[arg(long, default_value_t = 30)]
+    pub write_timeout: u64,
     /// Largest request head in bytes; larger ones get 431.
     #[arg(long, default_value_t = 65_536)]
     pub max_header_bytes: usize,
@@ -108,6 +111,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),
         max_header_bytes: args.max_header_bytes,
+        write_timeout: Duration::from_secs(args.write_timeout.max(1)),
     };
     http::serve(listener, router, limits, async {
         let _ = tokio::signal::ctrl_c().await;

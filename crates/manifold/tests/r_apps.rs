@@ -163,12 +163,12 @@ fn shiny_session_stays_on_its_worker() {
             .expect("shiny answered over the websocket")
     });
     assert!(out.contains(&format!("pid: {pid}")), "{out}");
-    let s = m.status();
-    let w = workers(&s).into_iter().find(|w| w["id"] == worker).unwrap();
-    assert!(
-        w["served"].as_u64().unwrap() >= 3,
-        "page, script and websocket: {w}"
-    );
+    // The tunnel frees its worker once both sides closed: page, script and WebSocket = 3.
+    let s = m.wait_status("websocket finished", |s| {
+        workers(s)
+            .iter()
+            .any(|w| w["id"] == worker && w["busy"] == 0 && w["served"] == 3)
+    });
     let other = workers(&s).into_iter().find(|w| w["id"] != worker).unwrap();
     assert_eq!(other["served"], 0, "nothing of the session leaked: {other}");
     // A second session without cookie is a new assignment and gets its own cookie.

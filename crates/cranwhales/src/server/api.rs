@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
-use axum::extract::{ConnectInfo, Path, RawQuery, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use serde_json::json;
 
 use super::cache::{Body, IMMUTABLE, REVALIDATE};
@@ -42,24 +41,29 @@ pub async fn days(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Res
 }
 
 /// `GET /api/days/{date}?count=N`: the day's summary, or 202 while it is fetched.
+///
+/// The hot path of the whole app: it borrows the request's headers and query instead of
+/// extracting copies.
 pub async fn day(
     State(app): State<Arc<App>>,
-    client: Option<Extension<ConnectInfo<SocketAddr>>>,
     date: Result<Path<String>, PathRejection>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    req: Request,
 ) -> Result<Response, ApiError> {
     let day = parse_day(date)?;
-    let count = parse_count(query.as_deref())?;
+    let count = parse_count(req.uri().query())?;
+    let headers = req.headers();
     if let Some(body) = app.summaries.get(&(day, count)) {
-        return Ok(body.respond(&headers));
+        return Ok(body.respond(headers));
     }
     if app.fetcher.is_known(day) {
-        if let Some(resp) = summary(&app, day, count, &headers).await? {
+        if let Some(resp) = summary(&app, day, count, headers).await? {
             return Ok(resp);
         }
     }
-    let ip = client.map(|Extension(ConnectInfo(a))| a.ip());
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
     let limiter = app.limiter.clone();
     let mut retry_after = 60;
     let admit = || match ip {
@@ -74,7 +78,7 @@ pub async fn day(
     };
     let lookup = app.fetcher.lookup(day, admit).await;
     match lookup {
-        Lookup::Stored => match summary(&app, day, count, &headers).await? {
+        Lookup::Stored => match summary(&app, day, count, headers).await? {
             Some(resp) => Ok(resp),
             None => Err(ApiError::new(
                 StatusCode::NOT_FOUND,

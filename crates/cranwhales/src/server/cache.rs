@@ -140,10 +140,12 @@ impl<K: Eq + Hash + Clone> Cache<K> {
     pub fn get(&self, key: &K) -> Option<Arc<Body>> {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
         let e = map.get(key)?;
-        e.last_used.store(
-            self.clock.fetch_add(1, Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
+        // The clock only moves on insert, so hot lookups read shared memory and write nothing
+        // (no cache-line ping-pong between cores); recency is per insert "epoch".
+        let now = self.clock.load(Ordering::Relaxed);
+        if e.last_used.load(Ordering::Relaxed) != now {
+            e.last_used.store(now, Ordering::Relaxed);
+        }
         Some(e.body.clone())
     }
 

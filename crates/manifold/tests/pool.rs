@@ -396,3 +396,44 @@ fn stop_kills_the_whole_group_even_if_sigterm_is_ignored() {
         m.log()
     );
 }
+
+/// When replacements of a crashed worker keep failing, manifold backs off instead of looping and
+/// answers 503 with the cause; the status page shows the error.
+#[test]
+fn failing_replacements_back_off_and_answer_503() {
+    let dir = std::env::temp_dir().join(format!("manifold-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (count, marker) = (dir.join("starts"), dir.join("ran"));
+    let m = start(&with_command(
+        &["--listen", "127.0.0.1:0", "--min", "1", "--max", "1"],
+        py_worker(&[
+            "--count-file",
+            count.to_str().unwrap(),
+            "--once",
+            marker.to_str().unwrap(),
+        ]),
+    ));
+    assert_eq!(m.get("/crash").status, 502);
+    let s = m.wait_status("three failed starts", |s| {
+        s["totals"]["start_failures"].as_u64() >= Some(3)
+    });
+    assert!(
+        s["last_error"].as_str().unwrap().contains(
+            "exited with code 3 before it was ready; last output: fixture: already ran once"
+        ),
+        "{s}"
+    );
+    let r = m.get("/hello");
+    assert_eq!(r.status, 503);
+    assert!(
+        r.body
+            .starts_with("manifold: workers cannot start: worker "),
+        "{}",
+        r.body
+    );
+    // Back-off: 250 ms, 500 ms, 1 s, ... so only a handful of attempts so far.
+    let starts = std::fs::read_to_string(&count).unwrap().lines().count();
+    assert!((4..=6).contains(&starts), "{starts} starts");
+    drop(m);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

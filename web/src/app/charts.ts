@@ -139,7 +139,7 @@ export function hourlyOption(s: DaySummary, cols: number, panelHeight: number) {
       type: "value",
       gridIndex: i,
       max,
-      splitNumber: 3,
+      interval: max / 5,
       axisLabel: { ...AXIS, fontSize: 10, formatter: (v: number) => int(v) },
     })),
     series: s.whales.map((w, i) => ({
@@ -232,6 +232,9 @@ export function detailOption(d: WhaleDetail, packages: string[], plotHeight: num
         symbolSize: 5,
         itemStyle: { color: "#1f4e79", opacity: 0.8 },
         progressive: 0,
+        // Canvas "large" drawing for big whales: ~3x faster for thousands of points.
+        large: data.length > 2000,
+        largeThreshold: 2000,
       },
     ],
   };

@@ -54,9 +54,13 @@ stop() { # group
   kill -KILL -- "-$1" 2>/dev/null || true
 }
 
+http_get() { # url -> body on stdout (python3 is needed anyway; no curl dependency)
+  python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())' "$1" 2>/dev/null
+}
+
 wait_http() { # url
   for _ in $(seq 1200); do
-    if curl -s -o /dev/null -m 2 "$1"; then return 0; fi
+    if http_get "$1" >/dev/null; then return 0; fi
     sleep 0.1
   done
   echo "no answer from $1" >&2
@@ -85,7 +89,7 @@ P=$(free_port)
 start manifold "$MANIFOLD" --listen "127.0.0.1:$P" --max 5 plumber "$API"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
 sleep_round "manifold --max 5" "http://127.0.0.1:$P"
-curl -s "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("   manifold workers after the run:", [(w["id"], w["state"], w["served"]) for w in d["workers"]])'
+http_get "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("   manifold workers after the run:", [(w["id"], w["state"], w["served"]) for w in d["workers"]])'
 stop "$G"
 
 P=$(free_port)
@@ -111,7 +115,7 @@ echo "   (new client connection per request, oha --disable-keepalive; $ROUNDS al
 P=$(free_port)
 start manifold-hello "$MANIFOLD" --listen "127.0.0.1:$P" --max 1 plumber "$API"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
-W=$(curl -s "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"][0]["port"])')
+W=$(http_get "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"][0]["port"])')
 for r in $(seq "$ROUNDS"); do
   oha_run "hello-direct-$r" "http://127.0.0.1:$W/hello" -n "$HN" -c 1 --disable-keepalive
   oha_run "hello-manifold-$r" "http://127.0.0.1:$P/hello" -n "$HN" -c 1 --disable-keepalive

@@ -110,7 +110,10 @@ for r in $(seq "$ROUNDS"); do
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
-verdict() { awk -v r="$1" -v p="$2" 'BEGIN{print (r>=0.8 && p<5) ? "meets target (>=0.8x, p99<5ms)" : "BELOW target (>=0.8x, p99<5ms)"}'; }
+verdict() {
+  awk -v r="$1" -v p="$2" 'BEGIN{
+    printf "throughput %s (target >=0.8x), p99 %s (target <5ms)", (r>=0.8 ? "ok" : "BELOW"), (p<5 ? "ok" : "OVER") }'
+}
 echo
 for what in api home; do
   n=$(median "${RPS_OF[nginx-$what]}"); c=$(median "${RPS_OF[cw-$what]}")

@@ -234,3 +234,41 @@ fn progress_stream_reports_phases() {
     }
     assert_eq!(get(server.addr, "/api/days/2012-10-10", &[]).status, 200);
 }
+
+/// The API serves exactly what the CLI prints: `show --json` for a day, `days --json` for the list.
+#[test]
+fn api_matches_cli_json() {
+    let server = Server::start(&["2012-10-17", "2012-10-10"], &[]);
+    let db = server.dir.path().join("cw.db");
+    let cli = |args: &[&str]| -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for count in ["1", "6", "25"] {
+        let api = get(
+            server.addr,
+            &format!("/api/days/2012-10-10?count={count}"),
+            &[],
+        )
+        .json();
+        assert_eq!(
+            api,
+            cli(&["show", "2012-10-10", "--count", count, "--json"]),
+            "count {count}"
+        );
+    }
+    assert_eq!(
+        get(server.addr, "/api/days", &[]).json(),
+        cli(&["days", "--json"])
+    );
+}

@@ -6,8 +6,7 @@ demo: release
 
 # Browser suite: the debug binary (temp store, local source server) driven by headless Chromium.
 .PHONY: test-cranwhales-browser bench-serve
-test-cranwhales-browser: web
-	$(CARGO) build -p cranwhales
+test-cranwhales-browser: build
 	node --test web/e2e/cranwhales.test.mjs
 
 # wrk vs nginx serving the same bytes, plus a single-flight check (release build).

@@ -10,8 +10,7 @@ test-cranwhales-browser: build
 	node --test web/e2e/cranwhales.test.mjs
 
 # wrk vs nginx serving the same bytes, plus a single-flight check (release build).
-bench-serve: web
-	$(CARGO) build --release -p cranwhales
+bench-serve: release
 	bench/serve.sh
 
 # Ingest of a stitched >= 10M-row day vs libdeflate/gzip decompression, Polars and DuckDB.

@@ -93,6 +93,15 @@ pub struct App {
 
 /// Runs the server until Ctrl-C.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // Fetches, failures and stalls are logged to stderr (RUST_LOG overrides the level).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("cranwhales=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
     if let Some(parent) = args.db.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

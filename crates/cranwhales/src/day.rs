@@ -32,14 +32,26 @@ fn row_err(line: u64, field: &'static str, problem: impl Into<String>) -> RowErr
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// Interns raw field bytes to dense ids. A `hashbrown::HashTable` of ids with an inline
-/// comparison instead of `HashMap<Box<[u8]>, u32>`: profiling a 10M-row day showed 25% of the
-/// parse thread in map lookups and libc `memcmp` calls for these ~20-byte keys.
+/// Interns raw field bytes to dense ids. Keys up to `INLINE` bytes live inside the hash table's
+/// slots, so a lookup touches the control bytes and one slot, not a separately allocated key:
+/// profiling a 10M-row day showed a quarter of the parse thread in `HashMap<Box<[u8]>, u32>`
+/// lookups (cache misses on the key boxes and libc `memcmp` calls for these ~25-byte keys).
 #[derive(Default)]
 struct Interner {
-    table: hashbrown::HashTable<u32>,
+    table: hashbrown::HashTable<Slot>,
+    /// Every key by id (for decoding, `is` checks and keys longer than `INLINE`).
     keys: Vec<Box<[u8]>>,
     hasher: foldhash::fast::FixedState,
+}
+
+const INLINE: usize = 46;
+
+#[derive(Clone, Copy)]
+struct Slot {
+    id: u32,
+    /// Key length, or `u16::MAX` when the key is too long to be inline.
+    len: u16,
+    key: [u8; INLINE],
 }
 
 impl Interner {
@@ -47,8 +59,17 @@ impl Interner {
     #[inline]
     fn get(&self, raw: &[u8]) -> Result<u32, u64> {
         let h = self.hasher.hash_one(raw);
-        match self.table.find(h, |&id| same(&self.keys[id as usize], raw)) {
-            Some(&id) => Ok(id),
+        let found = if raw.len() <= INLINE {
+            self.table.find(h, |s| {
+                usize::from(s.len) == raw.len() && same(&s.key[..raw.len()], raw)
+            })
+        } else {
+            self.table.find(h, |s| {
+                s.len == u16::MAX && same(&self.keys[s.id as usize], raw)
+            })
+        };
+        match found {
+            Some(s) => Ok(s.id),
             None => Err(h),
         }
     }
@@ -62,9 +83,18 @@ impl Interner {
     fn add(&mut self, raw: &[u8], hash: u64) -> u32 {
         let id = self.keys.len() as u32;
         self.keys.push(raw.into());
+        let mut slot = Slot {
+            id,
+            len: u16::MAX,
+            key: [0; INLINE],
+        };
+        if raw.len() <= INLINE {
+            slot.len = raw.len() as u16;
+            slot.key[..raw.len()].copy_from_slice(raw);
+        }
         let (keys, hasher) = (&self.keys, &self.hasher);
         self.table
-            .insert_unique(hash, id, |&i| hasher.hash_one(&keys[i as usize]));
+            .insert_unique(hash, slot, |s| hasher.hash_one(&keys[s.id as usize]));
         id
     }
 }
@@ -262,7 +292,7 @@ impl DayBuilder {
     #[inline]
     pub fn push(&mut self, line_no: u64, line: &[u8], f: &Fields<'_>) -> Result<(), RowError> {
         self.rows += 1;
-        if f[col::DATE] != self.date_raw.as_slice() {
+        if !same(f[col::DATE], &self.date_raw) {
             self.check_date(line_no, f[col::DATE])?;
         }
         let pkg = f[col::PACKAGE];
@@ -514,8 +544,8 @@ impl DayBuilder {
             rows.sort_by_key(|w| w.secs);
             let mut hourly = [0u64; 24];
             // By text: `"US"` and `US` are different raw values of one country.
-            let mut countries: HashMap<&str, u64> = HashMap::new();
-            let mut packages = HashSet::new();
+            let mut countries: FastMap<&str, u64> = FastMap::default();
+            let mut packages: HashSet<u32, foldhash::fast::RandomState> = HashSet::default();
             for w in &rows {
                 hourly[(w.secs / 3600) as usize] += 1;
                 if let Some(c) = &self.dict.countries[w.country as usize] {

@@ -427,7 +427,7 @@ fn whales(
 /// string fields are 1-based indexes into the blob's own string list, 0 meaning missing.
 pub fn pack_rows<'a>(rows: impl Iterator<Item = DownloadRef<'a>>) -> (u64, Vec<u8>) {
     let mut strings: Vec<&str> = Vec::new();
-    let mut index: HashMap<&str, u32> = HashMap::new();
+    let mut index: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
     let mut body = Vec::new();
     let mut n = 0u64;
     let mut id = |s: Option<&'a str>| -> u32 {

@@ -352,3 +352,32 @@ fn cli_errors_are_one_line_with_a_non_zero_exit() {
     );
     f.assert_unchanged();
 }
+
+#[test]
+fn crlf_line_endings_give_the_same_day() {
+    let f = Fixture::new();
+    let crlf: Vec<u8> = f.lines().join(&b"\r\n"[..]);
+    let path = f.dir.path().join("crlf").join("2012-10-16.csv.gz");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    gzip_to(&path, &crlf);
+    let db = f.dir.path().join("crlf.db");
+    ingest_path(&db, &path, &Silent).unwrap();
+    let s = Store::open(&db)
+        .unwrap()
+        .day_summary(DATE, 100)
+        .unwrap()
+        .unwrap();
+    assert_eq!(s, f.before.1);
+}
+
+#[test]
+fn an_overlong_line_is_rejected_in_bounded_memory() {
+    let f = Fixture::new();
+    let mut lines = f.lines();
+    lines[3] = vec![b'x'; 3 << 20];
+    let (_, r) = f.ingest_lines("2012-10-16.csv.gz", &lines);
+    let (line, _, problem) = row_err(r);
+    assert_eq!(line, 4);
+    assert!(problem.starts_with("line longer than"), "{problem}");
+    f.assert_unchanged();
+}

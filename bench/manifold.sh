@@ -73,8 +73,16 @@ oha_run() { # label, url, extra oha args...
   python3 bench/manifold_oha.py "$label" "$WORK/$label.json"
 }
 
-sleep_round() { # label, base url
+sleep_round() { # label, base url [status url: wait until C workers are ready]
   oha_run "$1-warmup" "$2/sleep?ms=500" -n "$WARM" -c "$C" >/dev/null
+  if [ -n "${3:-}" ]; then
+    for _ in $(seq 600); do
+      n=$(http_get "$3" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["workers"]))')
+      [ "$n" -ge "$C" ] && break
+      sleep 0.1
+    done
+    echo "   $n workers ready before the measured round"
+  fi
   oha_run "$1" "$2/sleep?ms=500" -n "$N" -c "$C"
 }
 
@@ -88,7 +96,7 @@ stop "$G"
 P=$(free_port)
 start manifold "$MANIFOLD" --listen "127.0.0.1:$P" --max 5 plumber "$API"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
-sleep_round "manifold --max 5" "http://127.0.0.1:$P"
+sleep_round "manifold --max 5" "http://127.0.0.1:$P" "http://127.0.0.1:$P/__manifold__/status"
 http_get "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("   manifold workers after the run:", [(w["id"], w["state"], w["served"]) for w in d["workers"]])'
 stop "$G"
 

@@ -4,7 +4,8 @@
 //! - [`config`]: flags, TOML file and R presets merged into one [`Config`].
 //! - [`server`]: accept loop with graceful drain.
 //! - [`proxy`]: forwards a request (or WebSocket) to a leased worker; sticky cookie.
-//! - [`pool`]: picks workers, FIFO queue, scaling, crash and idle handling (one supervisor task).
+//! - [`pool`]: picks workers, FIFO queue, leases; `pool::supervisor` starts/stops workers
+//!   (scaling, readiness, crashes, back-off, idle stop) in one task.
 //! - [`worker`]: one process: spawn, readiness, output forwarding, stop and reap.
 //! - [`upstream`]: connections to workers (keep-alive, TCP_NODELAY, quick ACKs).
 //! - [`status`]: JSON status and Prometheus metrics.

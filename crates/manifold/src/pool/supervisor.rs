@@ -1,0 +1,270 @@
+//! The supervisor: the only place that starts, stops and forgets workers.
+//!
+//! One task `select!`s over a closed [`Event`] enum, a back-off timer and an idle tick, so
+//! process management never runs on the request path (invariant: the proxy never waits on a
+//! process).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::{Inner, Pool, Slot, State, FAILING_AFTER};
+use crate::worker::{Worker, WorkerError};
+
+/// Back-off after the first failed start; doubles per failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Things the supervisor reacts to.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// A request is waiting (maybe start a worker).
+    Demand,
+    /// A worker passed its readiness check.
+    Ready(u64),
+    /// A worker failed its readiness check (it is being stopped).
+    StartFailed(u64, String),
+    /// A worker process was reaped.
+    Exited(u64, String),
+}
+
+impl Pool {
+    /// Starts one worker unless the pool is at `max`, backing off, or shutting down.
+    fn spawn_one(self: &Arc<Self>, st: &mut Inner) {
+        let id = st.next_id;
+        st.next_id += 1;
+        let events = self.events.clone();
+        let spawned = Worker::spawn(
+            id,
+            &self.cfg.command,
+            self.cfg.stop_timeout,
+            &self.output,
+            move |status| {
+                let _ = events.send(Event::Exited(id, status));
+            },
+        );
+        st.totals.worker_starts += 1;
+        let worker = match spawned {
+            Ok(w) => w,
+            Err(e) => {
+                self.start_failed(st, e.to_string());
+                return;
+            }
+        };
+        tracing::info!(
+            worker = id,
+            pid = worker.pid,
+            port = worker.port,
+            "worker starting"
+        );
+        let probe = worker.probe();
+        let now = Instant::now();
+        st.slots.insert(
+            id,
+            Slot {
+                worker,
+                state: State::Starting,
+                busy: 0,
+                served: 0,
+                last_used: now,
+                started: now,
+                failed_start: false,
+                conns: Vec::new(),
+            },
+        );
+        // Readiness is probed off the supervisor so that slow starts never hold it up.
+        let health = self.cfg.health_path.clone();
+        let timeout = self.cfg.ready_timeout;
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let ev = match probe.wait_ready(health.as_deref(), timeout).await {
+                Ok(()) => Event::Ready(id),
+                // The exit event reports this one.
+                Err(WorkerError::ExitedEarly { .. }) => return,
+                Err(e) => Event::StartFailed(id, e.to_string()),
+            };
+            let _ = events.send(ev);
+        });
+    }
+
+    fn start_failed(&self, st: &mut Inner, message: String) {
+        tracing::error!(error = %message, "worker failed to start");
+        st.totals.start_failures += 1;
+        st.failures_in_row += 1;
+        let backoff = FIRST_BACKOFF
+            .saturating_mul(1 << (st.failures_in_row - 1).min(16))
+            .min(MAX_BACKOFF);
+        st.retry_at = Some(Instant::now() + backoff);
+        st.last_error = Some(message);
+        if st.failures_in_row >= FAILING_AFTER
+            && !st.slots.values().any(|s| s.state == State::Ready)
+        {
+            // Nobody will serve the waiters soon: fail them now rather than at the queue timeout.
+            st.queue.clear();
+        }
+        // Wake start_min so it can give up.
+        self.ready_count.send_modify(|_| {});
+    }
+
+    /// Supervisor step: start workers while below `min` or while waiters outnumber starting slots.
+    fn scale(self: &Arc<Self>, st: &mut Inner) {
+        if st.shutting_down {
+            return;
+        }
+        loop {
+            if st.retry_at.is_some_and(|t| t > Instant::now()) {
+                return;
+            }
+            let alive = st
+                .slots
+                .values()
+                .filter(|s| s.state != State::Stopping)
+                .count();
+            let starting = st
+                .slots
+                .values()
+                .filter(|s| s.state == State::Starting)
+                .count();
+            let demand = st.queue.iter().filter(|w| !w.tx.is_closed()).count();
+            let want = alive < self.cfg.min || demand > starting * self.cfg.per_worker;
+            if !want || alive >= self.cfg.max {
+                return;
+            }
+            let before = st.failures_in_row;
+            self.spawn_one(st);
+            if st.failures_in_row > before {
+                return;
+            }
+        }
+    }
+
+    /// Stops the least recently used idle worker above `min` whose idle time passed.
+    fn reap_idle(&self, st: &mut Inner) {
+        let now = Instant::now();
+        loop {
+            let alive = st
+                .slots
+                .values()
+                .filter(|s| s.state != State::Stopping)
+                .count();
+            if alive <= self.cfg.min {
+                return;
+            }
+            let victim = st
+                .slots
+                .values_mut()
+                .filter(|s| {
+                    s.state == State::Ready
+                        && s.busy == 0
+                        && now - s.last_used >= self.cfg.idle_timeout
+                })
+                .min_by_key(|s| s.last_used);
+            let Some(slot) = victim else { return };
+            tracing::info!(worker = slot.worker.id, "stopping idle worker");
+            slot.state = State::Stopping;
+            slot.worker.stop();
+            st.totals.idle_stops += 1;
+        }
+    }
+
+    fn publish_ready(&self, st: &Inner) {
+        let n = st
+            .slots
+            .values()
+            .filter(|s| s.state == State::Ready)
+            .count();
+        self.ready_count.send_replace(n);
+    }
+
+    fn handle(self: &Arc<Self>, ev: Event) {
+        let mut st = self.lock();
+        match ev {
+            Event::Demand => {}
+            Event::Ready(id) => {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if slot.state == State::Starting {
+                        slot.state = State::Ready;
+                        slot.last_used = Instant::now();
+                        tracing::info!(worker = id, "worker ready");
+                    }
+                }
+                st.failures_in_row = 0;
+                st.retry_at = None;
+                self.dispatch(&mut st);
+            }
+            Event::StartFailed(id, message) => {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    slot.failed_start = true;
+                    slot.state = State::Stopping;
+                    slot.worker.stop();
+                }
+                self.start_failed(&mut st, message);
+            }
+            Event::Exited(id, status) => {
+                if let Some(slot) = st.slots.remove(&id) {
+                    match slot.state {
+                        State::Starting if !slot.failed_start => {
+                            let e = WorkerError::ExitedEarly {
+                                id,
+                                status,
+                                tail: slot.worker.tail_text(),
+                            };
+                            self.start_failed(&mut st, e.to_string());
+                        }
+                        State::Ready => {
+                            st.totals.worker_crashes += 1;
+                            tracing::warn!(worker = id, status = %status, busy = slot.busy, "worker died");
+                        }
+                        // During shutdown, Pool::shutdown reports the exit.
+                        _ if st.shutting_down => {}
+                        _ => tracing::info!(worker = id, status = %status, "worker stopped"),
+                    }
+                }
+            }
+        }
+        self.scale(&mut st);
+        self.publish_ready(&st);
+    }
+}
+
+/// The supervisor loop: events, back-off retries and the idle check.
+pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::UnboundedReceiver<Event>) {
+    let tick_every = {
+        let Some(p) = pool.upgrade() else { return };
+        (p.cfg.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    };
+    let mut tick = tokio::time::interval(tick_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let retry_at = pool.upgrade().and_then(|p| p.lock().retry_at);
+        let backoff = async {
+            match retry_at {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ev = rx.recv() => {
+                let (Some(ev), Some(p)) = (ev, pool.upgrade()) else { return };
+                p.handle(ev);
+            }
+            _ = backoff => {
+                let Some(p) = pool.upgrade() else { return };
+                let mut st = p.lock();
+                st.retry_at = None;
+                // Retry only when someone needs a worker.
+                p.scale(&mut st);
+                p.publish_ready(&st);
+            }
+            _ = tick.tick() => {
+                let Some(p) = pool.upgrade() else { return };
+                let mut st = p.lock();
+                if !st.shutting_down {
+                    p.reap_idle(&mut st);
+                }
+                p.scale(&mut st);
+            }
+        }
+    }
+}

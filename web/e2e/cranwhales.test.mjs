@@ -170,7 +170,18 @@ test("Whales by hour: one panel of 24 hourly bars per whale", async () => {
   const o = await option("chart-hourly");
   assert.equal(o.series.length, 6);
   o.series.forEach((ser, i) => assert.deepEqual(ser.data, s.whales[i].hourly));
+  const maxes = () => page.evaluate(() => window.cranwhales.charts.get("chart-hourly").getOption().yAxis.map((a) => a.max));
+  const shared = await maxes();
+  const top = Math.max(...s.whales.flatMap((w) => w.hourly));
+  assert.ok(shared.every((m) => m === shared[0] && m >= top), `one shared scale: ${shared}`);
   await shot("3-whales-by-hour");
+  // Own scale per panel: each panel fits its whale.
+  await page.uncheck("#shared-scale");
+  await page.waitForFunction((n) => new Set(window.cranwhales.charts.get("chart-hourly").getOption().yAxis.map((a) => a.max)).size > 1 || n === 1, s.whales.length);
+  const own = await maxes();
+  own.forEach((m, i) => assert.ok(m >= Math.max(...s.whales[i].hourly) && m <= shared[0], `panel ${i}: ${m}`));
+  await shot("3b-whales-by-hour-own-scale");
+  await page.check("#shared-scale");
 });
 
 test("Detail view: biggest whale by default, boxes, time × package scatter in first-download order", async () => {

@@ -99,8 +99,9 @@ function niceCeil(v: number): number {
 }
 
 /** Whales by hour: small multiples, one panel per whale, shared y scale. */
-export function hourlyOption(s: DaySummary, cols: number, panelHeight: number) {
-  const max = niceCeil(Math.max(1, ...s.whales.flatMap((w) => w.hourly)));
+export function hourlyOption(s: DaySummary, cols: number, panelHeight: number, shared: boolean) {
+  const sharedMax = niceCeil(Math.max(5, ...s.whales.flatMap((w) => w.hourly)));
+  const maxOf = (i: number) => (shared ? sharedMax : niceCeil(Math.max(5, ...s.whales[i].hourly)));
   const gap = 14;
   const grids = s.whales.map((_, i) => {
     const r = Math.floor(i / cols);
@@ -138,8 +139,8 @@ export function hourlyOption(s: DaySummary, cols: number, panelHeight: number) {
     yAxis: grids.map((_, i) => ({
       type: "value",
       gridIndex: i,
-      max,
-      interval: max / 5,
+      max: maxOf(i),
+      interval: maxOf(i) / 5,
       axisLabel: { ...AXIS, fontSize: 10, formatter: (v: number) => int(v) },
     })),
     series: s.whales.map((w, i) => ({

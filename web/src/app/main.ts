@@ -274,7 +274,7 @@ function renderTab() {
       el.style.height = `${Math.max(1, Math.ceil(s.whales.length / cols)) * (panel + 14) + 10}px`;
       const c = chart("chart-hourly");
       c.resize();
-      c.setOption(hourlyOption(s, cols, panel), true);
+      c.setOption(hourlyOption(s, cols, panel, $<HTMLInputElement>("#shared-scale").checked), true);
       break;
     }
     case "detail":
@@ -398,6 +398,8 @@ countInput.addEventListener("input", () => {
   state.count = n;
   void load();
 });
+
+$<HTMLInputElement>("#shared-scale").addEventListener("change", () => renderTab());
 
 $<HTMLButtonElement>("#clear-selection").addEventListener("click", () => {
   charts.get("chart-detail")?.dispatchAction({ type: "brush", areas: [] });

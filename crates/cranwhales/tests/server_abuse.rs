@@ -324,7 +324,8 @@ fn client_that_stops_reading_is_disconnected() {
     std::thread::sleep(Duration::from_secs(4));
     let r = get(server.addr, "/api/days", &[]);
     assert_eq!(r.status, 200);
-    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut total = 0usize;
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -333,5 +334,8 @@ fn client_that_stops_reading_is_disconnected() {
             Ok(n) => total += n,
         }
     }
-    assert!(total < 20 * one / 2, "server gave up on the stalled client after {total} bytes");
+    assert!(
+        total < 20 * one / 2,
+        "server gave up on the stalled client after {total} bytes"
+    );
 }

@@ -27,7 +27,7 @@ use axum::Router;
 use crate::progress::Silent;
 use crate::source::SourceConfig;
 
-pub use date::Day;
+use date::Day;
 
 /// Options of `cranwhales serve`.
 #[derive(Debug, Clone, clap::Args)]

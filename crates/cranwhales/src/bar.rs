@@ -63,7 +63,6 @@ impl Bar {
                 if bar.message().is_empty() {
                     bar.set_style(bytes_style("reading"));
                     bar.set_length(total.unwrap_or(0));
-                    bar.reset_elapsed();
                 }
                 bar.set_position(bytes);
                 let secs = bar.elapsed().as_secs_f64().max(1e-3);

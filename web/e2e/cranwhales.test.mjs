@@ -297,6 +297,12 @@ test("reloading a shared URL restores date, count, tab and whale", async () => {
   await page.waitForFunction((n) => document.querySelector("#detail-boxes .box-value")?.parentElement && document.querySelectorAll("#detail-boxes .box")[1].querySelector(".box-value").textContent === n, int(third.downloads));
   const url = page.url();
   assert.match(url, new RegExp(`whale=${third.ip_id}`));
+  // Back undoes the whale choice, Forward redoes it.
+  await page.goBack();
+  await page.waitForFunction((id) => document.querySelector("#whale").value === id, String(s.whales[0].ip_id));
+  await page.goForward();
+  await page.waitForFunction((id) => document.querySelector("#whale").value === id, String(third.ip_id));
+  assert.equal(page.url(), url);
   const other = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await other.goto(url);
   await other.waitForFunction(() => document.body.dataset.view === "ready");

@@ -53,10 +53,13 @@ function readUrl(): State {
   };
 }
 
-function writeUrl() {
+/** Puts the state in the URL; `push` makes a history entry (user actions, so Back undoes them). */
+function writeUrl(push = false) {
   const q = new URLSearchParams({ date: state.date, count: String(state.count), tab: state.tab });
   if (state.whale !== null) q.set("whale", String(state.whale));
-  history.replaceState(null, "", `?${q}`);
+  if (`?${q}` === location.search) return;
+  if (push) history.pushState(null, "", `?${q}`);
+  else history.replaceState(null, "", `?${q}`);
 }
 
 function chart(id: string): echarts.ECharts {
@@ -376,6 +379,7 @@ function setDate(value: string) {
   state.date = value;
   state.whale = null;
   dateInput.value = value;
+  writeUrl(true);
   void load();
 }
 
@@ -396,6 +400,7 @@ countInput.addEventListener("input", () => {
   countInput.classList.remove("invalid");
   if (n === state.count) return;
   state.count = n;
+  writeUrl(true);
   void load();
 });
 
@@ -408,14 +413,14 @@ $<HTMLButtonElement>("#clear-selection").addEventListener("click", () => {
 
 whaleSelect.addEventListener("change", () => {
   state.whale = Number(whaleSelect.value);
-  writeUrl();
+  writeUrl(true);
   void loadWhale();
 });
 
 for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) {
   b.addEventListener("click", () => {
     state.tab = b.dataset.tab as Tab;
-    writeUrl();
+    writeUrl(true);
     renderTab();
   });
 }
@@ -441,6 +446,21 @@ let resizeTimer = 0;
 window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
   resizeTimer = window.setTimeout(onResize, 150);
+});
+
+// Back/Forward: show the state the URL now holds.
+window.addEventListener("popstate", () => {
+  const next = readUrl();
+  const dayChanged = next.date !== state.date || next.count !== state.count;
+  Object.assign(state, next);
+  if (!state.date) state.date = days.length ? days[days.length - 1].date : yesterday;
+  dateInput.value = state.date;
+  countInput.value = String(state.count);
+  if (dayChanged) void load();
+  else {
+    renderTab();
+    if (state.tab === "detail") void loadWhale();
+  }
 });
 
 // Test and debugging hook: the chart instances by element id, and the current state.

@@ -161,7 +161,15 @@ fn slow_and_idle_clients_are_timed_out() {
             String::from_utf8_lossy(&buf)
         );
     }
-    drop(idle);
+    // Connections that never sent anything are closed too.
+    for mut c in idle.into_iter().take(5) {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut b = [0u8; 16];
+        assert!(
+            matches!(c.read(&mut b), Ok(0)),
+            "idle connection closed by the server"
+        );
+    }
     still_serving(&server);
 }
 

@@ -15,6 +15,7 @@ need_apt=()
 command -v libdeflate-gunzip >/dev/null || need_apt+=(libdeflate-tools)
 command -v pigz >/dev/null || need_apt+=(pigz)
 [ -x /usr/bin/time ] || need_apt+=(time)
+python3 -c 'import ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi

@@ -42,11 +42,11 @@ function startSource() {
         return;
       }
       res.writeHead(200, { "content-type": "application/gzip", "content-length": statSync(file).size });
-      // ~1 MB/s: a 2 MB day takes a couple of seconds to download.
+      // ~0.5 MB/s: a 2 MB day takes about four seconds to download, long enough to watch.
       const stream = createReadStream(file, { highWaterMark: 64 * 1024 });
       stream.on("data", (chunk) => {
         stream.pause();
-        res.write(chunk, () => setTimeout(() => stream.resume(), 60));
+        res.write(chunk, () => setTimeout(() => stream.resume(), 120));
       });
       stream.on("end", () => res.end());
     });

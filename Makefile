@@ -36,7 +36,7 @@ lint: web
 	cd web && npx tsc --noEmit
 
 test-rust: web
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --no-fail-fast
 
 include mk/cranwhales.mk
 include mk/surge.mk

@@ -47,13 +47,18 @@ pub enum Error {
 }
 
 /// Starts `--min` workers, then listens on `cfg.listen` and serves until `shutdown` resolves;
-/// then drains in-flight requests and stops every worker.
+/// then drains in-flight requests and stops every worker. If `force` resolves during the drain,
+/// the workers are stopped at once.
 ///
 /// Prints `manifold: listening on http://ADDR` to stderr once traffic is accepted.
 ///
 /// # Errors
 /// Workers cannot start, or the address cannot be bound.
-pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+pub async fn run(
+    cfg: Config,
+    shutdown: impl Future<Output = ()>,
+    force: impl Future<Output = ()>,
+) -> Result<(), Error> {
     cfg.validate()?;
     let output = worker::OutputSink::start();
     let pool = pool::Pool::new(cfg.clone(), output);
@@ -88,7 +93,11 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> Result<(), 
         cfg.min
     );
     let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone()));
-    server::serve(listener, proxy, shutdown).await;
+    tokio::pin!(force);
+    tokio::select! {
+        _ = server::serve(listener, proxy, shutdown) => {}
+        _ = &mut force => tracing::warn!("second signal: stopping workers without waiting for in-flight requests"),
+    }
     pool.shutdown().await;
     tracing::info!("all workers stopped");
     Ok(())

@@ -23,7 +23,12 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    if let Err(e) = rt.block_on(manifold::run(cfg.clone(), manifold::shutdown::signal())) {
+    let run = manifold::run(
+        cfg.clone(),
+        manifold::shutdown::signal_once(),
+        manifold::shutdown::signal_twice(),
+    );
+    if let Err(e) = rt.block_on(run) {
         fail(&e, cfg.verbose);
     }
 }

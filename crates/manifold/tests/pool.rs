@@ -437,3 +437,31 @@ fn failing_replacements_back_off_and_answer_503() {
     drop(m);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A second SIGTERM during the drain stops the workers at once: the long request is not
+/// answered 200, manifold exits 0 and the worker is gone.
+#[test]
+fn second_sigterm_stops_without_waiting() {
+    use std::io::{Read, Write};
+    let mut m = start(&base(&["--min", "1", "--max", "1"]));
+    let pid = workers(&m.status())[0]["pid"].as_u64().unwrap() as u32;
+    let mut s = std::net::TcpStream::connect(&m.addr).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s.write_all(b"GET /sleep?ms=60000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    m.wait_status("busy", |s| workers(s)[0]["busy"] == 1);
+    m.sigterm();
+    // The first signal has been handled once new connections are refused.
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(&m.addr).is_ok() {
+        assert!(start.elapsed() < DEADLINE, "still accepting after SIGTERM");
+        thread::sleep(std::time::Duration::from_millis(20));
+    }
+    m.sigterm();
+    assert_eq!(m.wait().code(), Some(0));
+    assert_gone(pid);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw);
+    assert!(!text.starts_with("HTTP/1.1 200"), "{text}");
+}

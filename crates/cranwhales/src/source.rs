@@ -107,7 +107,8 @@ pub fn fetch(
             out.write_all(&buf[..n])
                 .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
             done += n as u64;
-            if done - reported >= 1 << 20 {
+            if done - reported >= 1 << 18 {
+                // Every 256 KiB: browsers following an on-demand fetch see a smooth bar.
                 reported = done;
                 progress.event(Event::Downloading { done, total });
             }

@@ -325,6 +325,9 @@ test("a day that is not stored is fetched from the source with a live progress b
   await page.waitForSelector(".status-fetching .bar");
   await page.waitForFunction(() => /downloading [\d.]+ of [\d.]+ MB/.test(document.querySelector(".progress-text")?.textContent ?? ""));
   const width = await page.$eval(".bar .fill", (e) => e.style.width);
+  // The bar moves while the download runs.
+  const first = Number(await page.getAttribute(".bar", "aria-valuenow"));
+  await page.waitForFunction((v) => Number(document.querySelector(".bar")?.getAttribute("aria-valuenow")) > v, first);
   await shot("7-fetching-progress");
   await ready();
   await page.waitForFunction((d) => document.querySelector("#subtitle").textContent.startsWith(d), FETCHED_DAY);

@@ -78,6 +78,9 @@ pub fn fetch(
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(15)))
         .timeout_recv_response(Some(Duration::from_secs(60)))
+        // A source that stalls mid-body must not hold an ingest slot forever; a whole day of
+        // today's size (~150 MB) arrives well within this on any working link.
+        .timeout_recv_body(Some(Duration::from_secs(600)))
         .build()
         .into();
     let mut resp = match agent.get(&url).call() {

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# make bench-surge: (1) surge bench vs wrk vs oha against nginx serving a small static file — same
+# connections and duration, generator pinned to CPU 0, nginx (1 worker) pinned to CPU 1 — printing
+# req/s, p99 and generator CPU time per request, plus ratio lines; (2) a 10,000-user replay of a real
+# cranwhales recording (made here through `surge record` + headless Chromium) reporting surge's peak
+# RSS per session. Everything on 127.0.0.1; every process started here is stopped on exit.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+CONNS="${CONNS:-50}"
+DUR="${DUR:-10}"
+USERS="${USERS:-10000}"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+echo "== building surge and cranwhales (release, $TARGET_DIR)"
+cargo build --release -p surge -p cranwhales --bins 2>&1 | tail -1
+SURGE="$TARGET_DIR/release/surge"
+if ! command -v oha >/dev/null; then
+  echo "== installing oha (cargo install --locked oha)"
+  CARGO_TARGET_DIR=/tmp/oha-build cargo install --locked oha
+fi
+
+TMP="$(mktemp -d /tmp/bench-surge.XXXXXX)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.2; done; echo "port $1 never opened" >&2; return 1; }
+
+# ---------- 1. generators vs nginx ----------
+PORT="$(free_port)"
+mkdir -p "$TMP/www" "$TMP/nginx/logs"
+head -c 1024 /dev/urandom | base64 -w 76 > "$TMP/www/index.html"   # ~1.4 KB static file
+cat > "$TMP/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx/cb; proxy_temp_path $TMP/nginx/px; fastcgi_temp_path $TMP/nginx/fc;
+  uwsgi_temp_path $TMP/nginx/uw; scgi_temp_path $TMP/nginx/sc;
+  keepalive_requests 100000000;
+  server { listen 127.0.0.1:$PORT; root $TMP/www; }
+}
+CONF
+taskset -c 1 nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" &
+PIDS+=($!)
+wait_port "$PORT"
+URL="http://127.0.0.1:$PORT/index.html"
+echo "== nginx 1 worker on CPU 1 serving $(wc -c < "$TMP/www/index.html") bytes at $URL; generators on CPU 0, -c $CONNS, ${DUR}s"
+
+cpu_of() { awk '{print $1 + $2}' "$1"; }   # user + sys seconds from /usr/bin/time -f "%U %S"
+
+run_gen() { # name, command...
+  local name="$1"; shift
+  /usr/bin/time -f "%U %S" -o "$TMP/time.$name" taskset -c 0 "$@" > "$TMP/out.$name" 2>"$TMP/err.$name"
+}
+
+run_gen wrk wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "$URL"
+WRK_RPS=$(awk '/^Requests\/sec:/ {print $2}' "$TMP/out.wrk")
+WRK_REQ=$(awk '/requests in/ {print $1}' "$TMP/out.wrk")
+WRK_P99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' "$TMP/out.wrk")
+
+run_gen oha oha -c "$CONNS" -z "${DUR}s" --no-tui --output-format json "$URL"
+read -r OHA_RPS OHA_REQ OHA_P99 < <(python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+s=d["summary"]; n=sum(d.get("statusCodeDistribution",{}).values())
+print(s["requestsPerSec"], n, d["latencyPercentiles"]["p99"]*1000)' "$TMP/out.oha")
+
+run_gen surge "$SURGE" bench -c "$CONNS" -d "${DUR}s" --json "$URL"
+read -r SURGE_RPS SURGE_REQ SURGE_P99 < <(python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+print(d["rps"], d["ok"], d["latency_ms"]["p99"])' "$TMP/out.surge")
+
+report() { # name rps requests p99 -> prints and sets CPU_<name>
+  local cpu; cpu=$(cpu_of "$TMP/time.$1")
+  local per; per=$(python3 -c "print(f'{$cpu/$3*1e6:.2f}')")
+  printf "%-6s req/s %10.0f   p99 %8.3f ms   requests %9d   CPU %6.2f s   CPU/request %6s us\n" "$1" "$2" "$4" "$3" "$cpu" "$per"
+  eval "CPUREQ_$1=$per"
+}
+echo
+report wrk "$WRK_RPS" "$WRK_REQ" "$WRK_P99"
+report oha "$OHA_RPS" "$OHA_REQ" "$OHA_P99"
+report surge "$SURGE_RPS" "$SURGE_REQ" "$SURGE_P99"
+echo
+python3 - "$SURGE_RPS" "$WRK_RPS" "$OHA_RPS" "$CPUREQ_surge" "$CPUREQ_wrk" "$CPUREQ_oha" <<'PY'
+import sys
+s, w, o, cs, cw, co = map(float, sys.argv[1:])
+print(f"ratio: surge/wrk req/s = {s/w:.3f} (target >= 0.98)")
+print(f"ratio: surge/oha req/s = {s/o:.3f}")
+print(f"ratio: surge/wrk CPU per request = {cs/cw:.3f} (target <= 1.0)")
+print(f"ratio: surge/oha CPU per request = {cs/co:.3f} (target < 1.0)")
+PY
+
+# ---------- 2. 10,000-user replay memory ----------
+echo
+echo "== cranwhales: record a real UI session (surge record + headless Chromium), replay with $USERS users"
+CW="$TARGET_DIR/release/cranwhales"
+CWPORT="$(free_port)"
+"$CW" serve --db "$TMP/cw.db" --addr "127.0.0.1:$CWPORT" --sample-dir "$ROOT/data/sample" \
+  --cache-dir "$TMP/cwcache" >"$TMP/cw.log" 2>&1 &
+PIDS+=($!)
+wait_port "$CWPORT"
+"$SURGE" record --target "http://127.0.0.1:$CWPORT/" --listen 127.0.0.1:0 -o "$TMP/cw-recording.log" > "$TMP/record.out" &
+RECPID=$!
+PIDS+=($RECPID)
+for _ in $(seq 1 100); do grep -q "listening on" "$TMP/record.out" 2>/dev/null && break; sleep 0.1; done
+PROXY=$(grep -o 'http://127.0.0.1:[0-9]*/' "$TMP/record.out" | head -1)
+node web/e2e/surge-record.mjs cranwhales "$PROXY" > /dev/null
+kill -INT "$RECPID"; wait "$RECPID" || true
+echo "recorded $(grep -c '^{' "$TMP/cw-recording.log") events"
+
+ulimit -n "$(ulimit -Hn)"
+# Think time x10 stretches the ~2 s session to ~20 s; starting all users takes USERS ms, so they
+# are all alive together.
+/usr/bin/time -v -o "$TMP/time.replay" "$SURGE" replay "$TMP/cw-recording.log" \
+  --target "http://127.0.0.1:$CWPORT/" --users "$USERS" --start-interval 1ms --think-time x10 \
+  --message-timeout 60s --output-dir "$TMP/run" > "$TMP/replay.out" 2>"$TMP/replay.err" || true
+tail -n +1 "$TMP/replay.out" | head -3
+python3 - "$TMP/run" "$TMP/time.replay" "$USERS" <<'PY'
+import csv, os, re, sys
+run, timef, users = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(timef).read()).group(1))
+spans = []
+for f in os.listdir(os.path.join(run, "sessions")):
+    ts = [int(r[4]) for r in csv.reader(l for l in open(os.path.join(run, "sessions", f)) if not l.startswith("#")) if r and r[0] != "session_id"]
+    spans.append((min(ts), max(ts)))
+ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+cur = peak = 0
+for _, d in ev:
+    cur += d; peak = max(peak, cur)
+print(f"sessions {len(spans)}, peak concurrent sessions {peak}, surge peak RSS {rss_kb/1024:.1f} MB")
+print(f"ratio: surge peak RSS per concurrent session = {rss_kb/peak:.1f} KB (target <= 50 KB)")
+PY

@@ -307,7 +307,44 @@ impl DayBuilder {
         let ip_id = parse::uint(f[col::IP_ID])
             .filter(|&v| v <= i64::MAX as u64)
             .ok_or_else(|| bad(line_no, "ip_id", f[col::IP_ID], "a number"))?;
+        self.add(line_no, line, f, secs, size, ip_id)
+    }
 
+    /// `push` of a row whose time, size and ip_id were already decoded (exactly as `push` would:
+    /// `parse::seconds`, `parse::uint` ≤ `i64::MAX`) by the reading thread.
+    #[inline]
+    pub fn push_decoded(
+        &mut self,
+        line_no: u64,
+        line: &[u8],
+        f: &Fields<'_>,
+        secs: u32,
+        size: u64,
+        ip_id: u64,
+    ) -> Result<(), RowError> {
+        self.rows += 1;
+        if !same(f[col::DATE], &self.date_raw) {
+            self.check_date(line_no, f[col::DATE])?;
+        }
+        let pkg = f[col::PACKAGE];
+        if parse::is_missing(pkg) || pkg == b"\"\"" {
+            return self.skip(line_no, line);
+        }
+        self.add(line_no, line, f, secs, size, ip_id)
+    }
+
+    /// The rest of `push` once the row's numbers are decoded.
+    #[inline(always)]
+    fn add(
+        &mut self,
+        line_no: u64,
+        line: &[u8],
+        f: &Fields<'_>,
+        secs: u32,
+        size: u64,
+        ip_id: u64,
+    ) -> Result<(), RowError> {
+        let pkg = f[col::PACKAGE];
         let ip = self.ip_index(ip_id);
         let pv_raw = span(line, pkg, f[col::VERSION]);
         let pkgver = match self.pkgver_ix.get(pv_raw) {

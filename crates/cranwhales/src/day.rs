@@ -5,7 +5,6 @@
 //! of the top-100 whales can be listed at the end without a second pass over the input).
 
 use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasher;
 
 use crate::names;
 use crate::parse::{self, col, Fields};
@@ -32,46 +31,101 @@ fn row_err(line: u64, field: &'static str, problem: impl Into<String>) -> RowErr
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// Interns raw field bytes to dense ids. Keys up to `INLINE` bytes live inside the hash table's
-/// slots, so a lookup touches the control bytes and one slot, not a separately allocated key:
-/// profiling a 10M-row day showed a quarter of the parse thread in `HashMap<Box<[u8]>, u32>`
-/// lookups (cache misses on the key boxes and libc `memcmp` calls for these ~25-byte keys).
-#[derive(Default)]
+/// Interns raw field bytes to dense ids: an open-addressing table (linear probing, at most half
+/// full) of cache-line slots with keys up to `INLINE` bytes inside the slot, so a lookup touches
+/// one line whose address the hash alone gives: the parser prefetches it rows ahead
+/// (`prefetch`). With hashbrown, half of this lookup's time was the cache miss on the slot
+/// (perf: `Interner::get` 18% of all ingest CPU on the 10M-row bench day, ~46k package+version
+/// keys); see the commit for the figure after.
 struct Interner {
-    table: hashbrown::HashTable<Slot>,
+    slots: Vec<Slot>,
+    mask: usize,
     /// Every key by id (for decoding, `is` checks and keys longer than `INLINE`).
     keys: Vec<Box<[u8]>>,
-    hasher: foldhash::fast::FixedState,
 }
 
-const INLINE: usize = 46;
+const INLINE: usize = 58;
+const EMPTY: u16 = u16::MAX - 1;
+const LONG: u16 = u16::MAX;
 
 #[derive(Clone, Copy)]
+#[repr(C, align(64))]
 struct Slot {
     id: u32,
-    /// Key length, or `u16::MAX` when the key is too long to be inline.
+    /// Key length, `LONG` when the key is too long to be inline, `EMPTY` for a free slot.
     len: u16,
     key: [u8; INLINE],
 }
 
+const FREE: Slot = Slot {
+    id: 0,
+    len: EMPTY,
+    key: [0; INLINE],
+};
+
+/// The hash interners use (also computed ahead on the reading thread).
+#[inline]
+pub fn key_hash(raw: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x5eed_c0de).hash_one(raw)
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner {
+            slots: vec![FREE; 1024],
+            mask: 1023,
+            keys: Vec::new(),
+        }
+    }
+}
+
 impl Interner {
+    #[inline]
+    fn home(&self, hash: u64) -> usize {
+        (hash >> 32) as usize & self.mask
+    }
+
     /// The id of `raw`, or `Err(hash)` when it is new (the caller decodes it, then calls `add`).
     #[inline]
     fn get(&self, raw: &[u8]) -> Result<u32, u64> {
-        let h = self.hasher.hash_one(raw);
-        let found = if raw.len() <= INLINE {
-            self.table.find(h, |s| {
+        let h = key_hash(raw);
+        self.get_hashed(raw, h).ok_or(h)
+    }
+
+    /// The id of `raw` whose `key_hash` is `h`, if known.
+    #[inline]
+    fn get_hashed(&self, raw: &[u8], h: u64) -> Option<u32> {
+        let mut i = self.home(h);
+        loop {
+            let s = &self.slots[i];
+            if s.len == EMPTY {
+                return None;
+            }
+            let hit = if raw.len() <= INLINE {
                 usize::from(s.len) == raw.len() && same(&s.key[..raw.len()], raw)
-            })
-        } else {
-            self.table.find(h, |s| {
-                s.len == u16::MAX && same(&self.keys[s.id as usize], raw)
-            })
-        };
-        match found {
-            Some(s) => Ok(s.id),
-            None => Err(h),
+            } else {
+                s.len == LONG && same(&self.keys[s.id as usize], raw)
+            };
+            if hit {
+                return Some(s.id);
+            }
+            i = (i + 1) & self.mask;
         }
+    }
+
+    /// Starts loading the slot where a key of hash `h` is looked up first.
+    #[inline]
+    fn prefetch(&self, h: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = self.slots[self.home(h)..].as_ptr();
+            // SAFETY: a prefetch is only a hint; `p` points into `slots`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = h;
     }
 
     /// True if `id` stands for exactly `raw` (a cache check, cheaper than `get`).
@@ -83,19 +137,35 @@ impl Interner {
     fn add(&mut self, raw: &[u8], hash: u64) -> u32 {
         let id = self.keys.len() as u32;
         self.keys.push(raw.into());
+        if self.keys.len() * 2 > self.slots.len() {
+            self.slots = vec![FREE; self.slots.len() * 2];
+            self.mask = self.slots.len() - 1;
+            for k in 0..self.keys.len() {
+                let h = key_hash(&self.keys[k]);
+                self.place(k as u32, h);
+            }
+        } else {
+            self.place(id, hash);
+        }
+        id
+    }
+
+    fn place(&mut self, id: u32, hash: u64) {
+        let raw = &self.keys[id as usize];
         let mut slot = Slot {
             id,
-            len: u16::MAX,
+            len: LONG,
             key: [0; INLINE],
         };
         if raw.len() <= INLINE {
             slot.len = raw.len() as u16;
             slot.key[..raw.len()].copy_from_slice(raw);
         }
-        let (keys, hasher) = (&self.keys, &self.hasher);
-        self.table
-            .insert_unique(hash, slot, |s| hasher.hash_one(&keys[s.id as usize]));
-        id
+        let mut i = self.home(hash);
+        while self.slots[i].len != EMPTY {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i] = slot;
     }
 }
 
@@ -307,12 +377,22 @@ impl DayBuilder {
         let ip_id = parse::uint(f[col::IP_ID])
             .filter(|&v| v <= i64::MAX as u64)
             .ok_or_else(|| bad(line_no, "ip_id", f[col::IP_ID], "a number"))?;
-        self.add(line_no, line, f, secs, size, ip_id)
+        let pv_hash = key_hash(span(line, pkg, f[col::VERSION]));
+        self.add(line_no, line, f, secs, size, ip_id, pv_hash)
+    }
+
+    /// Starts loading where the package+version of hash `pv_hash` (see `push_decoded`) is
+    /// looked up, a few rows before that row is pushed.
+    #[inline]
+    pub fn prefetch(&self, pv_hash: u64) {
+        self.pkgver_ix.prefetch(pv_hash);
     }
 
     /// `push` of a row whose time, size and ip_id were already decoded (exactly as `push` would:
-    /// `parse::seconds`, `parse::uint` ≤ `i64::MAX`) by the reading thread.
+    /// `parse::seconds`, `parse::uint` ≤ `i64::MAX`) by the reading thread, which also computed
+    /// `pv_hash`: the `key_hash` of the raw bytes from package's opening to version's closing.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn push_decoded(
         &mut self,
         line_no: u64,
@@ -321,6 +401,7 @@ impl DayBuilder {
         secs: u32,
         size: u64,
         ip_id: u64,
+        pv_hash: u64,
     ) -> Result<(), RowError> {
         self.rows += 1;
         if !same(f[col::DATE], &self.date_raw) {
@@ -330,11 +411,12 @@ impl DayBuilder {
         if parse::is_missing(pkg) || pkg == b"\"\"" {
             return self.skip(line_no, line);
         }
-        self.add(line_no, line, f, secs, size, ip_id)
+        self.add(line_no, line, f, secs, size, ip_id, pv_hash)
     }
 
     /// The rest of `push` once the row's numbers are decoded.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
         line_no: u64,
@@ -343,13 +425,14 @@ impl DayBuilder {
         secs: u32,
         size: u64,
         ip_id: u64,
+        pv_hash: u64,
     ) -> Result<(), RowError> {
         let pkg = f[col::PACKAGE];
         let ip = self.ip_index(ip_id);
         let pv_raw = span(line, pkg, f[col::VERSION]);
-        let pkgver = match self.pkgver_ix.get(pv_raw) {
-            Ok(id) => id,
-            Err(h) => self.new_pkgver(line_no, pv_raw, h, f)?,
+        let pkgver = match self.pkgver_ix.get_hashed(pv_raw, pv_hash) {
+            Some(id) => id,
+            None => self.new_pkgver(line_no, pv_raw, pv_hash, f)?,
         };
         let env_raw = span(line, f[col::R_VERSION], f[col::R_OS]);
         let mut env = self.acc(ip).env;

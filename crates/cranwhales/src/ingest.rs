@@ -87,6 +87,8 @@ pub struct IngestReport {
 }
 
 const CHUNK: usize = 512 * 1024;
+/// How many lines ahead the parser prefetches a row's interner slot.
+const PREFETCH_AHEAD: usize = 4;
 const MAX_LINE: usize = 1 << 20;
 
 /// Ingests a local `.csv.gz` (or `.csv`) log into the store at `db`. If the file name starts with
@@ -389,6 +391,8 @@ struct Numbers {
     secs: u32,
     size: u64,
     ip_id: u64,
+    /// `day::key_hash` of package through version (the interner's key).
+    pv_hash: u64,
 }
 
 /// Decodes the numbers of a line whose commas are known; `None` when any is malformed (the
@@ -404,6 +408,7 @@ fn numbers(text: &[u8], end: usize, c: &[u32; 9]) -> Option<Numbers> {
         secs: parse::seconds(field(c[0], c[1] as usize))?,
         size: parse::uint(field(c[1], c[2] as usize)).filter(|&v| v <= i64::MAX as u64)?,
         ip_id: parse::uint(last).filter(|&v| v <= i64::MAX as u64)?,
+        pv_hash: crate::day::key_hash(field(c[5], c[7] as usize)),
     })
 }
 
@@ -494,7 +499,10 @@ impl<'a> Parser<'a> {
     }
 
     fn batch(&mut self, b: &Batch) -> Result<(), IngestError> {
-        for ix in &b.lines {
+        for (k, ix) in b.lines.iter().enumerate() {
+            if let Some(n) = b.lines.get(k + PREFETCH_AHEAD).and_then(|l| l.nums) {
+                self.builder.prefetch(n.pv_hash);
+            }
             let line = &b.text[ix.start as usize..ix.end as usize];
             if ix.commas[0] != NO_COMMAS && self.line > 0 {
                 self.row_at_commas(line, ix.start, &ix.commas, ix.nums)?;
@@ -557,7 +565,7 @@ impl<'a> Parser<'a> {
         } else if let Some(n) = nums {
             return self
                 .builder
-                .push_decoded(self.line, line, &f, n.secs, n.size, n.ip_id)
+                .push_decoded(self.line, line, &f, n.secs, n.size, n.ip_id, n.pv_hash)
                 .map_err(|e| self.row_error(e));
         }
         self.builder

@@ -14,7 +14,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 echo "== building surge and cranwhales (release, $TARGET_DIR)"
-cargo build --release -p surge -p cranwhales --bins 2>&1 | tail -1
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release -p surge -p cranwhales --bins 2>&1 | tail -1
 SURGE="$TARGET_DIR/release/surge"
 if ! command -v oha >/dev/null; then
   echo "== installing oha (cargo install --locked oha)"
@@ -33,7 +33,8 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.2; done; echo "port $1 never opened" >&2; return 1; }
 
-# ---------- 1. generators vs nginx ----------
+# ---------- 1. generators vs nginx ----------  (PART=replay runs only part 2)
+if [ "${PART:-all}" != replay ]; then
 PORT="$(free_port)"
 mkdir -p "$TMP/www" "$TMP/nginx/logs"
 head -c 1024 /dev/urandom | base64 -w 76 > "$TMP/www/index.html"   # ~1.4 KB static file
@@ -102,10 +103,13 @@ print(f"ratio: surge/wrk CPU per request = {cs/cw:.3f} (target <= 1.0)")
 print(f"ratio: surge/oha CPU per request = {cs/co:.3f} (target < 1.0)")
 PY
 
+fi
+
 # ---------- 2. 10,000-user replay memory ----------
 echo
 echo "== cranwhales: record a real UI session (surge record + headless Chromium), replay with $USERS users"
 CW="$TARGET_DIR/release/cranwhales"
+[ -x "$CW" ] || CW="$ROOT/target/debug/cranwhales"
 CWPORT="$(free_port)"
 "$CW" serve --db "$TMP/cw.db" --addr "127.0.0.1:$CWPORT" --sample-dir "$ROOT/data/sample" \
   --cache-dir "$TMP/cwcache" >"$TMP/cw.log" 2>&1 &

@@ -107,8 +107,15 @@ struct ConnStats {
     bytes: u64,
 }
 
+type H1Conn = hyper::client::conn::http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// HTTP/1 connections are driven inside the connection's own task (no spawned driver, no cross-task
+/// wake-ups per request); h2 needs its spawned driver.
 enum Sender {
-    H1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    H1(
+        hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        std::pin::Pin<Box<H1Conn>>,
+    ),
     H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
 }
 
@@ -342,9 +349,22 @@ async fn connect(plan: &Plan) -> Result<Sender, String> {
         let (s, c) = hyper::client::conn::http1::handshake(io)
             .await
             .map_err(|e| format!("handshake: {}", error_kind(&e)))?;
-        tokio::spawn(c);
-        Ok(Sender::H1(s))
+        Ok(Sender::H1(s, Box::pin(c)))
     }
+}
+
+async fn read_response(
+    resp: hyper::Response<hyper::body::Incoming>,
+) -> Result<(u16, u64), hyper::Error> {
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut n = 0u64;
+    while let Some(f) = body.frame().await {
+        if let Some(d) = f?.data_ref() {
+            n += d.len() as u64;
+        }
+    }
+    Ok((status, n))
 }
 
 async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
@@ -400,25 +420,30 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
         *req.headers_mut() = plan.headers.clone();
         let s = sender.as_mut().expect("connected above");
         let fut = async {
-            let resp = match s {
-                Sender::H1(s) => {
-                    s.ready().await?;
-                    s.send_request(req).await?
+            match s {
+                Sender::H1(s, conn) => {
+                    let exchange = async {
+                        s.ready().await?;
+                        read_response(s.send_request(req).await?).await
+                    };
+                    tokio::pin!(exchange);
+                    tokio::select! {
+                        biased;
+                        r = &mut exchange => r.map_err(|e| error_kind(&e)),
+                        c = conn.as_mut() => Err(match c {
+                            Ok(()) => "connection closed".to_string(),
+                            Err(e) => error_kind(&e),
+                        }),
+                    }
                 }
                 Sender::H2(s) => {
-                    s.ready().await?;
-                    s.send_request(req).await?
-                }
-            };
-            let status = resp.status().as_u16();
-            let mut body = resp.into_body();
-            let mut n = 0u64;
-            while let Some(f) = body.frame().await {
-                if let Some(d) = f?.data_ref() {
-                    n += d.len() as u64;
+                    let exchange = async {
+                        s.ready().await?;
+                        read_response(s.send_request(req).await?).await
+                    };
+                    exchange.await.map_err(|e| error_kind(&e))
                 }
             }
-            Ok::<_, hyper::Error>((status, n))
         };
         match tokio::time::timeout(plan.timeout, fut).await {
             Ok(Ok((status, n))) => {
@@ -431,7 +456,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 }
             }
             Ok(Err(e)) => {
-                *st.errors.entry(error_kind(&e)).or_insert(0) += 1;
+                *st.errors.entry(e).or_insert(0) += 1;
                 sender = None;
             }
             Err(_) => {

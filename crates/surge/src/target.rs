@@ -80,7 +80,11 @@ impl Conn {
                 .await
                 .map_err(|e| format!("connect {}: {e}", target.authority))?;
             let _ = tcp.set_nodelay(true);
+            // A small read-buffer cap keeps thousands of idle keep-alive users cheap: uncapped,
+            // hyper grows each buffer towards 400 KB after a large asset (measured 184 KB/user at
+            // 10,000 users replaying cranwhales).
             let (sender, conn) = hyper::client::conn::http1::Builder::new()
+                .max_buf_size(16 * 1024)
                 .handshake(TokioIo::new(tcp))
                 .await
                 .map_err(|e| format!("HTTP handshake with {}: {e}", target.authority))?;

@@ -141,28 +141,11 @@ fn real_days_match_reference() {
 fn show_and_days_print_the_api_json() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let bin = env!("CARGO_BIN_EXE_cranwhales");
-    let out = Command::new(bin)
-        .arg("ingest")
-        .arg("--db")
-        .arg(&db)
-        .arg(day_file("2013-12-04"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("2013-12-04: 169,661 rows"));
+    let stdout = cli_ok(&db, ["ingest".as_ref(), day_file("2013-12-04").as_os_str()]);
+    assert!(stdout.contains("2013-12-04: 169,661 rows"), "{stdout}");
 
-    let out = Command::new(bin)
-        .args(["show", "2013-12-04", "--count", "7", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = cli_ok(&db, ["show", "2013-12-04", "--count", "7", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["count", "date", "hourly", "totals", "whales"]);
     assert_eq!(v["whales"][0].as_object().unwrap().len(), 8);
@@ -176,34 +159,17 @@ fn show_and_days_print_the_api_json() {
     let r = Reference::of_file(&day_file("2013-12-04"));
     assert_eq!(printed.whales[0].ip_id, r.top(1)[0]);
 
-    let out = Command::new(bin)
-        .args(["days", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let days: Vec<DayInfo> = serde_json::from_slice(&out.stdout).unwrap();
+    let days: Vec<DayInfo> = serde_json::from_str(&cli_ok(&db, ["days", "--json"])).unwrap();
     assert_eq!(days, store.days().unwrap());
     assert_eq!(days[0].totals.downloads, r.downloads);
 
     // Text forms mention the numbers too.
-    let out = Command::new(bin)
-        .args(["show", "2013-12-04", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = cli_ok(&db, ["show", "2013-12-04"]);
     assert!(text.contains(&printed.whales[0].name), "{text}");
-    let out = Command::new(bin)
-        .args(["days", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(String::from_utf8(out.stdout)
-        .unwrap()
-        .contains("2013-12-04"));
+    assert!(cli_ok(&db, ["days"]).contains("2013-12-04"));
 
     // A day that is not there: one line, non-zero exit.
-    let out = Command::new(bin)
+    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
         .args(["show", "2013-12-05", "--db"])
         .arg(&db)
         .output()

@@ -94,18 +94,13 @@ fn kill_9_during_ingest_leaves_the_store_consistent() {
     assert_eq!(state(&db), before);
 
     // Re-runs succeed and give what a clean ingest gives.
-    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
-        .arg("ingest")
-        .arg("--db")
-        .arg(&db)
-        .arg(&part)
-        .arg(day_file("2015-01-15"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    cli_ok(
+        &db,
+        [
+            "ingest".as_ref(),
+            part.as_os_str(),
+            day_file("2015-01-15").as_os_str(),
+        ],
     );
     let clean = dir.path().join("clean.db");
     ingest_path(&clean, &part, &Silent).unwrap();

@@ -17,6 +17,26 @@ pub fn day_file(date: &str) -> PathBuf {
     cranlogs().join(format!("{date}.csv.gz"))
 }
 
+/// Runs `cranwhales ARGS --db DB`, asserts it succeeded, and returns its stdout.
+pub fn cli_ok<I, S>(db: &Path, args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The decompressed text of a gzip file.
 pub fn gunzip(path: &Path) -> Vec<u8> {
     let mut out = Vec::new();

@@ -14,7 +14,12 @@ fn cranwhales_bin() -> PathBuf {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target"));
-    dir.join("debug/cranwhales")
+    let bin = dir.join("debug/cranwhales");
+    if bin.is_file() {
+        bin
+    } else {
+        repo().join("target/debug/cranwhales")
+    }
 }
 
 #[test]

@@ -300,7 +300,7 @@ fn record_http(
         ev.kind = if (st.shiny && (lower.ends_with('/') || lower.ends_with(".rmd")))
             || (!st.shiny && html && lower.ends_with('/'))
         {
-            if let Some(w) = worker_id(rbody) {
+            if let Some(w) = shiny::worker_id(rbody) {
                 st.add_token(&w, "${WORKER}");
             }
             "REQ_HOME"
@@ -330,17 +330,6 @@ fn record_http(
     }
     ev.url = Some(st.apply(pq));
     st.write(&ev);
-}
-
-fn worker_id(page: &[u8]) -> Option<String> {
-    let needle = b"<base href=\"_w_";
-    let i = page.windows(needle.len()).position(|w| w == needle)? + needle.len();
-    let id: String = page[i..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
-        .map(|b| *b as char)
-        .collect();
-    (!id.is_empty()).then_some(id)
 }
 
 /// `n=<id>` segment of a SockJS info URL.

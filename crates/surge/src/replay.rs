@@ -578,17 +578,6 @@ fn on_frame(
     }
 }
 
-fn worker_id(page: &[u8]) -> Option<String> {
-    let needle = b"<base href=\"_w_";
-    let i = page.windows(needle.len()).position(|w| w == needle)? + needle.len();
-    let id: String = page[i..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
-        .map(|b| *b as char)
-        .collect();
-    (!id.is_empty()).then_some(id)
-}
-
 fn status_ok(expected: u16, got: u16) -> bool {
     expected == got || (matches!(expected, 200 | 304) && matches!(got, 200 | 304))
 }
@@ -753,7 +742,7 @@ impl Player<'_> {
         }
         match ev.kind {
             Kind::ReqHome => {
-                if let Some(w) = worker_id(&body) {
+                if let Some(w) = shiny::worker_id(&body) {
                     self.tokens.set("WORKER", &w);
                 }
             }
@@ -831,10 +820,10 @@ mod tests {
     #[test]
     fn finds_worker_id_and_status_equivalence() {
         assert_eq!(
-            worker_id(b"<head><base href=\"_w_ab12/\">").as_deref(),
+            shiny::worker_id(b"<head><base href=\"_w_ab12/\">").as_deref(),
             Some("ab12")
         );
-        assert_eq!(worker_id(b"<head>"), None);
+        assert_eq!(shiny::worker_id(b"<head>"), None);
         assert!(status_ok(200, 304) && status_ok(304, 200) && !status_ok(200, 500));
     }
 }

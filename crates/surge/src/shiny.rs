@@ -189,6 +189,19 @@ pub fn matches(expect: &Expect, got: &Received, raw_expected: Option<&str>) -> b
     }
 }
 
+/// The worker id in a Shiny Server home page's `<base href="_w_ID/">`, which later URLs carry and
+/// recordings write as `${WORKER}`.
+pub fn worker_id(page: &[u8]) -> Option<String> {
+    let needle = b"<base href=\"_w_";
+    let i = page.windows(needle.len()).position(|w| w == needle)? + needle.len();
+    let id: String = page[i..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+        .map(|b| *b as char)
+        .collect();
+    (!id.is_empty()).then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,19 +83,8 @@ fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
     );
 
     let run = tmp.path().join("run");
-    let out = surge()
-        .arg("replay")
-        .arg(&rec_path)
-        .args([
-            "--target",
-            &target,
-            "--users",
-            "200",
-            "--start-interval",
-            "10ms",
-        ])
-        .arg("--output-dir")
-        .arg(&run)
+    let out = replay_cmd(&rec_path, &target, 200, &run)
+        .args(["--start-interval", "10ms"])
         .stderr(Stdio::inherit())
         .output()
         .unwrap();

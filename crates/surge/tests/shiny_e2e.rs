@@ -118,19 +118,8 @@ fn shiny_session_recorded_in_chromium_replays_with_20_users() {
     assert!(!text.contains("\"busy\""), "busy messages are skipped");
 
     let run = tmp.path().join("run");
-    let out = surge()
-        .arg("replay")
-        .arg(&rec_path)
-        .args([
-            "--target",
-            &target,
-            "--users",
-            "20",
-            "--start-interval",
-            "150ms",
-        ])
-        .args(["--message-timeout", "20s", "--output-dir"])
-        .arg(&run)
+    let out = replay_cmd(&rec_path, &target, 20, &run)
+        .args(["--start-interval", "150ms", "--message-timeout", "20s"])
         .stderr(Stdio::inherit())
         .output()
         .unwrap();
@@ -183,11 +172,7 @@ fn shiny_session_recorded_in_chromium_replays_with_20_users() {
     assert_eq!(hr.events[0].kind, Kind::ReqHome);
     assert!(hr.events.iter().any(|e| e.kind == Kind::WsOpen));
     let har_run = tmp.path().join("har-run");
-    let st = surge()
-        .arg("replay")
-        .arg(&har_rec)
-        .args(["--target", &target, "--users", "2", "--output-dir"])
-        .arg(&har_run)
+    let st = replay_cmd(&har_rec, &target, 2, &har_run)
         .stdout(Stdio::null())
         .status()
         .unwrap();
@@ -199,23 +184,9 @@ fn refused_target_fails_sessions_with_reasons() {
     let tmp = TempDir::new("refused");
     let run = tmp.path().join("run");
     let port = free_port();
-    let out = surge()
-        .arg("replay")
-        .arg(fixture_recording())
-        .args([
-            "--target",
-            &format!("http://127.0.0.1:{port}/"),
-            "--users",
-            "3",
-        ])
-        .args([
-            "--start-interval",
-            "100ms",
-            "--loaded-duration",
-            "1s",
-            "--output-dir",
-        ])
-        .arg(&run)
+    let target = format!("http://127.0.0.1:{port}/");
+    let out = replay_cmd(&fixture_recording(), &target, 3, &run)
+        .args(["--start-interval", "100ms", "--loaded-duration", "1s"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -242,37 +213,17 @@ fn target_dying_mid_run_counts_failures_and_writes_results() {
     let (mut r, port) = start_shiny();
     let tmp = TempDir::new("dies");
     let run = tmp.path().join("run");
+    let target = format!("http://127.0.0.1:{port}/");
     let mut replay = Proc(
-        surge()
-            .arg("replay")
-            .arg(fixture_recording())
-            .args([
-                "--target",
-                &format!("http://127.0.0.1:{port}/"),
-                "--users",
-                "6",
-            ])
-            .args([
-                "--start-interval",
-                "300ms",
-                "--loaded-duration",
-                "4s",
-                "--message-timeout",
-                "5s",
-            ])
-            .arg("--output-dir")
-            .arg(&run)
+        replay_cmd(&fixture_recording(), &target, 6, &run)
+            .args(["--start-interval", "300ms", "--loaded-duration", "4s"])
+            .args(["--message-timeout", "5s"])
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
     );
     // Kill the app once the first sessions have finished.
-    let t = std::time::Instant::now();
-    while t.elapsed() < Duration::from_secs(30)
-        && (!run.join("sessions").exists() || session_csvs(&run).len() < 2)
-    {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_sessions(&run, 2, Duration::from_secs(30));
     let _ = r.0.kill();
     let _ = r.0.wait();
     let code = wait_exit(&mut replay, Duration::from_secs(60));
@@ -297,34 +248,15 @@ fn sigint_writes_consistent_partial_results() {
     let (_r, port) = start_shiny();
     let tmp = TempDir::new("sigint");
     let run = tmp.path().join("run");
+    let target = format!("http://127.0.0.1:{port}/");
     let mut replay = Proc(
-        surge()
-            .arg("replay")
-            .arg(fixture_recording())
-            .args([
-                "--target",
-                &format!("http://127.0.0.1:{port}/"),
-                "--users",
-                "4",
-            ])
-            .args([
-                "--start-interval",
-                "200ms",
-                "--loaded-duration",
-                "10m",
-                "--output-dir",
-            ])
-            .arg(&run)
+        replay_cmd(&fixture_recording(), &target, 4, &run)
+            .args(["--start-interval", "200ms", "--loaded-duration", "10m"])
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
     );
-    let t = std::time::Instant::now();
-    while t.elapsed() < Duration::from_secs(30)
-        && (!run.join("sessions").exists() || session_csvs(&run).is_empty())
-    {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_sessions(&run, 1, Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(500));
     let st = std::process::Command::new("kill")
         .args(["-INT", &replay.0.id().to_string()])

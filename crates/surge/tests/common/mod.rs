@@ -27,6 +27,25 @@ pub fn surge() -> Command {
     Command::new(env!("CARGO_BIN_EXE_surge"))
 }
 
+/// `surge replay RECORDING --target TARGET --users N --output-dir RUN`; callers add the rest.
+pub fn replay_cmd(recording: &Path, target: &str, users: u32, run: &Path) -> Command {
+    let mut c = surge();
+    c.arg("replay")
+        .arg(recording)
+        .args(["--target", target, "--users", &users.to_string()])
+        .arg("--output-dir")
+        .arg(run);
+    c
+}
+
+/// Waits (at most `within`) until the run directory holds at least `n` session CSVs.
+pub fn wait_sessions(run: &Path, n: usize, within: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < within && (!run.join("sessions").exists() || session_csvs(run).len() < n) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

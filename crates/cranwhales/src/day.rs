@@ -361,14 +361,10 @@ impl DayBuilder {
     /// Adds one data row (already split into 10 raw fields of `line`).
     #[inline]
     pub fn push(&mut self, line_no: u64, line: &[u8], f: &Fields<'_>) -> Result<(), RowError> {
-        self.rows += 1;
-        if !same(f[col::DATE], &self.date_raw) {
-            self.check_date(line_no, f[col::DATE])?;
+        if !self.admit(line_no, line, f)? {
+            return Ok(());
         }
         let pkg = f[col::PACKAGE];
-        if parse::is_missing(pkg) || pkg == b"\"\"" {
-            return self.skip(line_no, line);
-        }
         let secs = parse::seconds(f[col::TIME])
             .ok_or_else(|| bad(line_no, "time", f[col::TIME], "a HH:MM:SS time"))?;
         let size = parse::uint(f[col::SIZE])
@@ -403,15 +399,26 @@ impl DayBuilder {
         ip_id: u64,
         pv_hash: u64,
     ) -> Result<(), RowError> {
+        if !self.admit(line_no, line, f)? {
+            return Ok(());
+        }
+        self.add(line_no, line, f, secs, size, ip_id, pv_hash)
+    }
+
+    /// What every row goes through first: counted, date checked, and skipped (counted) when its
+    /// package is missing. `Ok(false)` means the row was skipped.
+    #[inline(always)]
+    fn admit(&mut self, line_no: u64, line: &[u8], f: &Fields<'_>) -> Result<bool, RowError> {
         self.rows += 1;
         if !same(f[col::DATE], &self.date_raw) {
             self.check_date(line_no, f[col::DATE])?;
         }
         let pkg = f[col::PACKAGE];
         if parse::is_missing(pkg) || pkg == b"\"\"" {
-            return self.skip(line_no, line);
+            self.skip(line_no, line)?;
+            return Ok(false);
         }
-        self.add(line_no, line, f, secs, size, ip_id, pv_hash)
+        Ok(true)
     }
 
     /// The rest of `push` once the row's numbers are decoded.

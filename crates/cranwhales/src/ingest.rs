@@ -7,7 +7,7 @@
 //! leaves the store as it was.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::day::{DayBuilder, DayTables, RowError};
+use crate::inflate::Gunzip;
 use crate::parse::{self, SplitError};
 use crate::progress::{Event, Progress};
 use crate::source::{self, SourceConfig};
@@ -194,8 +195,7 @@ pub fn read_day(
     std::thread::scope(|s| {
         s.spawn(move || {
             if gzip {
-                let reader = BufReader::with_capacity(256 * 1024, counting);
-                pump(flate2::bufread::MultiGzDecoder::new(reader), tx, free_rx);
+                pump(Gunzip::new(counting), tx, free_rx);
             } else {
                 pump(counting, tx, free_rx);
             }

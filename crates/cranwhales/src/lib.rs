@@ -4,6 +4,7 @@
 pub mod bar;
 pub mod cli;
 pub mod day;
+pub mod inflate;
 pub mod ingest;
 pub mod names;
 pub mod parse;

@@ -4,7 +4,7 @@
 //! versions, R builds, countries: interned once each) and rows (20 B each, kept so that the rows
 //! of the top-100 whales can be listed at the end without a second pass over the input).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::names;
 use crate::parse::{self, col, Fields};
@@ -665,27 +665,50 @@ impl DayBuilder {
 
         let whale_ids: Vec<u64> = order.iter().map(|&i| get(i).1).collect();
         let names = names::assign(&date, &whale_ids);
+        // Countries are counted by text (`"US"` and `US` are two raw values of one country):
+        // `canon` maps a raw country id to its text's index in `texts` (sorted, so the lowest
+        // index among equal counts is the alphabetically first).
+        let mut texts: Vec<&str> = self
+            .dict
+            .countries
+            .iter()
+            .flatten()
+            .map(|c| c.as_str())
+            .collect();
+        texts.sort_unstable();
+        texts.dedup();
+        let canon: Vec<Option<usize>> = (self.dict.countries.iter())
+            .map(|c| {
+                c.as_deref()
+                    .map(|c| texts.binary_search(&c).unwrap_or_default())
+            })
+            .collect();
+        let mut by_country = vec![0u64; texts.len()];
+        // `seen[p] == r + 1` once whale r has a download of package p.
+        let mut seen = vec![0u32; self.dict.packages.len()];
         let mut whales = Vec::with_capacity(order.len());
         for (r, (mut rows, name)) in whale_rows.into_iter().zip(names).enumerate() {
             // Chronological; the sort is stable so equal times keep file order.
             rows.sort_by_key(|w| w.secs);
             let mut hourly = [0u64; 24];
-            // By text: `"US"` and `US` are different raw values of one country.
-            let mut countries: FastMap<&str, u64> = FastMap::default();
-            let mut packages: HashSet<u32, foldhash::fast::RandomState> = HashSet::default();
+            let mut packages = 0u64;
+            by_country.fill(0);
             for w in &rows {
                 hourly[(w.secs / 3600) as usize] += 1;
-                if let Some(c) = &self.dict.countries[w.country as usize] {
-                    *countries.entry(c).or_default() += 1;
+                if let Some(c) = canon[w.country as usize] {
+                    by_country[c] += 1;
                 }
-                packages.insert(self.dict.pkgvers[w.pkgver as usize].0);
+                let p = self.dict.pkgvers[w.pkgver as usize].0 as usize;
+                if seen[p] != r as u32 + 1 {
+                    seen[p] = r as u32 + 1;
+                    packages += 1;
+                }
             }
             // Modal country; ties go to the alphabetically first code.
-            let country = countries
-                .iter()
-                .map(|(&c, &n)| (n, c))
-                .min_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)))
-                .map(|(_, c)| c.to_owned());
+            let country = (by_country.iter().enumerate())
+                .filter(|(_, &n)| n > 0)
+                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+                .map(|(c, _)| texts[c].to_owned());
             let acc = get(order[r]).0;
             whales.push(WhaleTable {
                 rank: r as u32 + 1,
@@ -694,7 +717,7 @@ impl DayBuilder {
                 country,
                 downloads: u64::from(acc.downloads),
                 bytes: acc.bytes,
-                packages: packages.len() as u64,
+                packages,
                 first: rows.first().map_or(0, |w| w.secs),
                 last: rows.last().map_or(0, |w| w.secs),
                 hourly,

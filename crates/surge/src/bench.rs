@@ -1,8 +1,10 @@
-//! `surge bench`: the client loop of a one-URL load test. One task per connection, each owning a
-//! hyper HTTP/1 (or h2c) connection and its own histogram; a pre-parsed request template is reused
-//! so the per-request work is a header-map clone. Closed model by default; `--rate` is an open model
-//! whose latency is measured from each request's intended send time (no coordinated omission).
+//! `surge bench`: the client loop of a one-URL load test. One task per connection, each owning its
+//! connection and its own histogram. HTTP/1.1 goes through `h1` (the request serialized once, written
+//! as is for every exchange); `--http2` uses hyper's h2c client with a reused request template.
+//! Closed model by default; `--rate` is an open model whose latency is measured from each request's
+//! intended send time (no coordinated omission).
 
+use crate::h1;
 use crate::stats::{self, Summary};
 use crate::timefmt::parse_duration;
 use bytes::Bytes;
@@ -86,6 +88,10 @@ struct Plan {
     method: Method,
     headers: HeaderMap,
     body: Bytes,
+    /// The whole HTTP/1.1 request (head and body), written as is for every exchange.
+    request: Vec<u8>,
+    /// HEAD responses have no body whatever their headers say.
+    head: bool,
     http2: bool,
     keepalive: bool,
     timeout: Duration,
@@ -107,15 +113,10 @@ struct ConnStats {
     bytes: u64,
 }
 
-type H1Conn = hyper::client::conn::http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
-
-/// HTTP/1 connections are driven inside the connection's own task (no spawned driver, no cross-task
-/// wake-ups per request); h2 needs its spawned driver.
-enum Sender {
-    H1(
-        hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-        std::pin::Pin<Box<H1Conn>>,
-    ),
+/// One connection's client: HTTP/1.1 is read and written in the connection's own task; h2 needs
+/// hyper's spawned connection driver.
+enum Conn {
+    H1(h1::Conn),
     H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
 }
 
@@ -280,6 +281,7 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
             .unwrap_or("/")
             .parse()?
     };
+    let request = serialize_request(&method, &request_uri, &headers, &body);
     let duration = match (args.requests, args.duration) {
         (Some(_), None) => None,
         (_, d) => Some(d.unwrap_or(Duration::from_secs(10))),
@@ -295,9 +297,11 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     Ok(Plan {
         uri: request_uri,
         authority,
+        head: method == Method::HEAD,
         method,
         headers,
         body,
+        request,
         http2: args.http2,
         keepalive: !args.no_keepalive,
         timeout: args.timeout,
@@ -309,6 +313,26 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         stop: AtomicBool::new(false),
         done: AtomicU64::new(0),
     })
+}
+
+/// The HTTP/1.1 request bytes; a body gets a Content-Length unless -H set the framing.
+fn serialize_request(method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Vec<u8> {
+    let mut r = format!("{method} {uri} HTTP/1.1\r\n").into_bytes();
+    for (k, v) in headers {
+        r.extend_from_slice(k.as_str().as_bytes());
+        r.extend_from_slice(b": ");
+        r.extend_from_slice(v.as_bytes());
+        r.extend_from_slice(b"\r\n");
+    }
+    let framed = headers.contains_key(hyper::header::CONTENT_LENGTH)
+        || headers.contains_key(hyper::header::TRANSFER_ENCODING);
+    let expects_body = [Method::POST, Method::PUT, Method::PATCH].contains(method);
+    if !framed && (!body.is_empty() || expects_body) {
+        r.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    }
+    r.extend_from_slice(b"\r\n");
+    r.extend_from_slice(body);
+    r
 }
 
 fn error_kind(e: &(dyn std::error::Error + 'static)) -> String {
@@ -333,24 +357,22 @@ fn error_kind(e: &(dyn std::error::Error + 'static)) -> String {
     e.to_string()
 }
 
-async fn connect(plan: &Plan) -> Result<Sender, String> {
+async fn connect(plan: &Plan) -> Result<Conn, String> {
+    if !plan.http2 {
+        return h1::Conn::connect(&plan.authority)
+            .await
+            .map(Conn::H1)
+            .map_err(|e| format!("connect: {:?}", e.kind()));
+    }
     let tcp = TcpStream::connect(&plan.authority)
         .await
         .map_err(|e| format!("connect: {:?}", e.kind()))?;
     let _ = tcp.set_nodelay(true);
-    let io = TokioIo::new(tcp);
-    if plan.http2 {
-        let (s, c) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-            .await
-            .map_err(|e| format!("handshake: {}", error_kind(&e)))?;
-        tokio::spawn(c);
-        Ok(Sender::H2(s))
-    } else {
-        let (s, c) = hyper::client::conn::http1::handshake(io)
-            .await
-            .map_err(|e| format!("handshake: {}", error_kind(&e)))?;
-        Ok(Sender::H1(s, Box::pin(c)))
-    }
+    let (s, c) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+        .await
+        .map_err(|e| format!("handshake: {}", error_kind(&e)))?;
+    tokio::spawn(c);
+    Ok(Conn::H2(s))
 }
 
 async fn read_response(
@@ -367,14 +389,49 @@ async fn read_response(
     Ok((status, n))
 }
 
+/// One request and its whole response: status, body bytes and whether the connection stays usable.
+async fn exchange(conn: &mut Conn, plan: &Plan) -> Result<h1::Response, String> {
+    match conn {
+        Conn::H1(c) => c
+            .exchange(&plan.request, plan.head)
+            .await
+            .map_err(|e| e.to_string()),
+        Conn::H2(s) => {
+            let mut req = Request::new(Full::new(plan.body.clone()));
+            *req.method_mut() = plan.method.clone();
+            *req.uri_mut() = plan.uri.clone();
+            *req.headers_mut() = plan.headers.clone();
+            let r = async {
+                s.ready().await?;
+                read_response(s.send_request(req).await?).await
+            };
+            let (status, body_bytes) = r.await.map_err(|e| error_kind(&e))?;
+            Ok(h1::Response {
+                status,
+                body_bytes,
+                keep_alive: true,
+            })
+        }
+    }
+}
+
 async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
     let mut st = ConnStats {
         hist: Some(stats::new_histogram()),
         ..Default::default()
     };
     let hist = st.hist.as_mut().expect("set above");
-    let mut sender: Option<Sender> = None;
+    let mut conn: Option<Conn> = None;
     let mut k: u64 = 0;
+    // Responses by status code (100..=999), folded into `st.statuses` at the end.
+    let mut statuses = vec![0u64; 1000];
+    // One timer per connection, pushed forward only when it fires before the current request's
+    // deadline: a timeout future per request would insert into and remove from the timer wheel
+    // every time.
+    let timer = tokio::time::sleep(plan.timeout);
+    tokio::pin!(timer);
+    // The closed model starts the next request at the previous one's end time.
+    let mut now = Instant::now();
     loop {
         if plan.stop.load(Ordering::Relaxed) {
             break;
@@ -384,7 +441,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 break;
             }
         }
-        let start = match plan.period {
+        let (start, sent) = match plan.period {
             Some(p) => {
                 // Connection `id` owns slots id, id+C, id+2C, ... of the global schedule.
                 let intended = plan.t0 + p.mul_f64(k as f64 + id as f64 / plan.conns as f64);
@@ -393,80 +450,75 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                     break;
                 }
                 tokio::time::sleep_until(intended).await;
-                if Instant::now().saturating_duration_since(intended) > LATE {
+                let sent = Instant::now();
+                if sent.saturating_duration_since(intended) > LATE {
                     st.late += 1;
                 }
-                intended
+                (intended, sent)
             }
-            None => Instant::now(),
+            None => (now, now),
         };
-        if sender.is_none() {
+        if conn.is_none() {
             match connect(&plan).await {
-                Ok(s) => sender = Some(s),
+                Ok(c) => conn = Some(c),
                 Err(e) => {
                     *st.errors.entry(e).or_insert(0) += 1;
                     // Avoid a hot loop against a refused port.
                     tokio::time::sleep(Duration::from_millis(10)).await;
-                    if plan.deadline.is_some_and(|d| Instant::now() >= d) {
+                    now = Instant::now();
+                    if plan.deadline.is_some_and(|d| now >= d) {
                         break;
                     }
                     continue;
                 }
             }
         }
-        let mut req = Request::new(Full::new(plan.body.clone()));
-        *req.method_mut() = plan.method.clone();
-        *req.uri_mut() = plan.uri.clone();
-        *req.headers_mut() = plan.headers.clone();
-        let s = sender.as_mut().expect("connected above");
-        let fut = async {
-            match s {
-                Sender::H1(s, conn) => {
-                    let exchange = async {
-                        s.ready().await?;
-                        read_response(s.send_request(req).await?).await
-                    };
-                    tokio::pin!(exchange);
-                    tokio::select! {
-                        biased;
-                        r = &mut exchange => r.map_err(|e| error_kind(&e)),
-                        c = conn.as_mut() => Err(match c {
-                            Ok(()) => "connection closed".to_string(),
-                            Err(e) => error_kind(&e),
-                        }),
+        let c = conn.as_mut().expect("connected above");
+        let result = {
+            let ex = exchange(c, &plan);
+            tokio::pin!(ex);
+            loop {
+                tokio::select! {
+                    biased;
+                    r = &mut ex => break Some(r),
+                    () = &mut timer => {
+                        let due = sent + plan.timeout;
+                        if Instant::now() >= due {
+                            break None;
+                        }
+                        timer.as_mut().reset(due);
                     }
-                }
-                Sender::H2(s) => {
-                    let exchange = async {
-                        s.ready().await?;
-                        read_response(s.send_request(req).await?).await
-                    };
-                    exchange.await.map_err(|e| error_kind(&e))
                 }
             }
         };
-        match tokio::time::timeout(plan.timeout, fut).await {
-            Ok(Ok((status, n))) => {
-                let us = start.elapsed().as_micros() as u64;
+        now = Instant::now();
+        match result {
+            Some(Ok(r)) => {
+                let us = now.saturating_duration_since(start).as_micros() as u64;
                 let _ = hist.record(us.max(1));
-                *st.statuses.entry(status).or_insert(0) += 1;
-                st.bytes += n;
-                if !plan.keepalive {
-                    sender = None;
+                statuses[usize::from(r.status).min(999)] += 1;
+                st.bytes += r.body_bytes;
+                if !plan.keepalive || !r.keep_alive {
+                    conn = None;
                 }
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 *st.errors.entry(e).or_insert(0) += 1;
-                sender = None;
+                conn = None;
             }
-            Err(_) => {
+            None => {
                 *st.errors.entry("timeout".into()).or_insert(0) += 1;
-                sender = None;
+                conn = None;
             }
         }
         plan.done.fetch_add(1, Ordering::Relaxed);
-        if plan.deadline.is_some_and(|d| Instant::now() >= d) {
+        if plan.deadline.is_some_and(|d| now >= d) {
             break;
+        }
+    }
+    for (code, &n) in statuses.iter().enumerate() {
+        if n > 0 {
+            st.statuses.insert(code as u16, n);
         }
     }
     st

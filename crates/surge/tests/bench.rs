@@ -1,10 +1,17 @@
 //! `surge bench` against a real nginx on loopback: request counts agree with nginx's own access log,
 //! the open model keeps to its schedule, and a refused port gives errors by kind and exit status 1.
+//! Then the HTTP/1.1 client against scripted servers: byte counts for Content-Length and chunked
+//! bodies, connection reuse and close, and broken or silent servers as counted errors.
 
 mod common;
 
 use common::*;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 struct Nginx {
@@ -24,7 +31,8 @@ fn start_nginx() -> Nginx {
     std::fs::write(
         d.join("nginx.conf"),
         format!(
-            "worker_processes 1; daemon off; pid {p}/nginx.pid; error_log {p}/logs/error.log;\n\
+            "worker_processes 1; master_process off; daemon off; pid {p}/nginx.pid;\n\
+             error_log {p}/logs/error.log;\n\
              events {{ worker_connections 1024; }}\n\
              http {{ access_log {p}/logs/access.log; client_body_temp_path {p}/cb; proxy_temp_path {p}/px;\n\
              fastcgi_temp_path {p}/fc; uwsgi_temp_path {p}/uw; scgi_temp_path {p}/sc;\n\
@@ -125,4 +133,348 @@ fn bad_arguments_exit_2_with_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("only http://"));
+}
+
+// ---- The HTTP/1.1 client path against hand-scripted servers (std threads on 127.0.0.1) ----
+
+/// What a scripted server sends for one request.
+struct Reply {
+    bytes: Vec<u8>,
+    /// Body bytes as the server counts them (decoded length for chunked bodies).
+    body: u64,
+    /// Close the connection after writing.
+    close: bool,
+}
+
+/// A real TCP server on an ephemeral port whose reply to the n-th request (counted over all
+/// connections) comes from a script. It counts accepted connections and body bytes sent, and keeps
+/// every request head it read; dropping it stops the accept loop.
+struct Scripted {
+    port: u16,
+    accepted: Arc<AtomicU64>,
+    body_sent: Arc<AtomicU64>,
+    requests: Arc<Mutex<Vec<Vec<u8>>>>,
+    stop: Arc<AtomicBool>,
+}
+
+type Script = dyn Fn(u64, &[u8]) -> Reply + Send + Sync;
+
+impl Scripted {
+    fn start(script: impl Fn(u64, &[u8]) -> Reply + Send + Sync + 'static) -> Scripted {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let s = Scripted {
+            port,
+            accepted: Arc::default(),
+            body_sent: Arc::default(),
+            requests: Arc::default(),
+            stop: Arc::default(),
+        };
+        let script: Arc<Script> = Arc::new(script);
+        let (accepted, body_sent, requests, stop) = (
+            s.accepted.clone(),
+            s.body_sent.clone(),
+            s.requests.clone(),
+            s.stop.clone(),
+        );
+        let counter = Arc::new(AtomicU64::new(0));
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let (script, body_sent, requests, counter) = (
+                    script.clone(),
+                    body_sent.clone(),
+                    requests.clone(),
+                    counter.clone(),
+                );
+                std::thread::spawn(move || serve(conn, &*script, &body_sent, &requests, &counter));
+            }
+        });
+        s
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/p?q=1", self.port)
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Serves one connection: reads a request (head and Content-Length body), replies by script.
+fn serve(
+    mut c: std::net::TcpStream,
+    script: &Script,
+    body_sent: &AtomicU64,
+    requests: &Mutex<Vec<Vec<u8>>>,
+    counter: &AtomicU64,
+) {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                if buf.len() >= i + 4 + len {
+                    break i + 4 + len;
+                }
+            }
+            match c.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        let req: Vec<u8> = buf.drain(..end).collect();
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        let r = script(n, &req);
+        requests.lock().unwrap().push(req);
+        if c.write_all(&r.bytes).is_err() {
+            return;
+        }
+        body_sent.fetch_add(r.body, Ordering::SeqCst);
+        if r.close {
+            return;
+        }
+    }
+}
+
+/// A response with a Content-Length body of `len` bytes.
+fn sized(len: usize, extra_headers: &str) -> Reply {
+    let mut bytes =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n{extra_headers}\r\n").into_bytes();
+    bytes.extend((0..len).map(|i| b'a' + (i % 26) as u8));
+    Reply {
+        bytes,
+        body: len as u64,
+        close: false,
+    }
+}
+
+/// A chunked response whose chunks have the given sizes, with an extension and a trailer.
+fn chunked(sizes: &[usize]) -> Reply {
+    let mut bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for (k, &s) in sizes.iter().enumerate() {
+        bytes.extend(format!("{s:x}{}\r\n", if k % 2 == 1 { ";x=y" } else { "" }).as_bytes());
+        bytes.extend(std::iter::repeat_n(b'z', s));
+        bytes.extend(b"\r\n");
+    }
+    bytes.extend(b"0\r\nX-Trailer: 1\r\n\r\n");
+    Reply {
+        bytes,
+        body: sizes.iter().sum::<usize>() as u64,
+        close: false,
+    }
+}
+
+/// Sizes that cross the client's 16 KiB buffer now and then.
+fn size_of(n: u64) -> usize {
+    (n as usize * 7919) % 40_000
+}
+
+fn errors(r: &serde_json::Value) -> BTreeMap<String, u64> {
+    r["errors"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect()
+}
+
+/// Content-Length bodies of varied sizes are counted byte for byte, over one kept-alive connection
+/// per -c.
+#[test]
+fn content_length_bodies_over_reused_connections() {
+    let s = Scripted::start(|n, _| sized(size_of(n), ""));
+    let (code, r) = bench(&["-c", "3", "-n", "300", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["ok"], 300, "{r}");
+    assert_eq!(r["bytes_received"], s.body_sent.load(Ordering::SeqCst));
+    let expected: u64 = (0..300).map(|n| size_of(n) as u64).sum();
+    assert_eq!(r["bytes_received"], expected);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 3);
+}
+
+/// Chunked bodies (extensions, trailers, chunks across reads) count their decoded bytes, and the
+/// connection is reused after the terminating chunk.
+#[test]
+fn chunked_bodies_count_decoded_bytes() {
+    // No empty chunk inside: a 0-size chunk ends the body.
+    let s = Scripted::start(|n, _| chunked(&[size_of(n) + 1, 1, size_of(n + 1) / 3 + 1, 17]));
+    let (code, r) = bench(&["-c", "2", "-n", "200", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["ok"], 200, "{r}");
+    let expected: u64 = (0..200)
+        .map(|n| (size_of(n) + 1 + 1 + size_of(n + 1) / 3 + 1 + 17) as u64)
+        .sum();
+    assert_eq!(r["bytes_received"], expected);
+    assert_eq!(r["bytes_received"], s.body_sent.load(Ordering::SeqCst));
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+}
+
+/// `Connection: close`, and HTTP/1.0 bodies that end at close, make the client reconnect without
+/// counting an error.
+#[test]
+fn connection_close_and_http10_reconnect() {
+    let s = Scripted::start(|n, _| {
+        let len = size_of(n);
+        let mut r = if n % 2 == 0 {
+            sized(len, "Connection: close\r\n")
+        } else {
+            let mut r = sized(len, "");
+            // Same body, HTTP/1.0 and no length: the body runs to the close.
+            let head_end = r.bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+            r.bytes.splice(..head_end + 4, *b"HTTP/1.0 200 OK\r\n\r\n");
+            r
+        };
+        r.close = true;
+        r
+    });
+    let (code, r) = bench(&["-c", "2", "-n", "60", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["ok"], 60, "{r}");
+    assert!(errors(&r).is_empty(), "{r}");
+    let expected: u64 = (0..60).map(|n| size_of(n) as u64).sum();
+    assert_eq!(r["bytes_received"], expected);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 60);
+}
+
+/// A server that closes mid-body or before answering: counted errors with their reasons, the other
+/// requests succeed on fresh connections.
+#[test]
+fn server_closing_mid_response_is_an_error() {
+    let s = Scripted::start(|n, _| match n % 3 {
+        0 => sized(100, ""),
+        1 => {
+            let mut r = sized(1000, "");
+            r.bytes.truncate(r.bytes.len() - 400);
+            r.body = 0;
+            r.close = true;
+            r
+        }
+        _ => Reply {
+            bytes: Vec::new(),
+            body: 0,
+            close: true,
+        },
+    });
+    let (code, r) = bench(&["-c", "1", "-n", "30", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["ok"], 10, "{r}");
+    assert_eq!(r["bytes_received"], 1000);
+    let e = errors(&r);
+    assert_eq!(e.get("connection closed mid-response"), Some(&10), "{e:?}");
+    assert_eq!(e.get("connection closed"), Some(&10), "{e:?}");
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 20);
+}
+
+/// Garbage and broken chunked framing are invalid responses, and every request fails: exit 1.
+#[test]
+fn garbage_responses_are_invalid() {
+    let s = Scripted::start(|n, _| Reply {
+        bytes: if n % 2 == 0 {
+            b"SSH-2.0-OpenSSH_9.2\r\n\r\n".to_vec()
+        } else {
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n".to_vec()
+        },
+        body: 0,
+        close: false,
+    });
+    let (code, r) = bench(&["-c", "1", "-n", "6", &s.url()]);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(r["ok"], 0);
+    let e = errors(&r);
+    assert_eq!(e.get("invalid response: not HTTP/1.x"), Some(&3), "{e:?}");
+    assert_eq!(e.get("invalid response: bad chunk size"), Some(&3), "{e:?}");
+}
+
+/// A server that never answers: each request is a "timeout" after --timeout.
+#[test]
+fn silent_server_times_out() {
+    let s = Scripted::start(|_, _| Reply {
+        bytes: Vec::new(),
+        body: 0,
+        close: false,
+    });
+    let t = std::time::Instant::now();
+    let (code, r) = bench(&["-c", "2", "-n", "4", "--timeout", "200ms", &s.url()]);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(errors(&r).get("timeout"), Some(&4), "{r}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+/// -m, -H and --body reach the server as given, with a Content-Length; HEAD responses have no body.
+#[test]
+fn method_headers_and_body_are_sent() {
+    let dir = TempDir::new("bench-body");
+    let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join("body.bin"), &body).unwrap();
+    let s = Scripted::start(|_, _| sized(10, ""));
+    let file = dir.path().join("body.bin");
+    let (code, r) = bench(&[
+        "-c",
+        "1",
+        "-n",
+        "2",
+        "-m",
+        "PUT",
+        "-H",
+        "X-Test: yes please",
+        "--body",
+        file.to_str().unwrap(),
+        &s.url(),
+    ]);
+    assert_eq!(code, Some(0), "{r}");
+    let reqs = s.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 2);
+    let head_end = reqs[0].windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&reqs[0][..head_end]).to_string();
+    assert!(head.starts_with("PUT /p?q=1 HTTP/1.1\r\n"), "{head}");
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.contains("\r\nx-test: yes please"), "{head}");
+    assert!(lower.contains("\r\ncontent-length: 5000"), "{head}");
+    assert!(
+        lower.contains(&format!("\r\nhost: 127.0.0.1:{}", s.port)),
+        "{head}"
+    );
+    assert_eq!(&reqs[0][head_end + 4..], &body[..]);
+
+    let s = Scripted::start(|_, _| {
+        let mut r = sized(0, "");
+        r.bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n".to_vec();
+        r
+    });
+    let (code, r) = bench(&["-c", "1", "-n", "5", "-m", "HEAD", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["ok"], 5);
+    assert_eq!(r["bytes_received"], 0);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 1);
+}
+
+/// --no-keepalive opens one connection per request and says so to the server.
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let s = Scripted::start(|n, req| {
+        let close = String::from_utf8_lossy(req)
+            .to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n");
+        let mut r = sized(size_of(n), if close { "Connection: close\r\n" } else { "" });
+        r.close = close;
+        r
+    });
+    let (code, r) = bench(&["-c", "2", "-n", "20", "--no-keepalive", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["ok"], 20);
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 20);
 }

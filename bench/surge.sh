@@ -33,7 +33,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.2; done; echo "port $1 never opened" >&2; return 1; }
 
-# ---------- 1. generators vs nginx ----------  (PART=replay runs only part 2)
+# ---------- 1. generators vs nginx ----------  (PART=replay runs only part 2, PART=gen only part 1)
 if [ "${PART:-all}" != replay ]; then
 PORT="$(free_port)"
 mkdir -p "$TMP/www" "$TMP/nginx/logs"
@@ -106,6 +106,7 @@ PY
 fi
 
 # ---------- 2. 10,000-user replay memory ----------
+[ "${PART:-all}" != gen ] || exit 0
 echo
 echo "== cranwhales: record a real UI session (surge record + headless Chromium), replay with $USERS users"
 CW="$TARGET_DIR/release/cranwhales"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make bench-manifold: manifold side by side with one plumber, valve and faucet (see issue 6).
-#  (a) 100 x /sleep?ms=500 at concurrency 5 (valve's benchmark): req/s, p50, p99 per contender
-#  (b) /hello latency, one connection at a time: direct plumber vs through manifold (added p50)
+#  (a) 100 x /sleep?ms=500 at concurrency 5 (valve's benchmark): req/s, p50, p99 per contender, each
+#      pool started with all 5 workers and warmed alike; plus the machine's ceiling: 5 plumbers hit
+#      directly by 5 separate clients (no proxy at all)
+#  (b) hello latency direct vs through manifold (added p50): a steady single-threaded hello worker
+#      (bench/manifold_hello.py) isolates manifold's own cost; plumber /hello figures alongside
 #  (c) burst: 200 requests at once, --max 4 workers, 100 ms each: errors, FIFO order, longest wait
 # Every server runs in its own session (setsid) and is stopped as a whole group at the end.
 set -euo pipefail
@@ -12,9 +15,11 @@ PEERS_TARGET=${MANIFOLD_PEERS_TARGET:-/tmp/manifold-bench-peers}
 API="$ROOT/crates/manifold/tests/fixtures/plumber/api.R"
 N=${N:-100}
 C=${C:-5}
-WARM=${WARM:-25}
+WARM=${WARM:-10}  # warm-up requests per worker
 ROUNDS=${ROUNDS:-5}
 HN=${HN:-500}
+SN=${SN:-2000}
+SROUNDS=${SROUNDS:-9}
 WORK=$(mktemp -d)
 GROUPS_STARTED=()
 
@@ -73,53 +78,86 @@ oha_run() { # label, url, extra oha args...
   python3 bench/manifold_oha.py "$label" "$WORK/$label.json"
 }
 
-sleep_round() { # label, base url [status url: wait until C workers are ready]
-  oha_run "$1-warmup" "$2/sleep?ms=500" -n "$WARM" -c "$C" >/dev/null
-  if [ -n "${3:-}" ]; then
-    for _ in $(seq 600); do
-      n=$(http_get "$3" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["workers"]))')
-      [ "$n" -ge "$C" ] && break
-      sleep 0.1
-    done
-    echo "   $n workers ready before the measured round"
-  fi
+sleep_round() { # label, base url, workers
+  oha_run "$1-warmup" "$2/sleep?ms=500" -n $((WARM * $3)) -c "$C" >/dev/null
   oha_run "$1" "$2/sleep?ms=500" -n "$N" -c "$C"
 }
 
-echo "== (a) $N x /sleep?ms=500 at concurrency $C (after $WARM warm-up requests each; ideal 10 req/s, p99 ~501 ms)"
+echo "== (a) $N x /sleep?ms=500 at concurrency $C ($WARM warm-up requests per worker first; ideal 10 req/s, p99 ~501 ms)"
 P=$(free_port)
 start plumber Rscript -e "plumber::pr_run(plumber::pr('$API'), host='127.0.0.1', port=$P, docs=FALSE, quiet=TRUE)"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/hello"
-sleep_round "one-plumber" "http://127.0.0.1:$P"
+sleep_round "one-plumber" "http://127.0.0.1:$P" 1
 stop "$G"
 
+# The ceiling: C plumbers, each hit by its own sequential client (new connection per request, so
+# no delayed-ACK stall), all at once. No proxy can beat this on this machine.
+CP=(); CG=()
+for i in $(seq "$C"); do
+  P=$(free_port); CP+=("$P")
+  start "ceiling-$i" Rscript -e "plumber::pr_run(plumber::pr('$API'), host='127.0.0.1', port=$P, docs=FALSE, quiet=TRUE)"
+  CG+=("$LAST_GROUP")
+done
+for P in "${CP[@]}"; do wait_http "http://127.0.0.1:$P/hello"; done
+PIDS=()
+for P in "${CP[@]}"; do oha --no-tui -n "$WARM" -c 1 --disable-keepalive "http://127.0.0.1:$P/sleep?ms=500" >/dev/null & PIDS+=($!); done
+wait "${PIDS[@]}"  # (a bare `wait` would also wait for the servers)
+PIDS=()
+for i in $(seq "$C"); do
+  oha --no-tui --output-format json -n $((N / C)) -c 1 --disable-keepalive "http://127.0.0.1:${CP[$((i - 1))]}/sleep?ms=500" >"$WORK/ceiling-$i.json" &
+  PIDS+=($!)
+done
+wait "${PIDS[@]}"
+python3 - "$WORK" "$C" "$N" <<'PY'
+import json, sys
+work, c, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+runs = [json.load(open(f"{work}/ceiling-{i}.json")) for i in range(1, c + 1)]
+wall = max(r["summary"]["total"] for r in runs)
+p50 = sorted(r["latencyPercentiles"]["p50"] for r in runs)[c // 2] * 1000
+p99 = max(r["latencyPercentiles"]["p99"] for r in runs) * 1000
+print(f"{'ceiling: ' + str(c) + ' plumbers direct':<28} {n / wall:9.2f} req/s   p50 {p50:9.3f} ms   p99 {p99:9.3f} ms   (slowest of {c} clients)")
+open(f"{work}/ceiling.json.line", "w").write(f"{n / wall} {p50} {p99} 0\n")
+PY
+for g in "${CG[@]}"; do stop "$g"; done
+
 P=$(free_port)
-start manifold "$MANIFOLD" --listen "127.0.0.1:$P" --max 5 plumber "$API"
+start manifold "$MANIFOLD" --listen "127.0.0.1:$P" --min "$C" --max "$C" plumber "$API"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
-sleep_round "manifold --max 5" "http://127.0.0.1:$P" "http://127.0.0.1:$P/__manifold__/status"
+sleep_round "manifold --min 5 --max 5" "http://127.0.0.1:$P" "$C"
 http_get "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("   manifold workers after the run:", [(w["id"], w["state"], w["served"]) for w in d["workers"]])'
 stop "$G"
 
 P=$(free_port)
 mkdir -p "$WORK/valve" && cp "$API" "$WORK/valve/plumber.R"
-start valve bash -c "cd '$WORK/valve' && exec valve -f plumber.R -n 5 --n-min 1 -p $P -h 127.0.0.1"
+start valve bash -c "cd '$WORK/valve' && exec valve -f plumber.R -n $C --n-min $C -p $P -h 127.0.0.1"
 G=$LAST_GROUP
 if wait_http "http://127.0.0.1:$P/hello"; then
-  sleep_round "valve -n 5" "http://127.0.0.1:$P"
+  sleep_round "valve -n 5" "http://127.0.0.1:$P" "$C"
 fi
 stop "$G"
 
 P=$(free_port)
 mkdir -p "$WORK/faucet" && cp "$API" "$WORK/faucet/plumber.R"
-start faucet faucet --host "127.0.0.1:$P" start --workers 5 --dir "$WORK/faucet"
+start faucet faucet --host "127.0.0.1:$P" start --workers "$C" --dir "$WORK/faucet"
 G=$LAST_GROUP
 if wait_http "http://127.0.0.1:$P/hello"; then
-  sleep_round "faucet -w 5" "http://127.0.0.1:$P"
+  sleep_round "faucet -w 5" "http://127.0.0.1:$P" "$C"
 fi
 stop "$G"
 
-echo "== (b) /hello one request at a time: the same R worker directly vs through manifold"
-echo "   (new client connection per request, oha --disable-keepalive; $ROUNDS alternating rounds of $HN)"
+echo "== (b) hello latency, one request at a time: the same worker directly vs through manifold --max 1"
+echo "   steady worker (bench/manifold_hello.py, one thread), keep-alive client: $SROUNDS alternating rounds of $SN"
+P=$(free_port)
+start manifold-steady "$MANIFOLD" --listen "127.0.0.1:$P" --max 1 -- python3 "$ROOT/bench/manifold_hello.py" "{port}"
+G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
+W=$(http_get "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"][0]["port"])')
+oha --no-tui -n "$SN" -c 1 "http://127.0.0.1:$P/hello" >/dev/null
+for r in $(seq "$SROUNDS"); do
+  oha_run "steady-direct-$r" "http://127.0.0.1:$W/hello" -n "$SN" -c 1 >/dev/null
+  oha_run "steady-manifold-$r" "http://127.0.0.1:$P/hello" -n "$SN" -c 1 >/dev/null
+done
+stop "$G"
+echo "   plumber /hello (new client connection per request, oha --disable-keepalive): $ROUNDS alternating rounds of $HN"
 P=$(free_port)
 start manifold-hello "$MANIFOLD" --listen "127.0.0.1:$P" --max 1 plumber "$API"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
@@ -143,13 +181,15 @@ stop "$G"
 echo "== ratio lines"
 line() { cat "$WORK/$1.json.line"; }
 read -r d_rps d_p50 d_p99 _ < <(line one-plumber)
-read -r m_rps m_p50 m_p99 m_err < <(line "manifold --max 5")
+read -r m_rps m_p50 m_p99 m_err < <(line "manifold --min 5 --max 5")
 python3 - "$d_rps" "$m_rps" "$m_p99" "$m_err" <<'PY'
 import sys
 d, m, p99, err = map(float, sys.argv[1:])
 ok = "OK" if m >= 9.9 and p99 <= 520 and err == 0 else "MISSED"
-print(f"(a) manifold --max 5 / one plumber: {m / d:.2f}x req/s ({m:.2f} vs {d:.2f}); p99 {p99:.1f} ms; targets >= 9.9 req/s, p99 <= 520 ms: {ok}")
+print(f"(a) manifold --max 5 (--min 5, warm) / one plumber: {m / d:.2f}x req/s ({m:.2f} vs {d:.2f}); p99 {p99:.1f} ms; targets >= 9.9 req/s, p99 <= 520 ms: {ok}")
 PY
+read -r c_rps _ c_p99 _ < <(line ceiling)
+python3 -c "import sys; m,c,mp,cp=map(float,sys.argv[1:5]); print(f'(a) manifold / ceiling ({sys.argv[5]} plumbers direct, no proxy): {m/c:.3f}x req/s ({m:.2f} vs {c:.2f}), p99 {mp:.1f} vs {cp:.1f} ms')" "$m_rps" "$c_rps" "$m_p99" "$c_p99" "$C"
 for peer in "valve -n 5" "faucet -w 5"; do
   if [ -f "$WORK/$peer.json.line" ]; then
     read -r p_rps _ p_p99 _ < <(line "$peer")
@@ -158,17 +198,23 @@ for peer in "valve -n 5" "faucet -w 5"; do
     echo "(a) $peer: did not run (see its log above)"
   fi
 done
-python3 - "$WORK" "$ROUNDS" <<'PY'
+python3 - "$WORK" "$ROUNDS" "$SROUNDS" <<'PY'
 import statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, srounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 p50 = lambda name: float(open(f"{work}/{name}.json.line").read().split()[1])
-d = [p50(f"hello-direct-{r}") for r in range(1, rounds + 1)]
-m = [p50(f"hello-manifold-{r}") for r in range(1, rounds + 1)]
-added = statistics.median(b - a for a, b in zip(d, m)) * 1000
-ka_d, ka_m = p50("hello-direct-keepalive"), p50("hello-manifold-keepalive")
+def paired(kind, n):
+    d = [p50(f"{kind}-direct-{r}") for r in range(1, n + 1)]
+    m = [p50(f"{kind}-manifold-{r}") for r in range(1, n + 1)]
+    added = [(b - a) * 1000 for a, b in zip(d, m)]
+    return statistics.median(d), statistics.median(m), statistics.median(added), min(added), max(added)
+d, m, added, lo, hi = paired("steady", srounds)
 ok = "OK" if added <= 100 else "MISSED"
-print(f"(b) /hello p50 direct {statistics.median(d):.3f} ms, via manifold {statistics.median(m):.3f} ms: "
-      f"added {added:.0f} us (median of {rounds} paired rounds; target <= 100 us: {ok})")
-print(f"(b) keep-alive client: direct {ka_d:.3f} ms (delayed-ACK stall) vs via manifold {ka_m:.3f} ms: {ka_d / ka_m:.1f}x faster")
+print(f"(b) steady hello worker p50 direct {d * 1000:.0f} us, via manifold {m * 1000:.0f} us: added {added:.0f} us "
+      f"(median of {srounds} paired rounds, range {lo:.0f}..{hi:.0f}; target <= 100 us: {ok})")
+d, m, added, lo, hi = paired("hello", rounds)
+print(f"(b) plumber /hello p50 direct {d:.3f} ms, via manifold {m:.3f} ms: added {added:.0f} us "
+      f"(new client connection each; median of {rounds} paired rounds, range {lo:.0f}..{hi:.0f})")
+ka_d, ka_m = p50("hello-direct-keepalive"), p50("hello-manifold-keepalive")
+print(f"(b) plumber keep-alive client: direct {ka_d:.3f} ms (delayed-ACK stall) vs via manifold {ka_m:.3f} ms: {ka_d / ka_m:.1f}x faster")
 PY
 echo "(c) $(cat "$WORK/burst.txt")"

@@ -68,6 +68,26 @@ pub enum WorkerError {
     },
 }
 
+/// Makes the worker get SIGKILL if manifold itself dies without stopping it (kill -9, OOM), so
+/// no worker outlives its pool. The kernel ties this to the spawning thread: workers are spawned
+/// from runtime worker threads, which live as long as manifold does.
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // manifold died before prctl took effect: do not start an orphan.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("manifold exited"));
+            }
+            Ok(())
+        });
+    }
+}
+
 fn tail_suffix(tail: &str) -> String {
     if tail.is_empty() {
         String::new()
@@ -164,19 +184,19 @@ impl Worker {
             .iter()
             .map(|a| a.replace("{port}", &port.to_string()))
             .collect();
-        let mut child = Command::new(&args[0])
-            .args(&args[1..])
+        let mut cmd = Command::new(&args[0]);
+        cmd.args(&args[1..])
             .env("PORT", port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|source| WorkerError::Spawn {
-                id,
-                program: args[0].clone(),
-                source,
-            })?;
+            .process_group(0);
+        die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().map_err(|source| WorkerError::Spawn {
+            id,
+            program: args[0].clone(),
+            source,
+        })?;
         let pid = child.id().expect("fresh child has a pid");
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let mut drains = Vec::new();

@@ -465,3 +465,21 @@ fn second_sigterm_stops_without_waiting() {
     let text = String::from_utf8_lossy(&raw);
     assert!(!text.starts_with("HTTP/1.1 200"), "{text}");
 }
+
+/// If manifold itself is killed with SIGKILL (no chance to stop anything), its workers die too
+/// instead of living on as orphans.
+#[test]
+fn workers_die_with_a_killed_manifold() {
+    let mut m = start(&base(&["--min", "2", "--max", "2"]));
+    let pids: Vec<u32> = workers(&m.status())
+        .iter()
+        .map(|w| w["pid"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|&p| alive(p)));
+    m.child.kill().unwrap();
+    m.wait();
+    for p in pids {
+        assert_gone(p);
+    }
+}

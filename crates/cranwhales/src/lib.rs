@@ -2,6 +2,7 @@
 //! See ARCHITECTURE.md for the module map.
 
 pub mod bar;
+pub mod blob;
 pub mod cli;
 pub mod day;
 pub mod inflate;

@@ -8,15 +8,15 @@
 //! `Store` owns one connection: it is `Send` but not `Sync`. Open one per thread (or per
 //! `spawn_blocking` call); opening is cheap (a file open and a schema-version read).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::day::{DayTables, DownloadRef, TOP};
+use crate::blob;
+use crate::day::{DayTables, TOP};
 use crate::parse::hms;
-use crate::summary::{DayInfo, DaySummary, Download, Hour, Totals, Whale, WhaleDetail};
+use crate::summary::{DayInfo, DaySummary, Hour, Totals, Whale, WhaleDetail};
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -80,9 +80,8 @@ CREATE TABLE IF NOT EXISTS whale_hourly (
     downloads INTEGER NOT NULL,
     PRIMARY KEY (date, ip_id, hour)
 ) WITHOUT ROWID;
--- Every download of a top-100 whale, packed into one blob per whale (format: `pack_rows`):
--- they are always read together, and 750k separate SQLite rows took 3 s to insert on a 10M-row
--- day. The key is the index for 'all rows of whale X on day D'.
+-- Every download of a top-100 whale, packed into one blob per whale (format: `blob.rs`).
+-- The key is the index for 'all rows of whale X on day D'.
 CREATE TABLE IF NOT EXISTS whale_rows (
     date TEXT NOT NULL,
     ip_id INTEGER NOT NULL,
@@ -222,7 +221,7 @@ impl Store {
                 for (h, n) in w.hourly.iter().enumerate() {
                     hour.execute(params![d, w.ip_id, h, n])?;
                 }
-                let (n, blob) = pack_rows(day.whale_downloads(i));
+                let (n, blob) = blob::pack(day.whale_downloads(i));
                 rows.execute(params![d, w.ip_id, n, blob])?;
             }
         }
@@ -321,7 +320,7 @@ impl Store {
                 params![date, ip_id],
                 |r| r.get(0),
             )?;
-            let downloads = unpack_rows(&blob).ok_or_else(|| {
+            let downloads = blob::unpack(&blob).ok_or_else(|| {
                 let e = "corrupt whale_rows blob".into();
                 rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, e)
             })?;
@@ -420,98 +419,6 @@ fn whales(
         }
     }
     Ok(whales)
-}
-
-/// Packs a whale's downloads into one blob: `u32 nstrings, (u16 len, utf8)*, u32 nrows,
-/// (u32 secs, u64 size, u32 package, version, r_version, r_arch, r_os, country)*`, little-endian;
-/// string fields are 1-based indexes into the blob's own string list, 0 meaning missing.
-pub fn pack_rows<'a>(rows: impl Iterator<Item = DownloadRef<'a>>) -> (u64, Vec<u8>) {
-    let mut strings: Vec<&str> = Vec::new();
-    let mut index: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
-    let mut body = Vec::new();
-    let mut n = 0u64;
-    let mut id = |s: Option<&'a str>| -> u32 {
-        s.map_or(0, |s| {
-            *index.entry(s).or_insert_with(|| {
-                strings.push(s);
-                strings.len() as u32
-            })
-        })
-    };
-    for r in rows {
-        n += 1;
-        body.extend_from_slice(&r.secs.to_le_bytes());
-        body.extend_from_slice(&r.size.to_le_bytes());
-        for s in [
-            Some(r.package),
-            r.version,
-            r.r_version,
-            r.r_arch,
-            r.r_os,
-            r.country,
-        ] {
-            body.extend_from_slice(&id(s).to_le_bytes());
-        }
-    }
-    let mut blob = Vec::with_capacity(body.len() + 16 * strings.len() + 8);
-    blob.extend_from_slice(&(strings.len() as u32).to_le_bytes());
-    for s in &strings {
-        // Longer strings are cut at a char boundary; log fields are short.
-        let mut end = s.len().min(u16::MAX as usize);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        blob.extend_from_slice(&(end as u16).to_le_bytes());
-        blob.extend_from_slice(&s.as_bytes()[..end]);
-    }
-    blob.extend_from_slice(&(n as u32).to_le_bytes());
-    blob.extend_from_slice(&body);
-    (n, blob)
-}
-
-/// Reads back [`pack_rows`]; `None` if the blob is malformed.
-pub fn unpack_rows(blob: &[u8]) -> Option<Vec<Download>> {
-    let mut at = 0usize;
-    let mut take = |k: usize| -> Option<&[u8]> {
-        let s = blob.get(at..at + k)?;
-        at += k;
-        Some(s)
-    };
-    let u32_ = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    let nstrings = u32_(take(4)?) as usize;
-    let mut strings = Vec::with_capacity(nstrings.min(1 << 16));
-    for _ in 0..nstrings {
-        let len = take(2)?;
-        let len = u16::from_le_bytes([len[0], len[1]]) as usize;
-        strings.push(std::str::from_utf8(take(len)?).ok()?.to_owned());
-    }
-    let nrows = u32_(take(4)?) as usize;
-    let mut out = Vec::with_capacity(nrows.min(1 << 20));
-    for _ in 0..nrows {
-        let row = take(36)?;
-        let secs = u32_(&row[0..4]);
-        let size = u64::from_le_bytes(row[4..12].try_into().ok()?);
-        let mut s: [Option<String>; 6] = Default::default();
-        for (k, slot) in s.iter_mut().enumerate() {
-            let id = u32_(&row[12 + 4 * k..]) as usize;
-            if id > 0 {
-                *slot = Some(strings.get(id - 1)?.clone());
-            }
-        }
-        let [package, version, r_version, r_arch, r_os, country] = s;
-        out.push(Download {
-            time: hms(secs),
-            package: package?,
-            version,
-            size,
-            r_version,
-            r_arch,
-            r_os,
-            country,
-        });
-    }
-    (blob.len() == 4 + 4 + 36 * nrows + strings.iter().map(|s| 2 + s.len()).sum::<usize>())
-        .then_some(out)
 }
 
 /// Fault injection for the crash test: with `CRANWHALES_TEST_HOLD_TXN` set, announce on stderr

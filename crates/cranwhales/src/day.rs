@@ -117,15 +117,7 @@ impl Interner {
     /// Starts loading the slot where a key of hash `h` is looked up first.
     #[inline]
     fn prefetch(&self, h: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = self.slots[self.home(h)..].as_ptr();
-            // SAFETY: a prefetch is only a hint; `p` points into `slots`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = h;
+        prefetch_line(&self.slots[self.home(h)]);
     }
 
     /// True if `id` stands for exactly `raw` (a cache check, cheaper than `get`).
@@ -167,6 +159,19 @@ impl Interner {
         }
         self.slots[i] = slot;
     }
+}
+
+/// A hint to start loading the cache line of `x`.
+#[inline(always)]
+fn prefetch_line<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is only a hint and never faults; `x` is a live reference.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// Byte equality for short keys, 8 bytes at a time, inlined (no libc call).
@@ -377,11 +382,16 @@ impl DayBuilder {
         self.add(line_no, line, f, secs, size, ip_id, pv_hash)
     }
 
-    /// Starts loading where the package+version of hash `pv_hash` (see `push_decoded`) is
-    /// looked up, a few rows before that row is pushed.
+    /// Starts loading what a row with this package+version hash (see `push_decoded`) and
+    /// ip_id will touch, a few rows before it is pushed: its interner slot and its ip's
+    /// accumulator. perf (10M-row bench day): the accumulator's cache miss was ~10% of the
+    /// parsing thread's time (~750k ips x 24 B: beyond L2).
     #[inline]
-    pub fn prefetch(&self, pv_hash: u64) {
+    pub fn prefetch(&self, pv_hash: u64, ip_id: u64) {
         self.pkgver_ix.prefetch(pv_hash);
+        if let Some(acc) = self.ips.get(ip_id as usize) {
+            prefetch_line(acc);
+        }
     }
 
     /// `push` of a row whose time, size and ip_id were already decoded (exactly as `push` would:
@@ -801,6 +811,7 @@ pub struct PackageCount {
 }
 
 /// One whale download with its strings resolved (borrowed from the day's dictionaries).
+#[derive(Clone, Copy)]
 pub struct DownloadRef<'a> {
     pub secs: u32,
     pub package: &'a str,

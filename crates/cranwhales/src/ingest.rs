@@ -88,7 +88,7 @@ pub struct IngestReport {
 }
 
 const CHUNK: usize = 512 * 1024;
-/// How many lines ahead the parser prefetches a row's interner slot.
+/// How many lines ahead the parser prefetches a row's interner slot and ip accumulator.
 const PREFETCH_AHEAD: usize = 4;
 const MAX_LINE: usize = 1 << 20;
 
@@ -501,7 +501,7 @@ impl<'a> Parser<'a> {
     fn batch(&mut self, b: &Batch) -> Result<(), IngestError> {
         for (k, ix) in b.lines.iter().enumerate() {
             if let Some(n) = b.lines.get(k + PREFETCH_AHEAD).and_then(|l| l.nums) {
-                self.builder.prefetch(n.pv_hash);
+                self.builder.prefetch(n.pv_hash, n.ip_id);
             }
             let line = &b.text[ix.start as usize..ix.end as usize];
             if ix.commas[0] != NO_COMMAS && self.line > 0 {

@@ -2,7 +2,7 @@
 # make bench-ingest: our ingest of a >= 10M-row day vs decompression alone (libdeflate-gunzip,
 # gzip -dc) and vs Polars (lazy, streaming) and DuckDB computing the same totals, hourly and top-N.
 # Builds the stitched day once into target/bench-data (outside git) and installs the peers into a
-# venv in target/bench-venv. RUNS=N (default 3) runs per tool; medians are reported.
+# venv in target/bench-venv. RUNS=N (default 5) interleaved rounds; ratios are medians of per-round ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=target/bench-data
@@ -29,4 +29,4 @@ if [ ! -f "$DAY" ]; then
   echo "bench-ingest: building the stitched day (once)"
   python3 bench/ingest_make_day.py ../shared/data/cranlogs "$DAY"
 fi
-exec "$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-3}"
+exec "$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-5}"

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""Runs each tool RUNS times on the same file under /usr/bin/time, checks that the engines give
-the same answers, and prints medians, peak RSS and the ratio lines. usage: ingest_bench.py DAY RUNS"""
+"""Runs every tool once per round, RUNS rounds, on the same file under /usr/bin/time; checks that
+the engines give the same answers; prints medians, peak RSS and the ratio lines.
+
+Rounds interleave the tools and each ratio is the median of the per-round ratios: this shared
+machine's speed drifts by up to ~2x within minutes, which skews tools timed minutes apart.
+usage: ingest_bench.py DAY RUNS"""
 import json
 import os
 import statistics
@@ -40,17 +44,20 @@ TOOLS = [
     ("duckdb", lambda: run([PY, "bench/ingest_peers.py", "duckdb", DAY, str(N)], subprocess.PIPE)),
 ]
 
-results, answers = {}, {}
-for name, fn in TOOLS:
-    times, rss = [], []
-    for _ in range(RUNS):
+times = {name: [] for name, _ in TOOLS}
+rss = {name: [] for name, _ in TOOLS}
+answers = {}
+for r in range(RUNS):
+    for name, fn in TOOLS:
         secs, mib, out = fn()
-        times.append(secs)
-        rss.append(mib)
+        times[name].append(secs)
+        rss[name].append(mib)
         if out:
             answers[name] = json.loads(out)
-    results[name] = (statistics.median(times), max(rss))
-    print(f"{name:<22} {results[name][0]:7.2f} s   peak RSS {results[name][1]:7.0f} MiB   runs {times}", flush=True)
+    print(f"round {r + 1}/{RUNS}: " + ", ".join(f"{n.split()[0]} {times[n][-1]:.2f} s" for n, _ in TOOLS), flush=True)
+print()
+for name, _ in TOOLS:
+    print(f"{name:<22} {statistics.median(times[name]):7.2f} s   peak RSS {max(rss[name]):7.0f} MiB   runs {times[name]}")
 
 # Same answers from every engine: ours from the store, the peers from their JSON.
 s = json.loads(subprocess.run([BIN, "show", "--db", DB, "--json", "--count", str(N), DAY.split("/")[-1][:10]],
@@ -63,12 +70,20 @@ for peer, a in answers.items():
     if not same:
         print(json.dumps(mine)[:400], "\n", json.dumps(a)[:400])
 
-t = {k: v[0] for k, v in results.items()}
-o, rss = t["cranwhales ingest"], results["cranwhales ingest"][1]
+OURS = "cranwhales ingest"
+
+
+def paired(peer, ours_over_peer=True):
+    """Median over rounds of ours/peer (or peer/ours)."""
+    rs = [(o / p if ours_over_peer else p / o) for o, p in zip(times[OURS], times[peer])]
+    return statistics.median(rs)
+
+
 rows = s["totals"]["downloads"] + s["totals"]["skipped_rows"]
-print(f"\nday: {DAY} ({rows:,} rows, {os.path.getsize(DAY) / 1e6:.1f} MB gzip), median of {RUNS} runs, {os.cpu_count()} cores")
-print(f"ratio ours / libdeflate-gunzip: {o / t['libdeflate-gunzip -c']:.2f}x  (target <= 1.5)")
-print(f"ratio ours / gzip -dc:          {o / t['gzip -dc']:.2f}x")
-print(f"ratio polars / ours:            {t['polars streaming'] / o:.2f}x  (target > 1: faster than Polars streaming)")
-print(f"ratio duckdb / ours:            {t['duckdb'] / o:.2f}x  (target >= 2.5)")
-print(f"peak RSS ours:                  {rss:.0f} MiB  (target <= 500)")
+print(f"\nday: {DAY} ({rows:,} rows, {os.path.getsize(DAY) / 1e6:.1f} MB gzip), {RUNS} interleaved rounds, "
+      f"{os.cpu_count()} cores; ratios are medians of per-round ratios")
+print(f"ratio ours / libdeflate-gunzip: {paired('libdeflate-gunzip -c'):.2f}x  (target <= 1.5)")
+print(f"ratio ours / gzip -dc:          {paired('gzip -dc'):.2f}x")
+print(f"ratio polars / ours:            {paired('polars streaming', False):.2f}x  (target > 1: faster than Polars streaming)")
+print(f"ratio duckdb / ours:            {paired('duckdb', False):.2f}x  (target >= 2.5)")
+print(f"peak RSS ours:                  {max(rss[OURS]):.0f} MiB  (target <= 500)")

@@ -58,49 +58,68 @@ wait_port "$PORT"
 URL="http://127.0.0.1:$PORT/index.html"
 echo "== nginx 1 worker on CPU 1 serving $(wc -c < "$TMP/www/index.html") bytes at $URL; generators on CPU 0, -c $CONNS, ${DUR}s"
 
-cpu_of() { awk '{print $1 + $2}' "$1"; }   # user + sys seconds from /usr/bin/time -f "%U %S"
 
 run_gen() { # name, command...
   local name="$1"; shift
   /usr/bin/time -f "%U %S" -o "$TMP/time.$name" taskset -c 0 "$@" > "$TMP/out.$name" 2>"$TMP/err.$name"
 }
 
-run_gen wrk wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "$URL"
-WRK_RPS=$(awk '/^Requests\/sec:/ {print $2}' "$TMP/out.wrk")
-WRK_REQ=$(awk '/requests in/ {print $1}' "$TMP/out.wrk")
-WRK_P99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' "$TMP/out.wrk")
-
-run_gen oha oha -c "$CONNS" -z "${DUR}s" --no-tui --output-format json "$URL"
-read -r OHA_RPS OHA_REQ OHA_P99 < <(python3 -c '
-import json,sys
-d=json.load(open(sys.argv[1]))
-s=d["summary"]; n=sum(d.get("statusCodeDistribution",{}).values())
-print(s["requestsPerSec"], n, d["latencyPercentiles"]["p99"]*1000)' "$TMP/out.oha")
-
-run_gen surge "$SURGE" bench -c "$CONNS" -d "${DUR}s" --json "$URL"
-read -r SURGE_RPS SURGE_REQ SURGE_P99 < <(python3 -c '
-import json,sys
-d=json.load(open(sys.argv[1]))
-print(d["rps"], d["ok"], d["latency_ms"]["p99"])' "$TMP/out.surge")
-
-report() { # name rps requests p99 -> prints and sets CPU_<name>
-  local cpu; cpu=$(cpu_of "$TMP/time.$1")
-  local per; per=$(python3 -c "print(f'{$cpu/$3*1e6:.2f}')")
-  printf "%-6s req/s %10.0f   p99 %8.3f ms   requests %9d   CPU %6.2f s   CPU/request %6s us\n" "$1" "$2" "$4" "$3" "$cpu" "$per"
-  eval "CPUREQ_$1=$per"
-}
+# ROUNDS rounds (default 3), each running wrk, oha and surge back to back in a rotating order; every
+# ratio is the median of the per-round ratios, because this shared host's speed drifts (wrk alone
+# has measured 34k..132k req/s within an hour): generators timed minutes apart are not comparable.
+ROUNDS="${ROUNDS:-3}"
+GENS=(wrk oha surge)
+: > "$TMP/rounds.tsv"
+for r in $(seq 1 "$ROUNDS"); do
+  k=$(( (r - 1) % 3 ))
+  order=("${GENS[@]:$k}" "${GENS[@]:0:$k}")
+  for g in "${order[@]}"; do
+    case $g in
+      wrk) run_gen wrk wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "$URL" ;;
+      oha) run_gen oha oha -c "$CONNS" -z "${DUR}s" --no-tui --output-format json "$URL" ;;
+      surge) run_gen surge "$SURGE" bench -c "$CONNS" -d "${DUR}s" --json "$URL" ;;
+    esac
+    python3 - "$g" "$r" "$TMP" >> "$TMP/rounds.tsv" <<'PY'
+import json, re, sys
+g, r, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+out = open(f"{tmp}/out.{g}").read()
+u, s = map(float, open(f"{tmp}/time.{g}").read().split()[-2:])
+if g == "wrk":
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    v = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    p99 = float(v.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[v.group(2)]
+elif g == "oha":
+    d = json.loads(out)
+    rps, n = d["summary"]["requestsPerSec"], sum(d.get("statusCodeDistribution", {}).values())
+    p99 = d["latencyPercentiles"]["p99"] * 1000
+else:
+    d = json.loads(out)
+    rps, n, p99 = d["rps"], d["ok"], d["latency_ms"]["p99"]
+print(f"{g}\t{r}\t{rps}\t{n}\t{p99}\t{u + s}")
+PY
+  done
+done
 echo
-report wrk "$WRK_RPS" "$WRK_REQ" "$WRK_P99"
-report oha "$OHA_RPS" "$OHA_REQ" "$OHA_P99"
-report surge "$SURGE_RPS" "$SURGE_REQ" "$SURGE_P99"
-echo
-python3 - "$SURGE_RPS" "$WRK_RPS" "$OHA_RPS" "$CPUREQ_surge" "$CPUREQ_wrk" "$CPUREQ_oha" <<'PY'
-import sys
-s, w, o, cs, cw, co = map(float, sys.argv[1:])
-print(f"ratio: surge/wrk req/s = {s/w:.3f} (target >= 0.98)")
-print(f"ratio: surge/oha req/s = {s/o:.3f}")
-print(f"ratio: surge/wrk CPU per request = {cs/cw:.3f} (target <= 1.0)")
-print(f"ratio: surge/oha CPU per request = {cs/co:.3f} (target < 1.0)")
+python3 - "$TMP/rounds.tsv" <<'PY'
+import statistics, sys
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+by = {}
+for g, r, rps, n, p99, cpu in rows:
+    by.setdefault(g, {})[int(r)] = (float(rps), int(n), float(p99), float(cpu), float(cpu) / int(n) * 1e6)
+for r in sorted(by["wrk"]):
+    print(f"round {r}: " + "   ".join(f"{g} {by[g][r][0]:8.0f} req/s {by[g][r][4]:6.2f} us/req" for g in ("wrk", "oha", "surge")))
+print()
+med = lambda g, i: statistics.median(v[i] for v in by[g].values())
+for g in ("wrk", "oha", "surge"):
+    print(f"{g:<6} req/s {med(g, 0):10.0f}   p99 {med(g, 2):8.3f} ms   CPU/request {med(g, 4):6.2f} us   (medians of {len(by[g])} rounds)")
+ratio = lambda a, b, i: statistics.median(by[a][r][i] / by[b][r][i] for r in by[a])
+print()
+print(f"ratio: surge/wrk req/s = {ratio('surge', 'wrk', 0):.3f} (target >= 0.98)")
+print(f"ratio: surge/oha req/s = {ratio('surge', 'oha', 0):.3f}")
+print(f"ratio: surge/wrk CPU per request = {ratio('surge', 'wrk', 4):.3f} (target <= 1.0)")
+print(f"ratio: surge/oha CPU per request = {ratio('surge', 'oha', 4):.3f} (target < 1.0)")
+print("(ratios: medians of per-round ratios)")
 PY
 
 fi

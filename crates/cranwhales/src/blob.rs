@@ -34,15 +34,7 @@ pub fn pack<'a>(rows: impl Iterator<Item = DownloadRef<'a>>) -> (u64, Vec<u8>) {
         varint(&mut body, zigzag(secs - prev));
         prev = secs;
         varint(&mut body, r.size);
-        let fields = [
-            Some(r.package),
-            r.version,
-            r.r_version,
-            r.r_arch,
-            r.r_os,
-            r.country,
-        ];
-        for (k, s) in fields.into_iter().enumerate() {
+        for (k, s) in strings_of(&r).into_iter().enumerate() {
             let id = match s {
                 None => 0,
                 Some(s) if s.as_ptr() as usize == last[k].0 => last[k].1,
@@ -64,6 +56,18 @@ pub fn pack<'a>(rows: impl Iterator<Item = DownloadRef<'a>>) -> (u64, Vec<u8>) {
     blob.extend_from_slice(&(n as u32).to_le_bytes());
     blob.extend_from_slice(&body);
     (n, blob)
+}
+
+/// A row's string fields in blob order.
+fn strings_of<'a>(r: &DownloadRef<'a>) -> [Option<&'a str>; 6] {
+    [
+        Some(r.package),
+        r.version,
+        r.r_version,
+        r.r_arch,
+        r.r_os,
+        r.country,
+    ]
 }
 
 fn put_strings(blob: &mut Vec<u8>, strings: &[&str]) {
@@ -274,14 +278,7 @@ mod tests {
         for r in rows {
             body.extend_from_slice(&r.secs.to_le_bytes());
             body.extend_from_slice(&r.size.to_le_bytes());
-            for s in [
-                Some(r.package),
-                r.version,
-                r.r_version,
-                r.r_arch,
-                r.r_os,
-                r.country,
-            ] {
+            for s in strings_of(r) {
                 let id = s.map_or(0, |s| match strings.iter().position(|&x| x == s) {
                     Some(i) => i + 1,
                     None => {

@@ -394,7 +394,7 @@ impl DayBuilder {
         }
     }
 
-    /// `push` of a row whose time, size and ip_id were already decoded (exactly as `push` would:
+    /// `push` of a row whose time and ip_id were already decoded (exactly as `push` would:
     /// `parse::seconds`, `parse::uint` ≤ `i64::MAX`) by the reading thread, which also computed
     /// `pv_hash`: the `key_hash` of the raw bytes from package's opening to version's closing.
     #[inline]
@@ -405,13 +405,17 @@ impl DayBuilder {
         line: &[u8],
         f: &Fields<'_>,
         secs: u32,
-        size: u64,
         ip_id: u64,
         pv_hash: u64,
     ) -> Result<(), RowError> {
         if !self.admit(line_no, line, f)? {
             return Ok(());
         }
+        // Size is decoded here, on the parsing thread, which has room: the reading thread
+        // (inflate + index) is the pipeline's longer half.
+        let size = parse::uint(f[col::SIZE])
+            .filter(|&v| v <= i64::MAX as u64)
+            .ok_or_else(|| bad(line_no, "size", f[col::SIZE], "a number"))?;
         self.add(line_no, line, f, secs, size, ip_id, pv_hash)
     }
 

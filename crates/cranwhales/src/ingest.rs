@@ -385,11 +385,10 @@ fn push_line(
     lines.push(ix);
 }
 
-/// The decoded time, size and ip_id of a line with 9 commas.
+/// The decoded time and ip_id of a line with 9 commas (size is decoded by the parser).
 #[derive(Clone, Copy)]
 struct Numbers {
     secs: u32,
-    size: u64,
     ip_id: u64,
     /// `day::key_hash` of package through version (the interner's key).
     pv_hash: u64,
@@ -406,7 +405,6 @@ fn numbers(text: &[u8], end: usize, c: &[u32; 9]) -> Option<Numbers> {
     let last = last.strip_suffix(b"\r").unwrap_or(last);
     Some(Numbers {
         secs: parse::seconds(field(c[0], c[1] as usize))?,
-        size: parse::uint(field(c[1], c[2] as usize)).filter(|&v| v <= i64::MAX as u64)?,
         ip_id: parse::uint(last).filter(|&v| v <= i64::MAX as u64)?,
         pv_hash: crate::day::key_hash(field(c[5], c[7] as usize)),
     })
@@ -565,7 +563,7 @@ impl<'a> Parser<'a> {
         } else if let Some(n) = nums {
             return self
                 .builder
-                .push_decoded(self.line, line, &f, n.secs, n.size, n.ip_id, n.pv_hash)
+                .push_decoded(self.line, line, &f, n.secs, n.ip_id, n.pv_hash)
                 .map_err(|e| self.row_error(e));
         }
         self.builder

@@ -20,17 +20,8 @@ for tool in wrk nginx curl; do
 done
 [ -x "$BIN" ] || { echo "bench-serve: $BIN missing (cargo build --release -p cranwhales)" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/bench-serve.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" serve
 chmod 755 "$TMP"  # nginx workers (www-data) read the static files
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 # Starts cranwhales serve with extra args; sets URL.
 start_server() {

@@ -21,17 +21,7 @@ if ! command -v oha >/dev/null; then
   CARGO_TARGET_DIR=/tmp/oha-build cargo install --locked oha
 fi
 
-TMP="$(mktemp -d /tmp/bench-surge.XXXXXX)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.2; done; echo "port $1 never opened" >&2; return 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" surge
 
 # ---------- 1. generators vs nginx ----------  (PART=replay runs only part 2, PART=gen only part 1)
 if [ "${PART:-all}" != replay ]; then

@@ -1,5 +1,6 @@
 //! The JSON API on real days, checked against an independent count of the raw logs.
 
+mod engine_support;
 mod server_support;
 
 use server_support::*;
@@ -241,18 +242,7 @@ fn api_matches_cli_json() {
     let server = Server::start(&["2012-10-17", "2012-10-10"], &[]);
     let db = server.dir.path().join("cw.db");
     let cli = |args: &[&str]| -> serde_json::Value {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
-            .args(args)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        serde_json::from_str(&engine_support::cli_ok(&db, args)).unwrap()
     };
     for count in ["1", "6", "25"] {
         let api = get(

@@ -1,26 +1,31 @@
 //! `surge record`: a recording reverse proxy (HTTP + WebSocket). The browser talks to the proxy, the
 //! proxy talks to the target and appends one shinyloadtest event per exchange to recording.log
-//! (flushed line by line, so Ctrl-C leaves a valid file). Live session values are written back as
+//! (flushed line by line, so Ctrl-C leaves a valid file). Response bodies stream through (SSE, long
+//! polls, big downloads: bounded memory); an HTTP event is written when its response ends. Live session values are written back as
 //! `${PLACEHOLDER}`s; noise messages are relayed but not recorded. Ends when the first WebSocket is
 //! closed by the browser (tab closed) or on Ctrl-C.
 
-use crate::recording::{self, EventLine, TARGET_HTTP, TARGET_SHINY};
+use crate::recording::{self, EventLine, STREAM_CLIENT, STREAM_SERVER, TARGET_HTTP, TARGET_SHINY};
 use crate::shiny;
 use crate::target::Target;
 use crate::timefmt::{format_iso, now_ms};
 use crate::tokens::Placeholders;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -55,6 +60,8 @@ struct State {
     tokens: Mutex<Placeholders>,
     posts: AtomicU32,
     events: AtomicU32,
+    next_req: AtomicU64,
+    open: Mutex<HashMap<u64, OpenReq>>,
     client: Client<HttpConnector, Full<Bytes>>,
     done: watch::Sender<bool>,
 }
@@ -125,6 +132,8 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
         tokens: Mutex::new(Placeholders::default()),
         posts: AtomicU32::new(0),
         events: AtomicU32::new(0),
+        next_req: AtomicU64::new(0),
+        open: Mutex::new(HashMap::new()),
         client,
         done,
     });
@@ -154,6 +163,7 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
             _ = &mut sigint => break,
         }
     }
+    state.close_all();
     let _ = writeln!(
         std::io::stdout(),
         "surge record: wrote {} events to {}",
@@ -182,8 +192,15 @@ async fn detect(
     .to_string())
 }
 
-fn text_response(status: StatusCode, msg: String) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(msg)));
+/// The proxy's response body: the target's body streamed through a [`Tap`], or a short message.
+type ProxyBody = BoxBody<Bytes, hyper::Error>;
+
+fn full(b: impl Into<Bytes>) -> ProxyBody {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+fn text_response(status: StatusCode, msg: String) -> Response<ProxyBody> {
+    let mut r = Response::new(full(msg));
     *r.status_mut() = status;
     r
 }
@@ -191,7 +208,7 @@ fn text_response(status: StatusCode, msg: String) -> Response<Full<Bytes>> {
 async fn handle(
     st: Arc<State>,
     req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+) -> Result<Response<ProxyBody>, std::convert::Infallible> {
     let is_ws = req
         .headers()
         .get(header::UPGRADE)
@@ -204,7 +221,10 @@ async fn handle(
     })
 }
 
-async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// Request bodies are collected (they are saved to recording.log.post.N); response bodies stream to
+/// the browser frame by frame, so Server-Sent Events, long polls and big downloads pass through with
+/// bounded memory. The event is written when the response ends (see [`Tap`]).
+async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<ProxyBody> {
     let begin = now_ms();
     let (parts, body) = req.into_parts();
     let pq = parts
@@ -239,55 +259,130 @@ async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>> {
         }
     };
     let (rparts, rbody) = resp.into_parts();
-    let rbody = match rbody.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return text_response(
-                StatusCode::BAD_GATEWAY,
-                format!("reading target response: {e}"),
-            )
-        }
-    };
-    let end = now_ms();
-    record_http(
+    let open = open_http(
         &st,
         &parts.method,
-        &pq,
+        pq,
         &body,
         &rparts.headers,
         rparts.status.as_u16(),
-        &rbody,
         begin,
-        end,
     );
-    let mut out = Response::new(Full::new(rbody));
+    let keep = match open.as_ref().map(|o| o.ev.kind.as_str()) {
+        Some("REQ_HOME") => 512 * 1024,
+        Some("REQ_TOK") => 4096,
+        _ => 0,
+    };
+    let id = open.map(|o| {
+        let id = st.next_req.fetch_add(1, Ordering::Relaxed);
+        st.open.lock().expect("open lock").insert(id, o);
+        id
+    });
+    let tap = Tap {
+        inner: rbody,
+        st: st.clone(),
+        id,
+        head: Vec::new(),
+        keep,
+    };
+    let mut out = Response::new(tap.boxed());
     *out.status_mut() = rparts.status;
     let mut h = rparts.headers;
     strip_hop(&mut h);
-    h.remove(header::CONTENT_LENGTH);
     *out.headers_mut() = h;
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn record_http(
+/// A request whose response is still streaming: the event minus its end (and the URL, which gets
+/// placeholders applied when it is written, after tokens learnt meanwhile).
+struct OpenReq {
+    ev: EventLine,
+    pq: String,
+}
+
+/// Relays the target's response body frame by frame and writes the request's event when the body
+/// ends: the target finished (or failed), or the browser went away (hyper drops the body). Keeps at
+/// most `keep` bytes, for the values REQ_HOME / REQ_TOK bodies carry.
+struct Tap {
+    inner: Incoming,
+    st: Arc<State>,
+    id: Option<u64>,
+    head: Vec<u8>,
+    keep: usize,
+}
+
+impl Tap {
+    fn finish(&mut self, by_server: bool) {
+        if let Some(id) = self.id.take() {
+            self.st.close_req(id, &self.head, by_server);
+        }
+    }
+}
+
+impl Body for Tap {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = &mut *self;
+        let r = Pin::new(&mut this.inner).poll_frame(cx);
+        match &r {
+            Poll::Ready(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    if this.head.len() < this.keep {
+                        let n = (this.keep - this.head.len()).min(d.len());
+                        this.head.extend_from_slice(&d[..n]);
+                    }
+                }
+            }
+            Poll::Ready(_) => this.finish(true),
+            Poll::Pending => {}
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        // Dropped before its end: the browser went away (closed an EventSource, left the page).
+        self.finish(false);
+    }
+}
+
+/// True for a Server-Sent Events response (it stays open while the page is).
+fn is_event_stream(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+/// The event for a request whose response head has arrived; None for what is not recorded.
+fn open_http(
     st: &State,
     method: &Method,
-    pq: &str,
+    pq: String,
     body: &Bytes,
     resp_headers: &HeaderMap,
     status: u16,
-    rbody: &Bytes,
     begin: i64,
-    end: i64,
-) {
+) -> Option<OpenReq> {
     let path = pq.split('?').next().unwrap_or("");
     if path.ends_with("favicon.ico") {
-        return;
+        return None;
     }
     let mut ev = EventLine {
         begin: format_iso(begin),
-        end: Some(format_iso(end)),
         status: Some(status),
         ..Default::default()
     };
@@ -300,12 +395,8 @@ fn record_http(
         ev.kind = if (st.shiny && (lower.ends_with('/') || lower.ends_with(".rmd")))
             || (!st.shiny && html && lower.ends_with('/'))
         {
-            if let Some(w) = shiny::worker_id(rbody) {
-                st.add_token(&w, "${WORKER}");
-            }
             "REQ_HOME"
         } else if st.shiny && path.contains("__token__") {
-            st.add_token(String::from_utf8_lossy(rbody).trim(), "${TOKEN}");
             "REQ_TOK"
         } else if let Some(n) = st.shiny.then(|| robust_id(path)).flatten() {
             st.add_token(n, "${ROBUST_ID}");
@@ -328,8 +419,54 @@ fn record_http(
             ev.datafile = file.file_name().map(|f| f.to_string_lossy().into_owned());
         }
     }
-    ev.url = Some(st.apply(pq));
-    st.write(&ev);
+    if is_event_stream(resp_headers) {
+        // Ended by whom is filled in when it ends.
+        ev.stream = Some(String::new());
+    }
+    Some(OpenReq { ev, pq })
+}
+
+impl State {
+    /// Writes the event of a finished request (once; later calls for the same id do nothing).
+    fn close_req(&self, id: u64, head: &[u8], by_server: bool) {
+        let Some(OpenReq { mut ev, pq }) = self.open.lock().expect("open lock").remove(&id) else {
+            return;
+        };
+        match ev.kind.as_str() {
+            "REQ_HOME" => {
+                if let Some(w) = shiny::worker_id(head) {
+                    self.add_token(&w, "${WORKER}");
+                }
+            }
+            "REQ_TOK" => self.add_token(String::from_utf8_lossy(head).trim(), "${TOKEN}"),
+            _ => {}
+        }
+        if let Some(s) = ev.stream.as_mut() {
+            *s = if by_server {
+                STREAM_SERVER
+            } else {
+                STREAM_CLIENT
+            }
+            .into();
+        }
+        ev.end = Some(format_iso(now_ms()));
+        ev.url = Some(self.apply(&pq));
+        self.write(&ev);
+    }
+
+    /// Writes the events of requests still streaming when the recording stops (ended by the client).
+    fn close_all(&self) {
+        let ids: Vec<u64> = self
+            .open
+            .lock()
+            .expect("open lock")
+            .keys()
+            .copied()
+            .collect();
+        for id in ids {
+            self.close_req(id, &[], false);
+        }
+    }
 }
 
 /// `n=<id>` segment of a SockJS info URL.
@@ -350,7 +487,7 @@ fn sockjs_id(path: &str) -> Option<String> {
     (word(a) && word(b)).then(|| format!("{a}/{b}"))
 }
 
-async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Response<ProxyBody> {
     let Some(key) = req.headers().get(header::SEC_WEBSOCKET_KEY).cloned() else {
         return text_response(StatusCode::BAD_REQUEST, "missing Sec-WebSocket-Key".into());
     };
@@ -398,7 +535,7 @@ async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Response<Full<
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
         relay(st2, client, upstream).await;
     });
-    let mut resp = Response::new(Full::new(Bytes::new()));
+    let mut resp = Response::new(full(Bytes::new()));
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();
     h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));

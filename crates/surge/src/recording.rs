@@ -105,7 +105,9 @@ impl Kind {
 }
 
 /// One line of recording.log as JSON (field order as shinyloadtest writes it). `method` is surge's
-/// extension for HTTP methods other than GET/POST in non-Shiny recordings.
+/// extension for HTTP methods other than GET/POST in non-Shiny recordings; `stream` (also surge's,
+/// ignored by shinyloadtest) marks a `text/event-stream` response: "client" when the browser (or the
+/// end of the recording) closed it, "server" when the server ended it.
 #[derive(Serialize, Deserialize, Default, Debug, Clone)]
 pub struct EventLine {
     #[serde(rename = "type")]
@@ -123,6 +125,20 @@ pub struct EventLine {
     pub datafile: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+}
+
+/// `stream` value: the browser closed the stream (replay keeps it open for the recorded time).
+pub const STREAM_CLIENT: &str = "client";
+/// `stream` value: the server ended the stream (replay reads it to its end).
+pub const STREAM_SERVER: &str = "server";
+
+/// Who ended a recorded streaming response, which is what replay expects of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    Client,
+    Server,
 }
 
 /// A parsed event; `expect` is precomputed for received messages so replay does no per-user parsing.
@@ -139,6 +155,8 @@ pub struct Event {
     pub datafile: Option<PathBuf>,
     pub method: Option<Box<str>>,
     pub expect: Option<Expect>,
+    /// Set for a streaming response (SSE): replay plays it in the background.
+    pub stream: Option<StreamEnd>,
 }
 
 /// A whole recording: header values plus events, shared read-only by all users.
@@ -249,6 +267,23 @@ impl Recording {
                 Kind::WsRecv | Kind::WsRecvInit | Kind::WsRecvBeginUpload
             )
             .then(|| shiny::expectation(&message));
+            let stream = match ev.stream.as_deref() {
+                None => None,
+                Some(_) if !kind.is_http() => {
+                    return Err(err(n, format!("field stream: not allowed on {}", ev.kind)))
+                }
+                Some(_) if end_ms.is_none() => {
+                    return Err(err(n, "field stream: the event needs an end".into()))
+                }
+                Some(STREAM_CLIENT) => Some(StreamEnd::Client),
+                Some(STREAM_SERVER) => Some(StreamEnd::Server),
+                Some(s) => {
+                    return Err(err(
+                        n,
+                        format!("field stream: \"{s}\" (expected \"client\" or \"server\")"),
+                    ))
+                }
+            };
             rec.events.push(Event {
                 kind,
                 line: n as u32,
@@ -260,11 +295,13 @@ impl Recording {
                 datafile: ev.datafile.map(|d| dir.join(d)),
                 method: ev.method.map(Into::into),
                 expect,
+                stream,
             });
         }
         if rec.events.is_empty() {
             return Err(err(text.lines().count(), "recording has no events".into()));
         }
+        place_streams(&mut rec.events);
         Ok(rec)
     }
 
@@ -285,7 +322,75 @@ impl Recording {
     }
 }
 
+/// A streaming response is written when it ends, after the requests made meanwhile; it is played
+/// where it began: before the first other event that began after it (line numbers unchanged).
+fn place_streams(events: &mut Vec<Event>) {
+    if events.iter().all(|e| e.stream.is_none()) {
+        return;
+    }
+    let (mut streams, mut rest): (Vec<Event>, Vec<Event>) =
+        events.drain(..).partition(|e| e.stream.is_some());
+    streams.sort_by_key(|e| e.begin_ms);
+    for s in streams {
+        let at = rest
+            .iter()
+            .position(|e| e.begin_ms > s.begin_ms)
+            .unwrap_or(rest.len());
+        rest.insert(at, s);
+    }
+    *events = rest;
+}
+
 /// Writes the three header lines every recording starts with.
 pub fn header(target_url: &str, target_type: &str) -> String {
     format!("# version: 1\n# target_url: {target_url}\n# target_type: {target_type}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str =
+        "# version: 1\n# target_url: http://127.0.0.1:1/\n# target_type: surge/http\n";
+
+    fn parse(body: &str) -> Result<Recording, RecordingError> {
+        Recording::parse(Path::new("/r/recording.log"), &format!("{HEAD}{body}"))
+    }
+
+    #[test]
+    fn stream_is_played_where_it_began() {
+        let rec = parse(concat!(
+            r#"{"type":"REQ_HOME","begin":"2026-01-01T00:00:00.000Z","end":"2026-01-01T00:00:00.010Z","status":200,"url":"/"}"#,
+            "\n",
+            r#"{"type":"REQ_GET","begin":"2026-01-01T00:00:00.300Z","end":"2026-01-01T00:00:00.310Z","status":200,"url":"/api"}"#,
+            "\n",
+            r#"{"type":"REQ_GET","begin":"2026-01-01T00:00:00.100Z","end":"2026-01-01T00:00:02.000Z","status":200,"url":"/events","stream":"client"}"#,
+            "\n",
+        ))
+        .unwrap();
+        let order: Vec<(&str, u32)> = rec.events.iter().map(|e| (&*e.url, e.line)).collect();
+        assert_eq!(order, [("/", 4), ("/events", 6), ("/api", 5)]);
+        assert_eq!(rec.events[1].stream, Some(StreamEnd::Client));
+    }
+
+    #[test]
+    fn bad_stream_fields_name_the_line() {
+        let e = parse(r#"{"type":"REQ_GET","begin":"2026-01-01T00:00:00.000Z","end":"2026-01-01T00:00:01.000Z","status":200,"url":"/e","stream":"yes"}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"/r/recording.log:4: field stream: "yes" (expected "client" or "server")"#
+        );
+        let e = parse(r#"{"type":"REQ_GET","begin":"2026-01-01T00:00:00.000Z","status":200,"url":"/e","stream":"client"}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/r/recording.log:4: field stream: the event needs an end"
+        );
+        let e = parse(r#"{"type":"WS_SEND","begin":"2026-01-01T00:00:00.000Z","message":"x","stream":"server"}"#)
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .ends_with("field stream: not allowed on WS_SEND"));
+    }
 }

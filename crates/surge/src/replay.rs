@@ -5,7 +5,7 @@
 
 use crate::checks::{self, CheckResult, Threshold};
 use crate::output::{self, SessionLog};
-use crate::recording::{Event, Kind, Recording};
+use crate::recording::{Event, Kind, Recording, StreamEnd};
 use crate::shiny::{self, Expect, Received};
 use crate::stats::{self, Summary};
 use crate::target::{self, Conn, CookieJar, Target};
@@ -14,7 +14,7 @@ use crate::tokens::Tokens;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use hdrhistogram::Histogram;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Request;
 use serde::Serialize;
@@ -484,6 +484,7 @@ async fn run_session(
             http: Conn::default(),
             ws: None,
             pending: VecDeque::new(),
+            streams: tokio::task::JoinSet::new(),
         };
         let play = player.play(&mut log, &mut line);
         tokio::select! {
@@ -545,7 +546,8 @@ fn record(sh: &Shared, log: &SessionLog, write_failed: bool) {
 
 type Ws = WebSocketStream<TcpStream>;
 
-/// The state of one session being played: a few strings, one HTTP connection, one WebSocket.
+/// The state of one session being played: a few strings, one HTTP connection, one WebSocket, and
+/// the streaming responses (SSE) playing in the background (aborted when the session is dropped).
 struct Player<'a> {
     sh: &'a Shared,
     tokens: Tokens,
@@ -553,6 +555,48 @@ struct Player<'a> {
     http: Conn,
     ws: Option<Ws>,
     pending: VecDeque<Received>,
+    streams: tokio::task::JoinSet<(&'static str, u32, Result<(), String>)>,
+}
+
+/// Plays one streaming response in the background: reads (and drops) what the server sends.
+/// `Client`: the browser closed it after the recorded time, so the server must keep it open for
+/// `hold`; `Server`: the server ended it, so it must end within `hold` + the message timeout.
+async fn play_stream(
+    mut s: target::Stream,
+    end: StreamEnd,
+    hold: Duration,
+    timeout: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now()
+        + match end {
+            StreamEnd::Client => hold,
+            StreamEnd::Server => hold + timeout,
+        };
+    loop {
+        tokio::select! {
+            biased;
+            _ = sleep_until(deadline) => {
+                return match end {
+                    StreamEnd::Client => Ok(()),
+                    StreamEnd::Server => Err(format!(
+                        "event stream not ended by the server within {hold:?} + {timeout:?} (--message-timeout)"
+                    )),
+                };
+            }
+            f = s.body.frame() => match f {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(format!("event stream broke: {e}")),
+                None => {
+                    return match end {
+                        StreamEnd::Server => Ok(()),
+                        StreamEnd::Client => Err(format!(
+                            "event stream ended by the server before the recorded {hold:?}"
+                        )),
+                    };
+                }
+            }
+        }
+    }
 }
 
 /// Most unmatched messages kept per session (older ones are dropped).
@@ -588,6 +632,9 @@ impl Player<'_> {
         let shiny = rec.is_shiny();
         let mut prev_begin: Option<i64> = None;
         for (i, ev) in rec.events.iter().enumerate() {
+            if let Some(done) = self.streams.try_join_next() {
+                self.stream_result(done, line)?;
+            }
             *line = ev.line;
             let gap = prev_begin.map(|p| (ev.begin_ms - p).max(0)).unwrap_or(0);
             let sleeps = match ev.kind {
@@ -610,7 +657,23 @@ impl Player<'_> {
             log.push(ev.kind.end_name(), ev.line);
             prev_begin = Some(ev.begin_ms);
         }
+        // The session is over when its streams are (each is bounded by its own deadline).
+        while let Some(done) = self.streams.join_next().await {
+            self.stream_result(done, line)?;
+        }
         Ok(())
+    }
+
+    fn stream_result(
+        &self,
+        done: Result<(&'static str, u32, Result<(), String>), tokio::task::JoinError>,
+        line: &mut u32,
+    ) -> Result<(), String> {
+        let (kind, l, r) = done.map_err(|e| format!("event stream task: {e}"))?;
+        r.map_err(|e| {
+            *line = l;
+            format!("{kind} line {l}: {e}")
+        })
     }
 
     /// Waits until `deadline`, reading (and queueing) WebSocket messages meanwhile.
@@ -700,32 +763,11 @@ impl Player<'_> {
     }
 
     async fn http(&mut self, i: usize, ev: &Event) -> Result<(), String> {
-        let sh = self.sh;
-        let path = sh.target.path(&self.tokens.substitute(&ev.url)?);
-        let method = match (&ev.method, ev.kind) {
-            (Some(m), _) => m.to_string(),
-            (None, Kind::ReqPost) => "POST".into(),
-            _ => "GET".into(),
-        };
-        let mut b = Request::builder()
-            .method(method.as_str())
-            .uri(path.as_str())
-            .header(hyper::header::HOST, sh.target.authority.as_str())
-            .header(
-                hyper::header::USER_AGENT,
-                concat!("surge/", env!("CARGO_PKG_VERSION")),
-            );
-        if let Some(c) = self.jar.header() {
-            b = b.header(hyper::header::COOKIE, c);
+        let (method, path, req) = self.request(i, ev)?;
+        if let Some(end) = ev.stream {
+            return self.stream(ev, end, method, path, req).await;
         }
-        for (k, v) in &sh.headers {
-            b = b.header(k, v);
-        }
-        let body = sh.bodies[i].clone().unwrap_or_default();
-        let req = b
-            .body(Full::new(body))
-            .map_err(|e| format!("bad request {method} {path}: {e}"))?;
-        let resp = self.http.send(&sh.target, req).await?;
+        let resp = self.http.send(&self.sh.target, req).await?;
         self.jar.store(resp.headers());
         let status = resp.status().as_u16();
         let keep = match ev.kind {
@@ -753,6 +795,74 @@ impl Player<'_> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Opens a recorded streaming response on its own connection (as a browser does): the event
+    /// ends when the head arrives with the expected status; the body plays in the background for
+    /// the recorded duration, scaled like think time (see [`play_stream`]).
+    async fn stream(
+        &mut self,
+        ev: &Event,
+        end: StreamEnd,
+        method: String,
+        path: String,
+        req: Request<Full<Bytes>>,
+    ) -> Result<(), String> {
+        let timeout = self.sh.message_timeout;
+        let (head, stream) =
+            tokio::time::timeout(timeout, target::open_stream(&self.sh.target, req))
+                .await
+                .map_err(|_| {
+                    format!("no response within {timeout:?} (--message-timeout): {method} {path}")
+                })??;
+        self.jar.store(&head.headers);
+        let status = head.status.as_u16();
+        if !status_ok(ev.status, status) {
+            return Err(format!(
+                "status {status}, expected {}: {method} {path}",
+                ev.status
+            ));
+        }
+        let recorded = (ev.end_ms.unwrap_or(ev.begin_ms) - ev.begin_ms).max(0);
+        let hold = Duration::from_millis(self.sh.think.scale(recorded).max(0) as u64);
+        let (kind, line) = (ev.kind.name(), ev.line);
+        self.streams
+            .spawn(async move { (kind, line, play_stream(stream, end, hold, timeout).await) });
+        Ok(())
+    }
+
+    /// The request a recorded HTTP event makes, with this user's cookies and placeholders.
+    fn request(
+        &self,
+        i: usize,
+        ev: &Event,
+    ) -> Result<(String, String, Request<Full<Bytes>>), String> {
+        let sh = self.sh;
+        let path = sh.target.path(&self.tokens.substitute(&ev.url)?);
+        let method = match (&ev.method, ev.kind) {
+            (Some(m), _) => m.to_string(),
+            (None, Kind::ReqPost) => "POST".into(),
+            _ => "GET".into(),
+        };
+        let mut b = Request::builder()
+            .method(method.as_str())
+            .uri(path.as_str())
+            .header(hyper::header::HOST, sh.target.authority.as_str())
+            .header(
+                hyper::header::USER_AGENT,
+                concat!("surge/", env!("CARGO_PKG_VERSION")),
+            );
+        if let Some(c) = self.jar.header() {
+            b = b.header(hyper::header::COOKIE, c);
+        }
+        for (k, v) in &sh.headers {
+            b = b.header(k, v);
+        }
+        let body = sh.bodies[i].clone().unwrap_or_default();
+        let req = b
+            .body(Full::new(body))
+            .map_err(|e| format!("bad request {method} {path}: {e}"))?;
+        Ok((method, path, req))
     }
 
     async fn ws_open(&mut self, ev: &Event) -> Result<(), String> {

@@ -104,6 +104,56 @@ impl Conn {
     }
 }
 
+/// A streaming response (SSE) on a connection of its own, as a browser opens it; dropping it closes
+/// the connection.
+pub struct Stream {
+    pub body: hyper::body::Incoming,
+    conn: tokio::task::JoinHandle<()>,
+    _sender: SendRequest<Full<Bytes>>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.conn.abort();
+    }
+}
+
+/// Sends one request on a fresh connection and returns the response head plus its body to stream.
+pub async fn open_stream(
+    target: &Target,
+    req: Request<Full<Bytes>>,
+) -> Result<(hyper::http::response::Parts, Stream), String> {
+    let tcp = TcpStream::connect(&target.authority)
+        .await
+        .map_err(|e| format!("connect {}: {e}", target.authority))?;
+    let _ = tcp.set_nodelay(true);
+    let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(16 * 1024)
+        .handshake(TokioIo::new(tcp))
+        .await
+        .map_err(|e| format!("HTTP handshake with {}: {e}", target.authority))?;
+    let conn = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let resp = sender.send_request(req).await;
+    let resp = match resp {
+        Ok(r) => r,
+        Err(e) => {
+            conn.abort();
+            return Err(format!("request to {}: {e}", target.authority));
+        }
+    };
+    let (parts, body) = resp.into_parts();
+    Ok((
+        parts,
+        Stream {
+            body,
+            conn,
+            _sender: sender,
+        },
+    ))
+}
+
 /// Reads a body to the end; keeps at most `keep` bytes of it (0 = discard).
 pub async fn read_body(body: hyper::body::Incoming, keep: usize) -> Result<Vec<u8>, String> {
     let mut body = body;

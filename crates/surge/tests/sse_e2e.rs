@@ -1,0 +1,335 @@
+//! Non-Shiny streaming through record and replay: a real Python SSE app (tests/fixtures/sse-app),
+//! recorded through `surge record` driven by headless Chromium, replayed with 20 users; a stream the
+//! server ends early and a 500 are failures with reasons; a 50 MB download streams through the
+//! recorder without its memory growing by the download's size.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use surge::recording::{Kind, Recording, StreamEnd};
+
+fn app_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sse-app")
+}
+
+/// Starts the fixture app in `mode`; returns it and its base URL.
+fn start_app(mode: &str) -> (Proc, String) {
+    let mut child = Command::new("python3")
+        .arg(app_dir().join("app.py"))
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 not found");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("app printed {line:?}"));
+    (Proc(child), format!("http://127.0.0.1:{port}/"))
+}
+
+/// GET on a plain socket (HTTP/1.1, Connection: close); returns status and body.
+fn get(base: &str, path: &str) -> (u16, Vec<u8>) {
+    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(hostport).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let head_end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let status = std::str::from_utf8(&all[9..12]).unwrap().parse().unwrap();
+    (status, all.split_off(head_end))
+}
+
+fn stats(base: &str) -> serde_json::Value {
+    let (st, body) = get(base, "/stats");
+    assert_eq!(st, 200);
+    serde_json::from_slice(&body).unwrap()
+}
+
+fn stat(base: &str, key: &str) -> u64 {
+    stats(base)[key].as_u64().unwrap()
+}
+
+/// Records one browser session of the app (in normal mode) and returns the recording's path.
+fn record_session(dir: &Path, app: &str) -> PathBuf {
+    let rec_path = dir.join("recording.log");
+    let (mut rec, proxy) = start_record(app, &rec_path);
+    let out = Command::new("node")
+        .arg(app_dir().join("drive.mjs"))
+        .arg(&proxy)
+        .arg("5")
+        .output()
+        .expect("node not found");
+    assert!(
+        out.status.success(),
+        "browser driver failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The browser really received the events through the proxy (read from the page's DOM).
+    let dom: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert!(dom["events"].as_u64().unwrap() >= 5, "{dom}");
+    assert_eq!(dom["api"], "page 2: 10 items");
+    // Closing the tab closed the EventSource: the proxy notices on its next write and records it.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10)
+        && !std::fs::read_to_string(&rec_path)
+            .unwrap()
+            .contains("/events")
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let st = Command::new("kill")
+        .args(["-INT", &rec.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    rec_path
+}
+
+#[test]
+fn sse_session_recorded_in_chromium_replays_with_20_users() {
+    let (_app, app) = start_app("normal");
+    let tmp = TempDir::new("sse");
+    let rec_path = record_session(tmp.path(), &app);
+    let recording = Recording::load(&rec_path).unwrap();
+    assert_eq!(recording.target_type.as_deref(), Some("surge/http"));
+    let urls: Vec<&str> = recording.events.iter().map(|e| &*e.url).collect();
+    assert_eq!(
+        urls,
+        [
+            "/",
+            "/app.js",
+            "/events",
+            "/api/items?page=1",
+            "/api/items?page=2"
+        ],
+        "stream played where it began"
+    );
+    assert_eq!(recording.events[0].kind, Kind::ReqHome);
+    let sse = &recording.events[2];
+    assert_eq!(sse.stream, Some(StreamEnd::Client));
+    assert_eq!(sse.status, 200);
+    let open_ms = sse.end_ms.unwrap() - sse.begin_ms;
+    assert!(
+        open_ms >= 250,
+        "stream was open {open_ms} ms (5 events at 50 ms)"
+    );
+    // It ended when the browser went away: after the last API call began.
+    assert!(sse.end_ms.unwrap() > recording.events[4].begin_ms);
+    let text = std::fs::read_to_string(&rec_path).unwrap();
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.contains("\"url\":\"/events\"") && last.contains("\"stream\":\"client\""),
+        "the stream's line is written when it ends: {last}"
+    );
+
+    let before = stats(&app);
+    let run = tmp.path().join("run");
+    let out = replay_cmd(&rec_path, &app, 20, &run)
+        .args(["--start-interval", "50ms", "--message-timeout", "10s"])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = summary(&run);
+    let started = s["sessions"]["started"].as_u64().unwrap();
+    assert_eq!(started, 20, "{stdout}");
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{stdout}");
+    // The server saw one SSE connection per session, each held open and then closed by surge.
+    let opened = stat(&app, "sse_opened") - before["sse_opened"].as_u64().unwrap();
+    assert_eq!(opened, started);
+    let api = stat(&app, "api") - before["api"].as_u64().unwrap();
+    assert_eq!(api, 2 * started);
+    let events = stat(&app, "sse_events") - before["sse_events"].as_u64().unwrap();
+    assert!(
+        events >= started * 4,
+        "{events} events sent for {started} streams"
+    );
+    let t = Instant::now();
+    let closed =
+        |app: &str| stat(app, "sse_client_closed") - before["sse_client_closed"].as_u64().unwrap();
+    while closed(&app) < started && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        closed(&app),
+        started,
+        "every stream was closed by the client"
+    );
+    // Each session waited for its stream's recorded time: it lasts at least that long (CSV rows).
+    for f in session_csvs(&run) {
+        let rows = read_csv(&f).rows;
+        let ts = |r: &Vec<String>| r[4].parse::<i64>().unwrap();
+        let start = ts(rows
+            .iter()
+            .find(|r| r[3] == "REQ_GET_END" && r[5] == sse.line.to_string())
+            .unwrap());
+        let took = ts(rows.last().unwrap()) - start;
+        assert!(
+            took >= open_ms - 20,
+            "{}: session ended {took} ms after the stream opened, recorded open {open_ms} ms",
+            f.display()
+        );
+    }
+    assert_eq!(
+        s["events"]["REQ_GET"]["count"].as_u64(),
+        Some(4 * started),
+        "{stdout}"
+    );
+    // The report reads a run whose recording carries "stream".
+    let st = surge()
+        .arg("report")
+        .arg(&run)
+        .arg("-o")
+        .arg(tmp.path().join("report.html"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+
+    // A server that ends the stream early, and one that answers 500: failed sessions with reasons.
+    for (mode, want) in [
+        (
+            "early",
+            "event stream ended by the server before the recorded",
+        ),
+        ("error", "status 500, expected 200: GET /events"),
+    ] {
+        let want = format!("REQ_GET line {}: {want}", sse.line);
+        let (_bad, bad) = start_app(mode);
+        let run = tmp.path().join(format!("run-{mode}"));
+        let t = Instant::now();
+        let out = replay_cmd(&rec_path, &bad, 3, &run)
+            .args(["--start-interval", "50ms", "--message-timeout", "5s"])
+            .output()
+            .unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{mode}: replay took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(1), "{mode}");
+        let s = summary(&run);
+        assert_eq!(s["sessions"]["failed"].as_u64(), Some(3), "{mode}: {s}");
+        let reason = s["failures"][0]["reason"].as_str().unwrap();
+        assert!(reason.starts_with(&want), "{mode}: {reason}");
+        for f in session_csvs(&run) {
+            let last = read_csv(&f).rows.pop().unwrap();
+            assert_eq!(last[3], "PLAYBACK_FAIL");
+            assert_eq!(last[5], sse.line.to_string());
+        }
+    }
+}
+
+fn vm_hwm_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn big_download_streams_through_record_in_bounded_memory() {
+    let (_app, app) = start_app("normal");
+    let tmp = TempDir::new("big");
+    let rec_path = tmp.path().join("recording.log");
+    let (mut rec, proxy) = start_record(&app, &rec_path);
+    let (st, _) = get(&proxy, "/big?mb=1");
+    assert_eq!(st, 200);
+    let before = vm_hwm_kb(rec.0.id());
+    let (st, body) = get(&proxy, "/big?mb=50");
+    assert_eq!(st, 200);
+    assert_eq!(body.len(), 50 << 20);
+    let grown = vm_hwm_kb(rec.0.id()) - before;
+    assert!(
+        grown < 16 * 1024,
+        "surge record's peak RSS grew by {grown} kB for a 50 MB download"
+    );
+    let st = Command::new("kill")
+        .args(["-INT", &rec.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    let recording = Recording::load(&rec_path).unwrap();
+    let big: Vec<_> = recording
+        .events
+        .iter()
+        .filter(|e| e.url.starts_with("/big"))
+        .map(|e| (&*e.url, e.status, e.stream))
+        .collect();
+    assert_eq!(big, [("/big?mb=1", 200, None), ("/big?mb=50", 200, None)]);
+}
+
+#[test]
+fn stream_ended_by_the_server_is_read_to_its_end() {
+    // Recorded against a server that ends the stream after 2 events: "stream":"server".
+    let (_early, early) = start_app("early");
+    let tmp = TempDir::new("sse-server-end");
+    let rec_path = tmp.path().join("recording.log");
+    let (mut rec, proxy) = start_record(&early, &rec_path);
+    let (st, body) = get(&proxy, "/events");
+    assert_eq!(st, 200);
+    assert_eq!(
+        String::from_utf8_lossy(&body).matches("data: tick").count(),
+        2
+    );
+    let st = Command::new("kill")
+        .args(["-INT", &rec.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    let recording = Recording::load(&rec_path).unwrap();
+    assert_eq!(recording.events.len(), 1);
+    assert_eq!(recording.events[0].stream, Some(StreamEnd::Server));
+
+    // Replayed against the same kind of server: the stream ends by itself, no failure.
+    let run = tmp.path().join("run-ok");
+    let out = replay_cmd(&rec_path, &early, 2, &run).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(summary(&run)["sessions"]["completed"].as_u64(), Some(2));
+
+    // Against a server whose stream never ends: failed after the recorded time + --message-timeout.
+    let (_normal, normal) = start_app("normal");
+    let run = tmp.path().join("run-endless");
+    let t = Instant::now();
+    let out = replay_cmd(&rec_path, &normal, 2, &run)
+        .args(["--message-timeout", "1s"])
+        .output()
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(out.status.code(), Some(1));
+    let s = summary(&run);
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(2));
+    let reason = s["failures"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("REQ_GET line 4: event stream not ended by the server within"),
+        "{reason}"
+    );
+}

@@ -607,6 +607,9 @@ fn on_frame(
     m: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
 ) -> Result<(), String> {
     match m {
+        Some(Ok(Message::Text(t))) if t.starts_with("c[") => {
+            Err(format!("server closed the SockJS session: {}", t.as_str()))
+        }
         Some(Ok(Message::Text(t))) => {
             for r in shiny::receive(t.as_str()) {
                 if pending.len() == PENDING_MAX {

@@ -80,6 +80,11 @@ impl Drop for Proc {
 /// Starts the fixture Shiny app with Rscript on a free port; panics with a clear message if R/shiny
 /// is missing (make test installs r-cran-shiny).
 pub fn start_shiny() -> (Proc, u16) {
+    start_shiny_env(&[])
+}
+
+/// `start_shiny` with extra environment variables for R (e.g. SURGE_SESSION_LOG, see app.R).
+pub fn start_shiny_env(env: &[(&str, &Path)]) -> (Proc, u16) {
     let port = free_port();
     let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shiny-app");
     let child = Command::new("Rscript")
@@ -88,6 +93,7 @@ pub fn start_shiny() -> (Proc, u16) {
             "shiny::runApp('{}', port = {port}, host = '127.0.0.1', launch.browser = FALSE)",
             app.display()
         ))
+        .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

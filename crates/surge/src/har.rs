@@ -1,8 +1,9 @@
 //! `surge import-har`: turns a browser's HAR export (every browser has "Save all as HAR") into a
 //! recording.log, keeping the entries of the page's own origin. Chrome's `_webSocketMessages` become
-//! WS_OPEN / WS_SEND / WS_RECV / WS_CLOSE; Shiny session values become placeholders as in `record`.
+//! WS_OPEN / WS_SEND / WS_RECV / WS_CLOSE; Shiny session values become placeholders as in `record`;
+//! `text/event-stream` entries get `"stream":"client"`, open until the page's last activity.
 
-use crate::recording::{self, EventLine, TARGET_HTTP, TARGET_SHINY};
+use crate::recording::{self, EventLine, STREAM_CLIENT, TARGET_HTTP, TARGET_SHINY};
 use crate::shiny;
 use crate::timefmt::{format_iso, parse_iso};
 use crate::tokens::Placeholders;
@@ -107,6 +108,12 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
         entries.push((t, e));
     }
     entries.sort_by_key(|(t, _)| *t);
+    let is_event_stream = |e: &Entry| {
+        e.response
+            .content
+            .as_ref()
+            .is_some_and(|c| c.mime_type.starts_with("text/event-stream"))
+    };
     let is_html = |e: &Entry| {
         e.response
             .content
@@ -211,6 +218,11 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
             url: Some(pq),
             ..Default::default()
         };
+        if is_event_stream(e) {
+            // HAR times an EventSource only to its first bytes; it stays open while the page does,
+            // so its end is set to the page's last activity below.
+            ev.stream = Some(STREAM_CLIENT.into());
+        }
         if e.request.method == "GET" {
             ev.kind = if is_html(e) { "REQ_HOME" } else { "REQ_GET" }.into();
         } else {
@@ -231,6 +243,14 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
         lines.push((*t, ev));
     }
     lines.sort_by_key(|(t, _)| *t);
+    let last = lines
+        .iter()
+        .filter_map(|(t, ev)| ev.end.as_deref().and_then(parse_iso).or(Some(*t)))
+        .max()
+        .unwrap_or(0);
+    for (_, ev) in lines.iter_mut().filter(|(_, ev)| ev.stream.is_some()) {
+        ev.end = Some(format_iso(last));
+    }
     for (_, mut ev) in lines {
         ev.url = ev.url.map(|u| tokens.apply(&u));
         ev.message = ev.message.map(|m| tokens.apply(&m));

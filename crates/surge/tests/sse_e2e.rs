@@ -65,6 +65,7 @@ fn stat(base: &str, key: &str) -> u64 {
 }
 
 /// Records one browser session of the app (in normal mode) and returns the recording's path.
+/// The browser also writes a HAR of the session to dir/session.har.
 fn record_session(dir: &Path, app: &str) -> PathBuf {
     let rec_path = dir.join("recording.log");
     let (mut rec, proxy) = start_record(app, &rec_path);
@@ -72,6 +73,7 @@ fn record_session(dir: &Path, app: &str) -> PathBuf {
         .arg(app_dir().join("drive.mjs"))
         .arg(&proxy)
         .arg("5")
+        .arg(dir.join("session.har"))
         .output()
         .expect("node not found");
     assert!(
@@ -204,6 +206,36 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         .status()
         .unwrap();
     assert!(st.success());
+
+    // The browser's HAR of the same session imports with the stream marked, and replays.
+    let har_rec = tmp.path().join("har.log");
+    let st = surge()
+        .arg("import-har")
+        .arg(tmp.path().join("session.har"))
+        .arg("-o")
+        .arg(&har_rec)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let hr = Recording::load(&har_rec).unwrap();
+    let hs: Vec<_> = hr.events.iter().filter(|e| e.stream.is_some()).collect();
+    assert_eq!(hs.len(), 1);
+    assert_eq!(&*hs[0].url, "/events");
+    assert_eq!(
+        hs[0].end_ms,
+        hr.events.iter().filter_map(|e| e.end_ms).max()
+    );
+    let before = stat(&app, "sse_opened");
+    let har_run = tmp.path().join("har-run");
+    let out = replay_cmd(&har_rec, &app, 2, &har_run).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(stat(&app, "sse_opened") - before, 2);
 
     // A server that ends the stream early, and one that answers 500: failed sessions with reasons.
     for (mode, want) in [

@@ -234,3 +234,87 @@ fn reingest_replaces_the_whole_day() {
     );
     assert_eq!(store.days().unwrap().len(), 1);
 }
+
+/// Lines longer than the reader's compact index can describe (a comma past byte 255) take the
+/// parser's careful path; the day must come out exactly as the reference counts it.
+#[test]
+fn long_lines_count_like_short_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let text = String::from_utf8(gunzip(&day_file("2013-12-04"))).unwrap();
+    let mut out = String::new();
+    for (i, line) in text.lines().take(3001).enumerate() {
+        let mut f: Vec<String> = line.split(',').map(str::to_owned).collect();
+        // Every 3rd row: a version long enough to push the country and ip_id commas past 255.
+        if i > 0 && i % 3 == 0 && f[7] != "NA" {
+            f[7] = format!("\"{}{}\"", f[7].trim_matches('"'), "-x".repeat(150));
+        }
+        out.push_str(&f.join(","));
+        out.push('\n');
+    }
+    let file = dir.path().join("2013-12-04.csv.gz");
+    gzip_to(&file, out.as_bytes());
+    ingest_path(&db, &file, &Silent).unwrap();
+    let r = Reference::of_file(&file);
+    let store = Store::open(&db).unwrap();
+    let s = store.day_summary("2013-12-04", 100).unwrap().unwrap();
+    assert_eq!(
+        (s.totals.downloads, s.totals.bytes, s.totals.downloaders),
+        (r.downloads, r.bytes, r.ips.len() as u64)
+    );
+    assert_eq!(
+        s.whales.iter().map(|w| w.ip_id).collect::<Vec<_>>(),
+        r.top(100)
+    );
+    let top = r.top(1)[0];
+    let d = store.whale_detail("2013-12-04", top).unwrap().unwrap();
+    let mut got: Vec<_> = d
+        .downloads
+        .iter()
+        .map(|x| (x.time.clone(), x.package.clone(), x.version.clone(), x.size))
+        .collect();
+    let mut want = r.ips[&top].rows.clone();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(got
+        .iter()
+        .any(|g| g.2.as_ref().is_some_and(|v| v.len() > 255)));
+}
+
+/// Sizes beyond 32 bits are kept aside while the day is read; every whale row, early or late in
+/// the file, must get its own size back.
+#[test]
+fn sizes_beyond_32_bits_survive() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let text = String::from_utf8(gunzip(&day_file("2013-12-04"))).unwrap();
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut f: Vec<String> = line.split(',').map(str::to_owned).collect();
+        if i > 0 && i % 7 == 0 {
+            f[2] = (5_000_000_000u64 + i as u64).to_string();
+        }
+        out.push_str(&f.join(","));
+        out.push('\n');
+    }
+    let file = dir.path().join("2013-12-04.csv.gz");
+    gzip_to(&file, out.as_bytes());
+    ingest_path(&db, &file, &Silent).unwrap();
+    let r = Reference::of_file(&file);
+    let store = Store::open(&db).unwrap();
+    let s = store.day_summary("2013-12-04", 100).unwrap().unwrap();
+    assert_eq!(s.totals.bytes, r.bytes);
+    let mut big = 0;
+    for w in &s.whales {
+        assert_eq!(w.bytes, r.ips[&w.ip_id].bytes, "ip {}", w.ip_id);
+        let d = store.whale_detail("2013-12-04", w.ip_id).unwrap().unwrap();
+        let mut got: Vec<u64> = d.downloads.iter().map(|x| x.size).collect();
+        let mut want: Vec<u64> = r.ips[&w.ip_id].rows.iter().map(|x| x.3).collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "ip {} sizes", w.ip_id);
+        big += got.iter().filter(|&&z| z > u64::from(u32::MAX)).count();
+    }
+    assert!(big > 100, "only {big} whale rows with big sizes");
+}

@@ -651,29 +651,52 @@ impl DayBuilder {
                 rank_sparse[(u64::from(ip) - DENSE_IPS) as usize] = (r + 1) as u8;
             }
         }
-        let mut whale_rows: Vec<Vec<WhaleRow>> = vec![Vec::new(); order.len()];
-        let mut pkg_whale = vec![0u64; self.dict.packages.len()];
-        for (i, r) in self.log.iter().enumerate() {
-            let rank = match rank_of.get(r.ip as usize) {
-                Some(&rank) => rank,
-                None => rank_sparse[(u64::from(r.ip) - DENSE_IPS) as usize],
-            };
-            if rank == 0 {
-                continue;
+        // The log scan is the largest part of `finish` and the reading thread is done by now:
+        // each half of the log is scanned on its own core, and the halves joined in file order.
+        let scan = |part: &[RowRec], first: usize| {
+            let mut rows: Vec<Vec<WhaleRow>> = vec![Vec::new(); order.len()];
+            let mut pkg_whale = vec![0u64; self.dict.packages.len()];
+            for (i, r) in part.iter().enumerate() {
+                let rank = match rank_of.get(r.ip as usize) {
+                    Some(&rank) => rank,
+                    None => rank_sparse[(u64::from(r.ip) - DENSE_IPS) as usize],
+                };
+                if rank == 0 {
+                    continue;
+                }
+                let size = if r.size == u32::MAX {
+                    self.big_sizes[&((first + i) as u64)]
+                } else {
+                    u64::from(r.size)
+                };
+                pkg_whale[self.dict.pkgvers[r.pkgver as usize].0 as usize] += 1;
+                let list = &mut rows[rank as usize - 1];
+                if list.capacity() == 0 {
+                    // Sized once: a whale's row count is known, and growing a list of
+                    // ~100k rows by doubling copied it over and over.
+                    list.reserve_exact(get(order[rank as usize - 1]).0.downloads as usize);
+                }
+                list.push(WhaleRow {
+                    secs: r.time_country & ((1 << COUNTRY_SHIFT) - 1),
+                    country: r.time_country >> COUNTRY_SHIFT,
+                    pkgver: r.pkgver,
+                    env: r.env,
+                    size,
+                });
             }
-            let size = if r.size == u32::MAX {
-                self.big_sizes[&(i as u64)]
-            } else {
-                u64::from(r.size)
-            };
-            pkg_whale[self.dict.pkgvers[r.pkgver as usize].0 as usize] += 1;
-            whale_rows[rank as usize - 1].push(WhaleRow {
-                secs: r.time_country & ((1 << COUNTRY_SHIFT) - 1),
-                country: r.time_country >> COUNTRY_SHIFT,
-                pkgver: r.pkgver,
-                env: r.env,
-                size,
-            });
+            (rows, pkg_whale)
+        };
+        let half = self.log.len() / 2;
+        let ((mut whale_rows, mut pkg_whale), (later, pkg_later)) = std::thread::scope(|s| {
+            let second = s.spawn(|| scan(&self.log[half..], half));
+            let first = scan(&self.log[..half], 0);
+            (first, second.join().expect("log scan thread"))
+        });
+        for (rows, more) in whale_rows.iter_mut().zip(later) {
+            rows.extend_from_slice(&more);
+        }
+        for (n, more) in pkg_whale.iter_mut().zip(pkg_later) {
+            *n += more;
         }
         drop(self.log);
 

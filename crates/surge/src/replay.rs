@@ -770,7 +770,13 @@ impl Player<'_> {
         if let Some(end) = ev.stream {
             return self.stream(ev, end, method, path, req).await;
         }
-        let resp = self.http.send(&self.sh.target, req).await?;
+        // Every wait is bounded: the response head, then each piece of the body.
+        let timeout = self.sh.message_timeout;
+        let resp = tokio::time::timeout(timeout, self.http.send(&self.sh.target, req))
+            .await
+            .map_err(|_| {
+                format!("no response within {timeout:?} (--message-timeout): {method} {path}")
+            })??;
         self.jar.store(resp.headers());
         let status = resp.status().as_u16();
         let keep = match ev.kind {
@@ -778,7 +784,9 @@ impl Player<'_> {
             Kind::ReqTok => 4096,
             _ => 0,
         };
-        let body = target::read_body(resp.into_body(), keep).await?;
+        let body = target::read_body(resp.into_body(), keep, timeout)
+            .await
+            .map_err(|e| format!("{e}: {method} {path}"))?;
         if !status_ok(ev.status, status) {
             return Err(format!(
                 "status {status}, expected {}: {method} {path}",

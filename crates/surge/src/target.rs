@@ -57,10 +57,20 @@ impl Target {
     }
 }
 
-/// One user's keep-alive connection; reconnects when the server closes it.
+/// One user's keep-alive connection; reconnects when the server closes it. Dropping it closes the
+/// connection, even mid-response.
 #[derive(Default)]
 pub struct Conn {
     sender: Option<SendRequest<Full<Bytes>>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(t) = &self.task {
+            t.abort();
+        }
+    }
 }
 
 impl Conn {
@@ -88,9 +98,11 @@ impl Conn {
                 .handshake(TokioIo::new(tcp))
                 .await
                 .map_err(|e| format!("HTTP handshake with {}: {e}", target.authority))?;
-            tokio::spawn(async move {
+            if let Some(old) = self.task.replace(tokio::spawn(async move {
                 let _ = conn.await;
-            });
+            })) {
+                old.abort();
+            }
             self.sender = Some(sender);
         }
         let s = self.sender.as_mut().expect("connected above");
@@ -154,11 +166,21 @@ pub async fn open_stream(
     ))
 }
 
-/// Reads a body to the end; keeps at most `keep` bytes of it (0 = discard).
-pub async fn read_body(body: hyper::body::Incoming, keep: usize) -> Result<Vec<u8>, String> {
+/// Reads a body to the end; keeps at most `keep` bytes of it (0 = discard). Fails when the server
+/// sends nothing for `idle` (a stalled body must not hang a session).
+pub async fn read_body(
+    body: hyper::body::Incoming,
+    keep: usize,
+    idle: std::time::Duration,
+) -> Result<Vec<u8>, String> {
     let mut body = body;
     let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
+    loop {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => return Err(format!("body stalled for {idle:?} (--message-timeout)")),
+            Ok(None) => break,
+            Ok(Some(f)) => f,
+        };
         let frame = frame.map_err(|e| format!("reading body: {e}"))?;
         if let Ok(data) = frame.into_data() {
             if out.len() < keep {

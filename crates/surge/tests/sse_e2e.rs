@@ -237,24 +237,32 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
     );
     assert_eq!(stat(&app, "sse_opened") - before, 2);
 
-    // A server that ends the stream early, and one that answers 500: failed sessions with reasons.
-    for (mode, want) in [
+    // A server that ends the stream early, one that answers 500, one whose API never answers:
+    // failed sessions with reasons, within the message timeout.
+    let api_line = recording.events[3].line;
+    for (mode, line, want) in [
         (
             "early",
+            sse.line,
             "event stream ended by the server before the recorded",
         ),
-        ("error", "status 500, expected 200: GET /events"),
+        ("error", sse.line, "status 500, expected 200: GET /events"),
+        (
+            "hang",
+            api_line,
+            "no response within 2s (--message-timeout): GET /api/items?page=1",
+        ),
     ] {
-        let want = format!("REQ_GET line {}: {want}", sse.line);
+        let want = format!("REQ_GET line {line}: {want}");
         let (_bad, bad) = start_app(mode);
         let run = tmp.path().join(format!("run-{mode}"));
         let t = Instant::now();
         let out = replay_cmd(&rec_path, &bad, 3, &run)
-            .args(["--start-interval", "50ms", "--message-timeout", "5s"])
+            .args(["--start-interval", "50ms", "--message-timeout", "2s"])
             .output()
             .unwrap();
         assert!(
-            t.elapsed() < Duration::from_secs(20),
+            t.elapsed() < Duration::from_secs(10),
             "{mode}: replay took {:?}",
             t.elapsed()
         );
@@ -266,7 +274,7 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         for f in session_csvs(&run) {
             let last = read_csv(&f).rows.pop().unwrap();
             assert_eq!(last[3], "PLAYBACK_FAIL");
-            assert_eq!(last[5], sse.line.to_string());
+            assert_eq!(last[5], line.to_string());
         }
     }
 }

@@ -151,6 +151,9 @@ impl Store {
 
     fn init(&self) -> rusqlite::Result<()> {
         self.conn.busy_timeout(Duration::from_secs(30))?;
+        // New stores only (a no-op once the file exists): the whale-row blobs fill ~4x fewer
+        // overflow pages and WAL frames; the bench day's store step took ~205 ms vs ~250 ms.
+        self.conn.execute_batch("PRAGMA page_size=16384")?;
         let mode: String = self
             .conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;

@@ -8,7 +8,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 CONNS="${CONNS:-50}"
-DUR="${DUR:-10}"
+DUR="${DUR:-5}"
 USERS="${USERS:-10000}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -54,10 +54,10 @@ run_gen() { # name, command...
   /usr/bin/time -f "%U %S" -o "$TMP/time.$name" taskset -c 0 "$@" > "$TMP/out.$name" 2>"$TMP/err.$name"
 }
 
-# ROUNDS rounds (default 3), each running wrk, oha and surge back to back in a rotating order; every
+# ROUNDS rounds (default 6, DUR seconds each), each running wrk, oha and surge back to back in a rotating order; every
 # ratio is the median of the per-round ratios, because this shared host's speed drifts (wrk alone
 # has measured 34k..132k req/s within an hour): generators timed minutes apart are not comparable.
-ROUNDS="${ROUNDS:-3}"
+ROUNDS="${ROUNDS:-6}"
 GENS=(wrk oha surge)
 : > "$TMP/rounds.tsv"
 for r in $(seq 1 "$ROUNDS"); do

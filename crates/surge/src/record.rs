@@ -1,9 +1,9 @@
 //! `surge record`: a recording reverse proxy (HTTP + WebSocket). The browser talks to the proxy, the
 //! proxy talks to the target and appends one shinyloadtest event per exchange to recording.log
 //! (flushed line by line, so Ctrl-C leaves a valid file). Response bodies stream through (SSE, long
-//! polls, big downloads: bounded memory); an HTTP event is written when its response ends. Live session values are written back as
-//! `${PLACEHOLDER}`s; noise messages are relayed but not recorded. Ends when the first WebSocket is
-//! closed by the browser (tab closed) or on Ctrl-C.
+//! polls, big downloads: bounded memory); an HTTP event is written when its response ends. Live
+//! session values are written back as `${PLACEHOLDER}`s; noise messages are relayed but not
+//! recorded. Ends when the first WebSocket is closed by the browser (tab closed) or on Ctrl-C.
 
 use crate::recording::{self, EventLine, STREAM_CLIENT, STREAM_SERVER, TARGET_HTTP, TARGET_SHINY};
 use crate::shiny;
@@ -268,6 +268,7 @@ async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<ProxyBody> {
         rparts.status.as_u16(),
         begin,
     );
+    let home = open.as_ref().is_some_and(|o| o.ev.kind == "REQ_HOME");
     let keep = match open.as_ref().map(|o| o.ev.kind.as_str()) {
         Some("REQ_HOME") => 512 * 1024,
         Some("REQ_TOK") => 4096,
@@ -284,6 +285,7 @@ async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<ProxyBody> {
         id,
         head: Vec::new(),
         keep,
+        find_worker: home,
     };
     let mut out = Response::new(tap.boxed());
     *out.status_mut() = rparts.status;
@@ -309,6 +311,9 @@ struct Tap {
     id: Option<u64>,
     head: Vec<u8>,
     keep: usize,
+    /// A home page: learn `${WORKER}` as soon as its `<base href>` has passed, since the browser
+    /// fetches `_w_<worker>/` assets while the page is still streaming.
+    find_worker: bool,
 }
 
 impl Tap {
@@ -335,6 +340,12 @@ impl Body for Tap {
                     if this.head.len() < this.keep {
                         let n = (this.keep - this.head.len()).min(d.len());
                         this.head.extend_from_slice(&d[..n]);
+                    }
+                    if this.find_worker {
+                        if let Some(w) = shiny::worker_id(&this.head) {
+                            this.st.add_token(&w, "${WORKER}");
+                            this.find_worker = false;
+                        }
                     }
                 }
             }
@@ -432,14 +443,8 @@ impl State {
         let Some(OpenReq { mut ev, pq }) = self.open.lock().expect("open lock").remove(&id) else {
             return;
         };
-        match ev.kind.as_str() {
-            "REQ_HOME" => {
-                if let Some(w) = shiny::worker_id(head) {
-                    self.add_token(&w, "${WORKER}");
-                }
-            }
-            "REQ_TOK" => self.add_token(String::from_utf8_lossy(head).trim(), "${TOKEN}"),
-            _ => {}
+        if ev.kind == "REQ_TOK" {
+            self.add_token(String::from_utf8_lossy(head).trim(), "${TOKEN}");
         }
         if let Some(s) = ev.stream.as_mut() {
             *s = if by_server {

@@ -373,3 +373,44 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
         "{reason}"
     );
 }
+
+#[test]
+fn worker_id_is_learnt_while_the_home_page_streams() {
+    // The page's rest is sent only after an asset under _w_abc123/ was served through the proxy: the
+    // asset's event must already carry ${WORKER}.
+    let (_app, app) = start_app("worker");
+    let tmp = TempDir::new("sse-worker");
+    let rec_path = tmp.path().join("recording.log");
+    let (mut rec, proxy) = start_record(&app, &rec_path);
+    let hostport = proxy
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut home = TcpStream::connect(&hostport).unwrap();
+    write!(
+        home,
+        "GET / HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("_w_abc123/") {
+        let n = home.read(&mut buf).unwrap();
+        assert!(n > 0, "home page ended before its <base href>");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let (st, body) = get(&proxy, "/_w_abc123/app.js");
+    assert_eq!(st, 200);
+    assert!(String::from_utf8_lossy(&body).contains("EventSource"));
+    home.read_to_end(&mut seen).unwrap();
+    assert!(String::from_utf8_lossy(&seen).contains("</html>"));
+    let st = Command::new("kill")
+        .args(["-INT", &rec.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    let text = std::fs::read_to_string(&rec_path).unwrap();
+    assert!(text.contains(r#""url":"/_w_${WORKER}/app.js""#), "{text}");
+    assert!(!text.contains("abc123"), "{text}");
+}

@@ -241,19 +241,12 @@ fn reingest_replaces_the_whole_day() {
 fn long_lines_count_like_short_ones() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let text = String::from_utf8(gunzip(&day_file("2013-12-04"))).unwrap();
-    let mut out = String::new();
-    for (i, line) in text.lines().take(3001).enumerate() {
-        let mut f: Vec<String> = line.split(',').map(str::to_owned).collect();
-        // Every 3rd row: a version long enough to push the country and ip_id commas past 255.
-        if i > 0 && i % 3 == 0 && f[7] != "NA" {
+    // Every 3rd row: a version long enough to push the country and ip_id commas past 255.
+    let file = rewritten_day(dir.path(), "2013-12-04", 3001, |i, f| {
+        if i % 3 == 0 && f[7] != "NA" {
             f[7] = format!("\"{}{}\"", f[7].trim_matches('"'), "-x".repeat(150));
         }
-        out.push_str(&f.join(","));
-        out.push('\n');
-    }
-    let file = dir.path().join("2013-12-04.csv.gz");
-    gzip_to(&file, out.as_bytes());
+    });
     ingest_path(&db, &file, &Silent).unwrap();
     let r = Reference::of_file(&file);
     let store = Store::open(&db).unwrap();
@@ -288,18 +281,11 @@ fn long_lines_count_like_short_ones() {
 fn sizes_beyond_32_bits_survive() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let text = String::from_utf8(gunzip(&day_file("2013-12-04"))).unwrap();
-    let mut out = String::new();
-    for (i, line) in text.lines().enumerate() {
-        let mut f: Vec<String> = line.split(',').map(str::to_owned).collect();
-        if i > 0 && i % 7 == 0 {
+    let file = rewritten_day(dir.path(), "2013-12-04", usize::MAX, |i, f| {
+        if i % 7 == 0 {
             f[2] = (5_000_000_000u64 + i as u64).to_string();
         }
-        out.push_str(&f.join(","));
-        out.push('\n');
-    }
-    let file = dir.path().join("2013-12-04.csv.gz");
-    gzip_to(&file, out.as_bytes());
+    });
     ingest_path(&db, &file, &Silent).unwrap();
     let r = Reference::of_file(&file);
     let store = Store::open(&db).unwrap();
@@ -317,4 +303,27 @@ fn sizes_beyond_32_bits_survive() {
         big += got.iter().filter(|&&z| z > u64::from(u32::MAX)).count();
     }
     assert!(big > 100, "only {big} whale rows with big sizes");
+}
+
+/// The first `lines` lines of a real day (header included) with each data row's fields passed
+/// through `edit` (row number from 1), gzipped into `dir` under the day's name.
+fn rewritten_day(
+    dir: &std::path::Path,
+    date: &str,
+    lines: usize,
+    mut edit: impl FnMut(usize, &mut Vec<String>),
+) -> std::path::PathBuf {
+    let text = String::from_utf8(gunzip(&day_file(date))).unwrap();
+    let mut out = String::new();
+    for (i, line) in text.lines().take(lines).enumerate() {
+        let mut f: Vec<String> = line.split(',').map(str::to_owned).collect();
+        if i > 0 {
+            edit(i, &mut f);
+        }
+        out.push_str(&f.join(","));
+        out.push('\n');
+    }
+    let file = dir.join(format!("{date}.csv.gz"));
+    gzip_to(&file, out.as_bytes());
+    file
 }

@@ -51,12 +51,19 @@ pub struct RecordArgs {
     pub target_type: String,
 }
 
+/// recording.log and the events held back while a home page streams.
+struct Log {
+    file: std::fs::File,
+    homes_open: u32,
+    held: Vec<EventLine>,
+}
+
 struct State {
     target: Target,
     target_url: String,
     shiny: bool,
     output: PathBuf,
-    file: Mutex<std::fs::File>,
+    file: Mutex<Log>,
     tokens: Mutex<Placeholders>,
     posts: AtomicU32,
     events: AtomicU32,
@@ -85,13 +92,38 @@ fn strip_hop(h: &mut HeaderMap) {
 }
 
 impl State {
+    /// Appends an event, or holds it while a home page is still streaming: the page's event comes
+    /// first (replay learns `${WORKER}` from it), though the browser fetched assets meanwhile.
     fn write(&self, ev: &EventLine) {
+        let mut log = self.file.lock().expect("file lock");
+        if log.homes_open > 0 {
+            log.held.push(ev.clone());
+        } else {
+            self.append(&mut log, ev);
+        }
+    }
+
+    fn append(&self, log: &mut Log, ev: &EventLine) {
         let line = serde_json::to_string(ev).expect("event serializes");
-        let mut f = self.file.lock().expect("file lock");
-        if writeln!(f, "{line}").and_then(|_| f.flush()).is_err() {
+        if writeln!(log.file, "{line}")
+            .and_then(|_| log.file.flush())
+            .is_err()
+        {
             eprintln!("surge record: cannot write {}", self.output.display());
         }
         self.events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes a home page's event, then what was held while it streamed (once no page is open).
+    fn write_home(&self, ev: &EventLine) {
+        let mut log = self.file.lock().expect("file lock");
+        log.homes_open = log.homes_open.saturating_sub(1);
+        self.append(&mut log, ev);
+        if log.homes_open == 0 {
+            for held in std::mem::take(&mut log.held) {
+                self.append(&mut log, &held);
+            }
+        }
     }
 
     fn apply(&self, s: &str) -> String {
@@ -128,7 +160,11 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
         target_url: args.target.clone(),
         shiny: target_type == TARGET_SHINY,
         output: args.output.clone(),
-        file: Mutex::new(file),
+        file: Mutex::new(Log {
+            file,
+            homes_open: 0,
+            held: Vec::new(),
+        }),
         tokens: Mutex::new(Placeholders::default()),
         posts: AtomicU32::new(0),
         events: AtomicU32::new(0),
@@ -274,6 +310,9 @@ async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<ProxyBody> {
         Some("REQ_TOK") => 4096,
         _ => 0,
     };
+    if home {
+        st.file.lock().expect("file lock").homes_open += 1;
+    }
     let id = open.map(|o| {
         let id = st.next_req.fetch_add(1, Ordering::Relaxed);
         st.open.lock().expect("open lock").insert(id, o);
@@ -456,7 +495,11 @@ impl State {
         }
         ev.end = Some(format_iso(now_ms()));
         ev.url = Some(self.apply(&pq));
-        self.write(&ev);
+        if ev.kind == "REQ_HOME" {
+            self.write_home(&ev);
+        } else {
+            self.write(&ev);
+        }
     }
 
     /// Writes the events of requests still streaming when the recording stops (ended by the client).

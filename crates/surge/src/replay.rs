@@ -460,6 +460,9 @@ async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bool>) {
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 _ = stopped(&mut stop) => break,
             }
+            if Instant::now() >= sh.loaded_end {
+                break;
+            }
         }
     }
 }

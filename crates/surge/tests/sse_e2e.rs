@@ -413,4 +413,10 @@ fn worker_id_is_learnt_while_the_home_page_streams() {
     let text = std::fs::read_to_string(&rec_path).unwrap();
     assert!(text.contains(r#""url":"/_w_${WORKER}/app.js""#), "{text}");
     assert!(!text.contains("abc123"), "{text}");
+    // The page's event comes first although the asset ended before it: replay learns ${WORKER} there.
+    let recording = Recording::load(&rec_path).unwrap();
+    let urls: Vec<&str> = recording.events.iter().map(|e| &*e.url).collect();
+    assert_eq!(urls, ["/", "/_w_${WORKER}/app.js"]);
+    assert_eq!(recording.events[0].kind, Kind::ReqHome);
+    assert!(recording.events[0].end_ms >= recording.events[1].end_ms);
 }

@@ -413,7 +413,9 @@ impl DayBuilder {
         }
         // Size is decoded here, on the parsing thread, which has room: the reading thread
         // (inflate + index) is the pipeline's longer half.
-        let size = parse::uint(f[col::SIZE])
+        // `f` lies inside `line`: the field's offsets let `uint_at` read it as one word.
+        let at = (f[col::SIZE].as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+        let size = parse::uint_at(line, at, at.wrapping_add(f[col::SIZE].len()))
             .filter(|&v| v <= i64::MAX as u64)
             .ok_or_else(|| bad(line_no, "size", f[col::SIZE], "a number"))?;
         self.add(line_no, line, f, secs, size, ip_id, pv_hash)

@@ -432,11 +432,14 @@ struct Numbers {
 #[inline]
 fn numbers(text: &[u8], end: usize, c: &[u32; 9]) -> Option<Numbers> {
     let field = |a: u32, b: usize| text.get(a as usize + 1..b).unwrap_or_default();
-    let last = field(c[8], end);
-    let last = last.strip_suffix(b"\r").unwrap_or(last);
+    let end = if text.get(end.wrapping_sub(1)) == Some(&b'\r') {
+        end - 1
+    } else {
+        end
+    };
     Some(Numbers {
         secs: parse::seconds(field(c[0], c[1] as usize))?,
-        ip_id: parse::uint(last).filter(|&v| v <= i64::MAX as u64)?,
+        ip_id: parse::uint_at(text, c[8] as usize + 1, end).filter(|&v| v <= i64::MAX as u64)?,
         pv_hash: crate::day::key_hash(field(c[5], c[7] as usize)),
     })
 }

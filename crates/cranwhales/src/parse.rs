@@ -193,6 +193,34 @@ pub fn uint(raw: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// `uint(&text[start..end])`, reading the field's last 8 bytes as one word when it is 1 to 8
+/// bare digits with 8 bytes of `text` before its end (every size and ip_id of a real log past
+/// the first bytes of a line); anything else goes to `uint`. The digit loop was ~6% of all
+/// ingest CPU on the 10M-row bench day (two numbers a row).
+#[inline]
+pub fn uint_at(text: &[u8], start: usize, end: usize) -> Option<u64> {
+    let len = end.wrapping_sub(start);
+    let Some(word) = end
+        .checked_sub(8)
+        .filter(|_| (1..=8).contains(&len))
+        .and_then(|from| text.get(from..end))
+    else {
+        return uint(text.get(start..end)?);
+    };
+    // Little-endian: the field is the top `len` bytes; the bytes before it are masked off.
+    let mask = u64::MAX << ((8 - len) * 8);
+    let d = (u64::from_le_bytes(word.try_into().ok()?) ^ 0x3030_3030_3030_3030) & mask;
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    if d & HIGH != 0 || (d + 0x0606_0606_0606_0606) & HIGH != 0 {
+        // Not all digits (a quote, a sign, `NA`...): the careful path decides.
+        return uint(&text[start..end]);
+    }
+    // Pairs, then quads, then all eight: the first byte is the most significant digit.
+    let v = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let v = (v * 100 + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((v * 10_000 + (v >> 32)) & 0xFFFF_FFFF)
+}
+
 /// Seconds since midnight of an `HH:MM:SS` field (optionally quoted); `None` if malformed.
 ///
 /// All eight bytes are checked and decoded at once as one little-endian word (every data row
@@ -389,5 +417,46 @@ mod tests {
         }
         assert_eq!(uint(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(uint(b"18446744073709551616"), None);
+    }
+
+    #[test]
+    fn uint_at_matches_uint() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let r = next();
+            let prefix: Vec<u8> = (0..r % 12)
+                .map(|k| b"0123456789,\"a"[((r >> k) % 13) as usize])
+                .collect();
+            let len = (r >> 8) % 11;
+            let mut field: Vec<u8> = (0..len)
+                .map(|k| b'0' + ((r >> (k + 16)) % 10) as u8)
+                .collect();
+            match (r >> 40) % 8 {
+                0 if len > 0 => field[((r >> 44) % len) as usize] = (r >> 48) as u8,
+                1 => field = [b"\"".as_slice(), &field, b"\""].concat(),
+                2 => field = b"NA".to_vec(),
+                _ => {}
+            }
+            let text = [prefix.as_slice(), &field, b",x"].concat();
+            let (start, end) = (prefix.len(), prefix.len() + field.len());
+            assert_eq!(
+                uint_at(&text, start, end),
+                uint(&field),
+                "{:?} in {:?}",
+                String::from_utf8_lossy(&field),
+                String::from_utf8_lossy(&text)
+            );
+        }
+        assert_eq!(uint_at(b"abcdefgh99999999", 8, 16), Some(99_999_999));
+        assert_eq!(uint_at(b"abcdefgh00000001", 8, 16), Some(1));
+        assert_eq!(uint_at(b"abcdefgh1", 8, 9), Some(1));
+        assert_eq!(uint_at(b"abcdefgh", 8, 8), None);
+        assert_eq!(uint_at(b"abc", 2, 9), None);
     }
 }

@@ -209,23 +209,34 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Shiny or not, from the target's home page. Reads until "shiny" shows up, 256 KB, the end, or
+/// 3 s of waiting (a page may stream or never end).
 async fn detect(
     client: &Client<HttpConnector, Full<Bytes>>,
     target: &Target,
 ) -> anyhow::Result<String> {
     let uri = format!("http://{}{}/", target.authority, target.base_path);
-    let resp = client
-        .get(uri.parse()?)
+    let wait = std::time::Duration::from_secs(3);
+    let resp = tokio::time::timeout(wait, client.get(uri.parse()?))
         .await
+        .map_err(|_| anyhow::anyhow!("target {uri} did not answer within {wait:?}"))?
         .map_err(|e| anyhow::anyhow!("cannot reach target {uri}: {e}"))?;
-    let body = resp.into_body().collect().await?.to_bytes();
-    let text = String::from_utf8_lossy(&body).to_ascii_lowercase();
-    Ok(if text.contains("shiny") {
-        TARGET_SHINY
-    } else {
-        TARGET_HTTP
+    let mut body = resp.into_body();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut shiny = false;
+    while !shiny && seen.len() < 256 * 1024 {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    seen.extend(d.iter().map(u8::to_ascii_lowercase));
+                    shiny = seen.windows(5).any(|w| w == b"shiny");
+                }
+            }
+            _ => break,
+        }
     }
-    .to_string())
+    Ok(if shiny { TARGET_SHINY } else { TARGET_HTTP }.to_string())
 }
 
 /// The proxy's response body: the target's body streamed through a [`Tap`], or a short message.

@@ -376,8 +376,8 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
 
 #[test]
 fn worker_id_is_learnt_while_the_home_page_streams() {
-    // The page's rest is sent only after an asset under _w_abc123/ was served through the proxy: the
-    // asset's event must already carry ${WORKER}.
+    // The page's rest is sent only after an asset under _w_abc123/ was fetched through the proxy
+    // (then /release): the asset's event must already carry ${WORKER}.
     let (_app, app) = start_app("worker");
     let tmp = TempDir::new("sse-worker");
     let rec_path = tmp.path().join("recording.log");
@@ -402,6 +402,7 @@ fn worker_id_is_learnt_while_the_home_page_streams() {
     let (st, body) = get(&proxy, "/_w_abc123/app.js");
     assert_eq!(st, 200);
     assert!(String::from_utf8_lossy(&body).contains("EventSource"));
+    assert_eq!(get(&app, "/release").0, 200);
     home.read_to_end(&mut seen).unwrap();
     assert!(String::from_utf8_lossy(&seen).contains("</html>"));
     let st = Command::new("kill")

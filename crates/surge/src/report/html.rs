@@ -140,7 +140,7 @@ fn summary_table(m: &Model) -> String {
         rows.push(Row {
             key: k,
             label: format!("Page load {name}"),
-            values: col(&|i| s(i).page_load[idx]),
+            values: col(&|i| s(i).page_load.arr()[idx]),
             ms: true,
         });
     }
@@ -154,7 +154,7 @@ fn summary_table(m: &Model) -> String {
         rows.push(Row {
             key: k,
             label: format!("Session duration {name}"),
-            values: col(&|i| s(i).session_duration[idx]),
+            values: col(&|i| s(i).session_duration.arr()[idx]),
             ms: true,
         });
     }
@@ -190,12 +190,12 @@ fn class_table(m: &Model) -> String {
          <th>events</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>",
     );
     for (c, name) in CLASS_NAMES.iter().enumerate() {
-        if m.runs.iter().all(|r| r.summary.classes[c][0] == 0) {
+        if m.runs.iter().all(|r| r.summary.classes[c].n == 0) {
             continue;
         }
         for (i, r) in m.runs.iter().enumerate() {
-            let d = r.summary.classes[c];
-            let base = m.runs[0].summary.classes[c];
+            let d = r.summary.classes[c].arr();
+            let base = m.runs[0].summary.classes[c].arr();
             let _ = write!(h, "<tr class=\"c{c}\">");
             if i == 0 {
                 let _ = write!(
@@ -276,9 +276,9 @@ fn overview(m: &Model) -> String {
             fmt_int(s.completed),
             fmt_int(s.failed),
             if s.unfinished > 0 { format!(", {} unfinished", fmt_int(s.unfinished)) } else { String::new() },
-            fmt_ms(s.page_load[2]),
+            fmt_ms(s.page_load.p90),
             fmt_int(s.over_threshold),
-            fmt_int(s.page_load[0] as usize),
+            fmt_int(s.page_load.n),
             fmt_ms(m.threshold_ms),
             esc(&r.dir)
         );

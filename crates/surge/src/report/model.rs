@@ -12,7 +12,7 @@ use super::{
     class::CLASS_NAMES,
     load::{Outcome, Run},
     recording::Recording,
-    stats::{self, Dist, RunSummary},
+    stats::{self, RunSummary},
 };
 
 /// Root of the model.
@@ -57,13 +57,6 @@ pub struct RecModel {
     pub dur: Vec<i64>,
 }
 
-/// Distribution as `[n, p50, p90, p99, max]`.
-pub type DistArr = [i64; 5];
-
-fn arr(d: &Dist) -> DistArr {
-    [d.n as i64, d.p50, d.p90, d.p99, d.max]
-}
-
 /// One run.
 #[derive(Debug, Serialize)]
 pub struct RunModel {
@@ -82,42 +75,13 @@ pub struct RunModel {
     /// Cool-down starts (ms since run start).
     pub cooldown_start_ms: i64,
     /// Summary numbers.
-    pub summary: SummaryModel,
+    pub summary: RunSummary,
     /// Session columns.
     pub sessions: SessionCols,
     /// Event columns, grouped by session in `sessions` order.
     pub events: EventCols,
     /// Per recording line `[line, n, min, q1, median, q3, max, p90]` (ms).
     pub lines: Vec<[i64; 8]>,
-}
-
-/// The summary table's numbers for one run.
-#[derive(Debug, Serialize)]
-pub struct SummaryModel {
-    /// Distinct workers.
-    pub workers: usize,
-    /// Sessions started.
-    pub sessions: usize,
-    /// Completed.
-    pub completed: usize,
-    /// Failed.
-    pub failed: usize,
-    /// Neither.
-    pub unfinished: usize,
-    /// Events replayed.
-    pub events: usize,
-    /// Events cut short by failures.
-    pub failed_events: usize,
-    /// `[reason, count]`, most frequent first; sessions refer to them by index.
-    pub reasons: Vec<(String, usize)>,
-    /// Page load (home + assets).
-    pub page_load: DistArr,
-    /// Sessions whose page load exceeded the threshold.
-    pub over_threshold: usize,
-    /// Session durations.
-    pub session_duration: DistArr,
-    /// Per class event durations.
-    pub classes: Vec<DistArr>,
 }
 
 /// Sessions as columns.
@@ -241,20 +205,7 @@ fn run_model(run: &Run, sum: &RunSummary, recording: usize) -> RunModel {
         duration_ms: sum.duration_ms,
         warmup_end_ms: sum.phases.warmup_end,
         cooldown_start_ms: sum.phases.cooldown_start,
-        summary: SummaryModel {
-            workers: sum.workers,
-            sessions: sum.sessions,
-            completed: sum.completed,
-            failed: sum.failed,
-            unfinished: sum.unfinished,
-            events: sum.events,
-            failed_events: sum.failed_events,
-            reasons: sum.reasons.clone(),
-            page_load: arr(&sum.page_load),
-            over_threshold: sum.over_threshold,
-            session_duration: arr(&sum.session_duration),
-            classes: sum.classes.iter().map(arr).collect(),
-        },
+        summary: sum.clone(),
         sessions: s,
         events: e,
         lines: stats::line_boxes(run)

@@ -9,7 +9,7 @@ use super::{
     recording::Recording,
 };
 
-/// A latency distribution in ms.
+/// A latency distribution in ms; serialized as `[n, p50, p90, p99, max]` for the report page.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Dist {
     /// How many values.
@@ -24,7 +24,18 @@ pub struct Dist {
     pub max: i64,
 }
 
+impl serde::Serialize for Dist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.arr().serialize(s)
+    }
+}
+
 impl Dist {
+    /// `[n, p50, p90, p99, max]`, the order the report's tables use.
+    pub fn arr(&self) -> [i64; 5] {
+        [self.n as i64, self.p50, self.p90, self.p99, self.max]
+    }
+
     /// Nearest-rank percentiles of `v` (sorted here).
     pub fn of(mut v: Vec<i64>) -> Dist {
         if v.is_empty() {
@@ -57,12 +68,15 @@ pub struct Phases {
     pub cooldown_start: i64,
 }
 
-/// What the summary table says about one run.
-#[derive(Debug, Clone)]
+/// What the summary table says about one run (the report page's `summary`; times and phases
+/// are sent beside it).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct RunSummary {
     /// Epoch ms of the first row of any session.
+    #[serde(skip)]
     pub start_ms: i64,
     /// First row to last row.
+    #[serde(skip)]
     pub duration_ms: i64,
     /// Distinct worker ids (simulated users).
     pub workers: usize,
@@ -89,6 +103,7 @@ pub struct RunSummary {
     /// Event durations per class, indexed by `Class::index`.
     pub classes: Vec<Dist>,
     /// Warm-up / loaded / cool-down boundaries.
+    #[serde(skip)]
     pub phases: Phases,
 }
 

@@ -60,12 +60,7 @@ fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
     let (mut rec, proxy) = start_record(&target, &rec_path);
     drive_browser("cranwhales", &proxy, None);
     // No WebSocket to close: end the recording the way a user does, with Ctrl-C.
-    let st = Command::new("kill")
-        .args(["-INT", &rec.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
 
     let recording = Recording::load(&rec_path).unwrap();
     assert_eq!(recording.target_type.as_deref(), Some("surge/http"));

@@ -258,12 +258,7 @@ fn sigint_writes_consistent_partial_results() {
     );
     wait_sessions(&run, 1, Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(500));
-    let st = std::process::Command::new("kill")
-        .args(["-INT", &replay.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(wait_exit(&mut replay, Duration::from_secs(15)), Some(130));
+    assert_eq!(interrupt(&mut replay, Duration::from_secs(15)), Some(130));
     let s = summary(&run);
     assert_eq!(s["interrupted"], true);
     let (started, completed, failed) = summary_counts(&run);

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,24 +24,11 @@ fn start_bridge(rport: u16, drop_after: u32) -> (Proc, String) {
         repo().join("web/node_modules/sockjs").exists(),
         "web/node_modules/sockjs missing: run `make web` (cd web && npm ci)"
     );
-    let mut child = Command::new("node")
-        .arg(script)
+    let mut cmd = Command::new("node");
+    cmd.arg(script)
         .arg(rport.to_string())
-        .arg(drop_after.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("node not found");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("bridge printed {line:?}"));
-    (Proc(child), format!("http://127.0.0.1:{port}/"))
+        .arg(drop_after.to_string());
+    spawn_listening(cmd, "the SockJS bridge (node)")
 }
 
 fn bridge_stats(base: &str) -> Value {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,23 +19,9 @@ fn app_dir() -> PathBuf {
 
 /// Starts the fixture app in `mode`; returns it and its base URL.
 fn start_app(mode: &str) -> (Proc, String) {
-    let mut child = Command::new("python3")
-        .arg(app_dir().join("app.py"))
-        .arg(mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 not found");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("app printed {line:?}"));
-    (Proc(child), format!("http://127.0.0.1:{port}/"))
+    let mut cmd = Command::new("python3");
+    cmd.arg(app_dir().join("app.py")).arg(mode);
+    spawn_listening(cmd, "the SSE app (python3)")
 }
 
 /// GET on a plain socket (HTTP/1.1, Connection: close); returns status and body.
@@ -96,12 +82,7 @@ fn record_session(dir: &Path, app: &str) -> PathBuf {
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let st = Command::new("kill")
-        .args(["-INT", &rec.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
     rec_path
 }
 
@@ -305,12 +286,7 @@ fn big_download_streams_through_record_in_bounded_memory() {
         grown < 16 * 1024,
         "surge record's peak RSS grew by {grown} kB for a 50 MB download"
     );
-    let st = Command::new("kill")
-        .args(["-INT", &rec.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
     let recording = Recording::load(&rec_path).unwrap();
     let big: Vec<_> = recording
         .events
@@ -334,12 +310,7 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
         String::from_utf8_lossy(&body).matches("data: tick").count(),
         2
     );
-    let st = Command::new("kill")
-        .args(["-INT", &rec.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
     let recording = Recording::load(&rec_path).unwrap();
     assert_eq!(recording.events.len(), 1);
     assert_eq!(recording.events[0].stream, Some(StreamEnd::Server));
@@ -405,12 +376,7 @@ fn worker_id_is_learnt_while_the_home_page_streams() {
     assert_eq!(get(&app, "/release").0, 200);
     home.read_to_end(&mut seen).unwrap();
     assert!(String::from_utf8_lossy(&seen).contains("</html>"));
-    let st = Command::new("kill")
-        .args(["-INT", &rec.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(10)), Some(0));
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
     let text = std::fs::read_to_string(&rec_path).unwrap();
     assert!(text.contains(r#""url":"/_w_${WORKER}/app.js""#), "{text}");
     assert!(!text.contains("abc123"), "{text}");

@@ -178,6 +178,36 @@ pub fn wait_exit(p: &mut Proc, within: Duration) -> Option<i32> {
     None
 }
 
+/// Sends SIGINT (what Ctrl-C sends) and waits up to `within` for the exit; returns its code.
+pub fn interrupt(p: &mut Proc, within: Duration) -> Option<i32> {
+    let st = Command::new("kill")
+        .args(["-INT", &p.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    wait_exit(p, within)
+}
+
+/// Spawns a fixture server that prints `listening PORT` as its first line; returns it and its
+/// base URL.
+pub fn spawn_listening(mut cmd: Command, what: &str) -> (Proc, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{what} printed {line:?}"));
+    (Proc(child), format!("http://127.0.0.1:{port}/"))
+}
+
 /// A fresh temporary directory (removed on drop).
 pub struct TempDir(pub PathBuf);
 

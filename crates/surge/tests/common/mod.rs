@@ -178,6 +178,27 @@ pub fn wait_exit(p: &mut Proc, within: Duration) -> Option<i32> {
     None
 }
 
+/// Replays `recording` with `users` users (`extra` flags appended), asserts a clean run (exit 0,
+/// no failed session) and returns its summary.json.
+pub fn replay_clean(
+    recording: &Path,
+    target: &str,
+    users: u32,
+    run: &Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let out = replay_cmd(recording, target, users, run)
+        .args(extra)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = summary(run);
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{stdout}");
+    s
+}
+
 /// Sends SIGINT (what Ctrl-C sends) and waits up to `within` for the exit; returns its code.
 pub fn interrupt(p: &mut Proc, within: Duration) -> Option<i32> {
     let st = Command::new("kill")

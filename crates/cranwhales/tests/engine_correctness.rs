@@ -305,6 +305,37 @@ fn sizes_beyond_32_bits_survive() {
     assert!(big > 100, "only {big} whale rows with big sizes");
 }
 
+/// ip_ids beyond the dense table (2^22) are kept in a side map; ranking must treat them like the
+/// others, ties included.
+#[test]
+fn ip_ids_beyond_the_dense_table_rank_like_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let file = rewritten_day(dir.path(), "2014-05-06", usize::MAX, |_, f| {
+        let ip: u64 = f[9].parse().unwrap();
+        if ip % 2 == 0 {
+            f[9] = (ip + 9_000_000_000).to_string();
+        }
+    });
+    ingest_path(&db, &file, &Silent).unwrap();
+    let r = Reference::of_file(&file);
+    let store = Store::open(&db).unwrap();
+    let s = store.day_summary("2014-05-06", 100).unwrap().unwrap();
+    assert_eq!(s.totals.downloaders, r.ips.len() as u64);
+    let got: Vec<u64> = s.whales.iter().map(|w| w.ip_id).collect();
+    assert_eq!(got, r.top(100));
+    assert!(got.iter().any(|&ip| ip > 9_000_000_000) && got.iter().any(|&ip| ip < 1 << 22));
+    for w in &s.whales {
+        let e = &r.ips[&w.ip_id];
+        assert_eq!(
+            (w.downloads, w.bytes),
+            (e.downloads, e.bytes),
+            "ip {}",
+            w.ip_id
+        );
+    }
+}
+
 /// The first `lines` lines of a real day (header included) with each data row's fields passed
 /// through `edit` (row number from 1), gzipped into `dir` under the day's name.
 fn rewritten_day(

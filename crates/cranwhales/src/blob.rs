@@ -19,43 +19,80 @@ use crate::summary::Download;
 
 const FORMAT2: u32 = u32::MAX;
 
+/// Builds one format-2 blob: strings are added once and referred to by their 1-based index.
+pub struct Writer<'a> {
+    strings: Vec<&'a str>,
+    body: Vec<u8>,
+    n: u64,
+    prev: i64,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer for about `rows` rows.
+    pub fn new(rows: usize) -> Self {
+        Writer {
+            strings: Vec::new(),
+            body: Vec::with_capacity(rows * 14),
+            n: 0,
+            prev: 0,
+        }
+    }
+
+    /// Adds a string to the blob's table; returns the index rows refer to it by.
+    pub fn string(&mut self, s: &'a str) -> u32 {
+        self.strings.push(s);
+        self.strings.len() as u32
+    }
+
+    /// Appends a row (rows come in time order): `ids` are string indexes of package, version,
+    /// r_version, r_arch, r_os, country (0: missing).
+    pub fn row(&mut self, secs: u32, size: u64, ids: [u32; 6]) {
+        self.n += 1;
+        let secs = i64::from(secs);
+        varint(&mut self.body, zigzag(secs - self.prev));
+        self.prev = secs;
+        varint(&mut self.body, size);
+        for id in ids {
+            varint(&mut self.body, u64::from(id));
+        }
+    }
+
+    /// The blob and its row count.
+    pub fn finish(self) -> (u64, Vec<u8>) {
+        let mut blob = Vec::with_capacity(self.body.len() + 16 * self.strings.len() + 12);
+        blob.extend_from_slice(&FORMAT2.to_le_bytes());
+        put_strings(&mut blob, &self.strings);
+        blob.extend_from_slice(&(self.n as u32).to_le_bytes());
+        blob.extend_from_slice(&self.body);
+        (self.n, blob)
+    }
+}
+
 /// Packs a whale's downloads (chronological) into one blob; returns the row count too.
 pub fn pack<'a>(rows: impl Iterator<Item = DownloadRef<'a>>) -> (u64, Vec<u8>) {
-    let mut strings: Vec<&str> = Vec::new();
+    let mut w = Writer::new(0);
     // Keyed by address: the day's dictionaries hold each distinct value once, so this dedups
     // without hashing text, and a row mostly repeats the previous row's field (`last`).
     let mut index: HashMap<usize, u32, foldhash::fast::RandomState> = HashMap::default();
     let mut last = [(usize::MAX, 0u32); 6];
-    let mut body = Vec::new();
-    let (mut n, mut prev) = (0u64, 0i64);
     for r in rows {
-        n += 1;
-        let secs = i64::from(r.secs);
-        varint(&mut body, zigzag(secs - prev));
-        prev = secs;
-        varint(&mut body, r.size);
+        let mut ids = [0u32; 6];
         for (k, s) in strings_of(&r).into_iter().enumerate() {
-            let id = match s {
+            ids[k] = match s {
                 None => 0,
                 Some(s) if s.as_ptr() as usize == last[k].0 => last[k].1,
                 Some(s) => {
-                    let id = *index.entry(s.as_ptr() as usize).or_insert_with(|| {
-                        strings.push(s);
-                        strings.len() as u32
-                    });
+                    let id = *index
+                        .entry(s.as_ptr() as usize)
+                        .or_insert_with(|| w.string(s));
                     last[k] = (s.as_ptr() as usize, id);
                     id
                 }
             };
-            varint(&mut body, u64::from(id));
         }
+        w.row(r.secs, r.size, ids);
     }
-    let mut blob = Vec::with_capacity(body.len() + 16 * strings.len() + 12);
-    blob.extend_from_slice(&FORMAT2.to_le_bytes());
-    put_strings(&mut blob, &strings);
-    blob.extend_from_slice(&(n as u32).to_le_bytes());
-    blob.extend_from_slice(&body);
-    (n, blob)
+    w.finish()
 }
 
 /// A row's string fields in blob order.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::blob;
-use crate::day::{DayTables, TOP};
+use crate::day::{DayTables, PackScratch, TOP};
 use crate::parse::hms;
 use crate::summary::{DayInfo, DaySummary, Hour, Totals, Whale, WhaleDetail};
 
@@ -425,15 +425,20 @@ fn whales(
     Ok(whales)
 }
 
-/// Every whale's rows packed (see `blob`), on two threads: packing the bench day's ~1.5M whale
-/// rows took ~190 ms of the ~400 ms store step on one, and the reading thread is done by now.
+/// Every whale's rows packed (see `DayTables::pack_whale`), on two threads: the reading thread
+/// is done by now.
 fn pack_all(day: &DayTables) -> Vec<(u64, Vec<u8>)> {
     let n = day.whales.len();
-    let pack = |i: usize| blob::pack(day.whale_downloads(i));
+    let pack = |from: usize| {
+        let mut scratch = PackScratch::default();
+        (from..n)
+            .step_by(2)
+            .map(|i| day.pack_whale(i, &mut scratch))
+            .collect::<Vec<_>>()
+    };
     let (even, odd) = std::thread::scope(|s| {
-        let odd = s.spawn(|| (1..n).step_by(2).map(pack).collect::<Vec<_>>());
-        let even: Vec<_> = (0..n).step_by(2).map(pack).collect();
-        (even, odd.join().expect("packing thread"))
+        let odd = s.spawn(|| pack(1));
+        (pack(0), odd.join().expect("packing thread"))
     });
     let mut out = Vec::with_capacity(n);
     let mut odd = odd.into_iter();

@@ -358,3 +358,26 @@ fn rewritten_day(
     gzip_to(&file, out.as_bytes());
     file
 }
+
+/// The stored blob (`pack_whale`, by dictionary ids) decodes to exactly what packing the
+/// resolved rows (`blob::pack` over `whale_downloads`) decodes to, for every whale of real days.
+#[test]
+fn whale_blobs_by_id_decode_like_resolved_rows() {
+    use cranwhales::blob;
+    use cranwhales::day::PackScratch;
+    for date in ["2012-10-17", "2015-01-15"] {
+        let day = cranwhales::ingest::read_day(&day_file(date), Some(date), &Silent).unwrap();
+        let mut scratch = PackScratch::default();
+        for i in 0..day.whales.len() {
+            let (n, by_id) = day.pack_whale(i, &mut scratch);
+            let (m, resolved) = blob::pack(day.whale_downloads(i));
+            assert_eq!(n, m);
+            let (a, b) = (
+                blob::unpack(&by_id).unwrap(),
+                blob::unpack(&resolved).unwrap(),
+            );
+            assert_eq!(a.len() as u64, n);
+            assert!(a == b, "{date} whale {i}");
+        }
+    }
+}

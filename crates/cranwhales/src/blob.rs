@@ -68,7 +68,8 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// Packs a whale's downloads (chronological) into one blob; returns the row count too.
+/// Packs a whale's downloads (chronological) into one blob; returns the row count too. The store
+/// packs by dictionary id (`DayTables::pack_whale`); this resolved-strings form is its reference.
 pub fn pack<'a>(rows: impl Iterator<Item = DownloadRef<'a>>) -> (u64, Vec<u8>) {
     let mut w = Writer::new(0);
     // Keyed by address: the day's dictionaries hold each distinct value once, so this dedups

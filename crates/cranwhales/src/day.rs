@@ -899,7 +899,8 @@ pub struct DayTables {
 }
 
 impl DayTables {
-    /// The downloads of whale `i` (index into `whales`), chronological.
+    /// The downloads of whale `i` (index into `whales`), chronological, strings resolved: the
+    /// plain reading that tests hold `pack_whale` to.
     pub fn whale_downloads(&self, i: usize) -> impl Iterator<Item = DownloadRef<'_>> + '_ {
         self.whales[i].rows.iter().map(move |w| {
             let (pkg, version) = &self.dict.pkgvers[w.pkgver as usize];

@@ -55,22 +55,15 @@ fn stat(base: &str, key: &str) -> u64 {
 fn record_session(dir: &Path, app: &str) -> PathBuf {
     let rec_path = dir.join("recording.log");
     let (mut rec, proxy) = start_record(app, &rec_path);
-    let out = Command::new("node")
+    let mut driver = Command::new("node");
+    driver
         .arg(app_dir().join("drive.mjs"))
         .arg(&proxy)
         .arg("5")
-        .arg(dir.join("session.har"))
-        .output()
-        .expect("node not found");
-    assert!(
-        out.status.success(),
-        "browser driver failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(dir.join("session.har"));
+    let printed = run_driver(driver);
     // The browser really received the events through the proxy (read from the page's DOM).
-    let dom: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let dom: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
     assert!(dom["events"].as_u64().unwrap() >= 5, "{dom}");
     assert_eq!(dom["api"], "page 2: 10 items");
     // Closing the tab closed the EventSource: the proxy notices on its next write and records it.

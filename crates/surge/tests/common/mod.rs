@@ -155,6 +155,11 @@ pub fn drive_browser(mode: &str, url: &str, har: Option<&Path>) {
     if let Some(h) = har {
         cmd.arg(h);
     }
+    run_driver(cmd);
+}
+
+/// Runs a node browser driver to its end, asserting success; returns what it printed.
+pub fn run_driver(mut cmd: Command) -> String {
     let out = cmd
         .output()
         .expect("node not found (needed for the browser driver)");
@@ -164,6 +169,7 @@ pub fn drive_browser(mode: &str, url: &str, har: Option<&Path>) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Waits for a child to exit by itself (bounded); returns its exit code.

@@ -4,17 +4,35 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: demo test deps web lint test-rust build release
+.PHONY: demo test deps prereqs test-data test-scripts web lint test-rust build release
 .DEFAULT_GOAL := help
 
 help:
-	@echo "make demo   - build everything and serve cranwhales on http://127.0.0.1:8080 (bundled data)"
+	@echo "make demo   - build everything and serve cranwhales on http://127.0.0.1:8080 (bundled data; PORT=, ADDR=)"
 	@echo "make test   - install what is needed, then run every test (Rust, browser, R)"
 	@echo "make bench-ingest | bench-serve | bench-surge | bench-manifold - side-by-side benchmarks"
 
 # System packages, npm modules and toolchain components; each step skips what is already there.
 deps:
 	scripts/install-deps.sh
+
+# What `make demo` needs (Rust, Node, a C compiler): says exactly what is missing.
+prereqs:
+	@scripts/check-prereqs.sh
+
+# Real test data (CRAN logs, shinyloadtest files): ../shared/data when it is there, else downloaded
+# once into a cache and checked against the SHA-256 sums in data/test-data.tsv. Tests read the root
+# from CRANWHALES_TEST_DATA.
+ifndef CRANWHALES_TEST_DATA
+CRANWHALES_TEST_DATA := $(shell python3 scripts/test-data.py --locate)
+endif
+export CRANWHALES_TEST_DATA
+test-data:
+	@scripts/test-data.py >/dev/null
+
+# The test-data fetcher against a real HTTP server on loopback.
+test-scripts:
+	python3 -m unittest discover -s scripts -p 'test_*.py'
 
 # The web UI and the report runtime, built into web/dist* and embedded in the binaries.
 web: web/node_modules
@@ -43,5 +61,5 @@ include mk/surge.mk
 include mk/manifold.mk
 
 # Everything: lint, unit + integration tests, then each program's browser / R tests.
-test: deps lint test-rust $(TEST_TARGETS)
+test: deps test-data lint test-scripts test-rust $(TEST_TARGETS)
 	@echo "make test: all suites passed"

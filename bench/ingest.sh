@@ -27,6 +27,7 @@ fi
 cargo build --release -p cranwhales --bin cranwhales
 if [ ! -f "$DAY" ]; then
   echo "bench-ingest: building the stitched day (once)"
-  python3 bench/ingest_make_day.py ../shared/data/cranlogs "$DAY"
+  TEST_DATA=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}
+  python3 bench/ingest_make_day.py "$TEST_DATA/cranlogs" "$DAY"
 fi
 exec "$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-5}"

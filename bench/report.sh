@@ -11,7 +11,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cargo build --release -p surge --bin surge >/dev/null 2>&1 || cargo build --release -p surge --bin surge
-unzip -q -o ../shared/data/shinyloadtest/runs/scaling_case_study_run1.zip -d "$work"
+TEST_DATA=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}
+unzip -q -o "$TEST_DATA/shinyloadtest/runs/scaling_case_study_run1.zip" -d "$work"
 
 python3 - "$work" "$SESSIONS" "$EVENTS" <<'PY'
 import json, os, random, sys

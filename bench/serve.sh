@@ -2,7 +2,7 @@
 # bench-serve: `cranwhales serve` (release) vs nginx serving the same bytes as static files, with
 # wrk at 100 connections, side by side in one run; then 200 concurrent requests for one day that is
 # not stored yet, counting downloads at the source (nginx again, rate-limited, serving
-# ../shared/data/cranlogs). Everything on 127.0.0.1, bounded in time, cleaned up on exit.
+# the real logs of scripts/test-data.py). Everything on 127.0.0.1, bounded in time, cleaned up on exit.
 #
 # Targets (issue 3): >= 0.8x nginx req/s, p99 < 5 ms.
 set -euo pipefail
@@ -12,7 +12,7 @@ BIN=${CRANWHALES_BIN:-$ROOT/target/release/cranwhales}
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-100}
 THREADS=${THREADS:-2}
-SHARED=$(cd "$ROOT/../shared/data/cranlogs" && pwd)
+SHARED=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}/cranlogs
 NEW_DAY=${NEW_DAY:-2014-05-06}
 
 for tool in wrk nginx curl; do

@@ -1,8 +1,12 @@
 # cranwhales: extra test suites (beyond cargo test) and benchmarks. Append suites to TEST_TARGETS.
 TEST_TARGETS += test-cranwhales-browser
 
-demo: release
-	./target/release/cranwhales serve --addr 127.0.0.1:8080
+# `make demo PORT=9000` or `make demo ADDR=0.0.0.0:8080` moves it; Ctrl-C stops it.
+PORT ?= 8080
+ADDR ?= 127.0.0.1:$(PORT)
+demo: prereqs release
+	@echo "demo: serving on http://$(ADDR)/ (Ctrl-C stops it)"
+	./target/release/cranwhales serve --addr $(ADDR)
 
 # Browser suite: the debug binary (temp store, local source server) driven by headless Chromium.
 .PHONY: test-cranwhales-browser bench-serve

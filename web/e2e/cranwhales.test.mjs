@@ -17,7 +17,7 @@ import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const cranlogs = resolve(root, "../shared/data/cranlogs");
+const cranlogs = resolve(process.env.CRANWHALES_TEST_DATA || resolve(root, "../shared/data"), "cranlogs");
 const bin = process.env.CRANWHALES_BIN || join(root, "target/debug/cranwhales");
 const artifacts = join(root, "artifacts/cranwhales");
 mkdirSync(artifacts, { recursive: true });

@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const shared = resolve(root, "../shared/data/shinyloadtest");
+const shared = resolve(process.env.CRANWHALES_TEST_DATA || resolve(root, "../shared/data"), "shinyloadtest");
 const surge = process.env.SURGE_BIN || join(root, "target/debug/surge");
 const artifacts = join(root, "artifacts/surge-report");
 mkdirSync(artifacts, { recursive: true });

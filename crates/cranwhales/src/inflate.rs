@@ -245,7 +245,10 @@ mod tests {
     }
 
     fn real_day() -> Vec<u8> {
-        let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/cranlogs");
+        let p = match std::env::var_os("CRANWHALES_TEST_DATA") {
+            Some(root) => std::path::PathBuf::from(root).join("cranlogs"),
+            None => concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/cranlogs").into(),
+        };
         let mut files: Vec<_> = std::fs::read_dir(p)
             .unwrap()
             .map(|e| e.unwrap().path())

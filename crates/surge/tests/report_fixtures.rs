@@ -15,8 +15,12 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// `$CRANWHALES_TEST_DATA/shinyloadtest` (set by `make test`), else ../shared beside the repo.
 fn fixtures() -> PathBuf {
-    repo().join("../shared/data/shinyloadtest")
+    match std::env::var_os("CRANWHALES_TEST_DATA") {
+        Some(root) => PathBuf::from(root).join("shinyloadtest"),
+        None => repo().join("../shared/data/shinyloadtest"),
+    }
 }
 
 /// Unzips a fixture run into a fresh directory of its own; returns the run directory.

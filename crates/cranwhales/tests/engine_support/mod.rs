@@ -6,10 +6,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// `../shared/data/cranlogs`, found from the repo root.
+/// The real daily logs: `$CRANWHALES_TEST_DATA/cranlogs` (set by `make test`, see
+/// `scripts/test-data.py`), else `../shared/data/cranlogs` beside the repo.
 pub fn cranlogs() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    root.join("../shared/data/cranlogs")
+    match std::env::var_os("CRANWHALES_TEST_DATA") {
+        Some(root) => PathBuf::from(root).join("cranlogs"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranlogs"),
+    }
 }
 
 /// A real day's `.csv.gz`.

@@ -17,9 +17,13 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The 78 real daily logs shared by the team.
+/// The 78 real daily logs: `$CRANWHALES_TEST_DATA/cranlogs` (set by `make test`, see
+/// `scripts/test-data.py`), else `../shared/data/cranlogs` beside the repo.
 pub fn cranlogs() -> PathBuf {
-    repo().join("../shared/data/cranlogs")
+    match std::env::var_os("CRANWHALES_TEST_DATA") {
+        Some(root) => PathBuf::from(root).join("cranlogs"),
+        None => repo().join("../shared/data/cranlogs"),
+    }
 }
 
 /// A running `cranwhales serve`, killed on drop.

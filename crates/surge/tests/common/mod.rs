@@ -17,9 +17,13 @@ pub fn repo() -> PathBuf {
         .unwrap()
 }
 
-/// ../shared/data/shinyloadtest next to the repo.
+/// The real shinyloadtest files: `$CRANWHALES_TEST_DATA/shinyloadtest` (set by `make test`, see
+/// `scripts/test-data.py`), else ../shared/data/shinyloadtest next to the repo.
 pub fn shared() -> PathBuf {
-    repo().join("../shared/data/shinyloadtest")
+    match std::env::var_os("CRANWHALES_TEST_DATA") {
+        Some(root) => PathBuf::from(root).join("shinyloadtest"),
+        None => repo().join("../shared/data/shinyloadtest"),
+    }
 }
 
 /// The surge binary built for this test run.

@@ -13,11 +13,24 @@
 
 use std::collections::HashMap;
 
-use crate::day::DownloadRef;
 use crate::parse::hms;
 use crate::summary::Download;
 
 const FORMAT2: u32 = u32::MAX;
+
+/// One whale download with its strings resolved (borrowed from the day's dictionaries): what
+/// [`pack`] packs; `DayTables::whale_downloads` yields them.
+#[derive(Clone, Copy)]
+pub struct DownloadRef<'a> {
+    pub secs: u32,
+    pub package: &'a str,
+    pub version: Option<&'a str>,
+    pub size: u64,
+    pub r_version: Option<&'a str>,
+    pub r_arch: Option<&'a str>,
+    pub r_os: Option<&'a str>,
+    pub country: Option<&'a str>,
+}
 
 /// Builds one format-2 blob: strings are added once and referred to by their 1-based index.
 pub struct Writer<'a> {

@@ -1,0 +1,399 @@
+//! `DayBuilder`: one pass over a day's rows, counting as it goes and keeping each row as 20
+//! bytes of dictionary ids for the whales' tables at the end.
+
+use super::interner::{key_hash, same, Interner};
+use super::ips::{Ips, NONE};
+use super::{rank, row_err, whales};
+use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, COUNTRY_SHIFT};
+use crate::names;
+use crate::parse::{self, col, Fields};
+use crate::summary::Totals;
+
+const MAX_COUNTRIES: u32 = 1 << (32 - COUNTRY_SHIFT);
+
+/// Accumulates one day from its rows in a single pass.
+pub struct DayBuilder {
+    date: Option<String>,
+    date_raw: Vec<u8>,
+    rows: u64,
+    skipped: u64,
+    blank: u64,
+    downloads: u64,
+    bytes: u64,
+    hourly: [u64; 24],
+    ips: Ips,
+    pkgver_ix: Interner,
+    pkgver_count: Vec<u64>,
+    package_ix: FastMap<String, u32>,
+    env_ix: Interner,
+    country_ix: Interner,
+    /// Two-letter quoted country codes (`"US"`) → id, indexed by the two letters.
+    country_fast: Vec<u32>,
+    dict: Dict,
+    log: Vec<RowRec>,
+    big_sizes: FastMap<u64, u64>,
+}
+
+fn utf8(line: u64, field: &'static str, b: &[u8]) -> Result<String, RowError> {
+    String::from_utf8(b.to_vec()).map_err(|e| {
+        row_err(
+            line,
+            field,
+            format!(
+                "not UTF-8 (byte {} of the field)",
+                e.utf8_error().valid_up_to() + 1
+            ),
+        )
+    })
+}
+
+fn opt_utf8(line: u64, field: &'static str, raw: &[u8]) -> Result<Option<String>, RowError> {
+    parse::text(raw).map(|t| utf8(line, field, &t)).transpose()
+}
+
+/// `&line[a.start .. b.end]` for two fields of `line`, a before b.
+#[inline]
+fn span<'a>(line: &'a [u8], a: &[u8], b: &[u8]) -> &'a [u8] {
+    let base = line.as_ptr() as usize;
+    let start = a.as_ptr() as usize - base;
+    let end = b.as_ptr() as usize - base + b.len();
+    &line[start..end]
+}
+
+impl DayBuilder {
+    /// `date`: the day the rows must belong to, if known (from a file name or the request);
+    /// otherwise the first row decides.
+    pub fn new(date: Option<&str>) -> Self {
+        DayBuilder {
+            date: date.map(str::to_owned),
+            date_raw: date
+                .map(|d| format!("\"{d}\"").into_bytes())
+                .unwrap_or_default(),
+            rows: 0,
+            skipped: 0,
+            blank: 0,
+            downloads: 0,
+            bytes: 0,
+            hourly: [0; 24],
+            ips: Ips::default(),
+            pkgver_ix: Interner::default(),
+            pkgver_count: Vec::new(),
+            package_ix: FastMap::default(),
+            env_ix: Interner::default(),
+            country_ix: Interner::default(),
+            country_fast: vec![NONE; 1 << 16],
+            dict: Dict::default(),
+            log: Vec::new(),
+            big_sizes: FastMap::default(),
+        }
+    }
+
+    /// Data rows seen so far (skipped ones included).
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// An empty line: tolerated and counted.
+    pub fn blank_line(&mut self) {
+        self.blank += 1;
+    }
+
+    #[cold]
+    fn check_date(&mut self, line: u64, raw: &[u8]) -> Result<(), RowError> {
+        let Some(d) = parse::date(raw) else {
+            let shown = String::from_utf8_lossy(raw);
+            return Err(row_err(
+                line,
+                "date",
+                format!("{shown} is not a YYYY-MM-DD date"),
+            ));
+        };
+        match &self.date {
+            None => {
+                self.date = Some(d.to_owned());
+                self.date_raw = raw.to_vec();
+                Ok(())
+            }
+            Some(day) if day == d => Ok(()),
+            Some(day) => Err(row_err(
+                line,
+                "date",
+                format!("row dated {d} in the log of {day}"),
+            )),
+        }
+    }
+
+    /// Adds one data row (already split into 10 raw fields of `line`).
+    #[inline]
+    pub fn push(&mut self, line_no: u64, line: &[u8], f: &Fields<'_>) -> Result<(), RowError> {
+        if !self.admit(line_no, line, f)? {
+            return Ok(());
+        }
+        let pkg = f[col::PACKAGE];
+        let secs = parse::seconds(f[col::TIME])
+            .ok_or_else(|| bad(line_no, "time", f[col::TIME], "a HH:MM:SS time"))?;
+        let size = parse::uint(f[col::SIZE])
+            .filter(|&v| v <= i64::MAX as u64)
+            .ok_or_else(|| bad(line_no, "size", f[col::SIZE], "a number"))?;
+        let ip_id = parse::uint(f[col::IP_ID])
+            .filter(|&v| v <= i64::MAX as u64)
+            .ok_or_else(|| bad(line_no, "ip_id", f[col::IP_ID], "a number"))?;
+        let pv_hash = key_hash(span(line, pkg, f[col::VERSION]));
+        self.add(line_no, line, f, secs, size, ip_id, pv_hash)
+    }
+
+    /// Starts loading what a row with this package+version hash (see `push_decoded`) and
+    /// ip_id will touch, a few rows before it is pushed: its interner slot and its ip's
+    /// accumulator. perf (10M-row bench day): the accumulator's cache miss was ~10% of the
+    /// parsing thread's time (~750k ips x 24 B: beyond L2).
+    #[inline]
+    pub fn prefetch(&self, pv_hash: u64, ip_id: u64) {
+        self.pkgver_ix.prefetch(pv_hash);
+        self.ips.prefetch(ip_id);
+    }
+
+    /// `push` of a row whose time and ip_id were already decoded (exactly as `push` would:
+    /// `parse::seconds`, `parse::uint` ≤ `i64::MAX`) by the reading thread, which also computed
+    /// `pv_hash`: the `key_hash` of the raw bytes from package's opening to version's closing.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_decoded(
+        &mut self,
+        line_no: u64,
+        line: &[u8],
+        f: &Fields<'_>,
+        secs: u32,
+        ip_id: u64,
+        pv_hash: u64,
+    ) -> Result<(), RowError> {
+        if !self.admit(line_no, line, f)? {
+            return Ok(());
+        }
+        // Size is decoded here, on the parsing thread, which has room: the reading thread
+        // (inflate + index) is the pipeline's longer half.
+        // `f` lies inside `line`: the field's offsets let `uint_at` read it as one word.
+        let at = (f[col::SIZE].as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+        let size = parse::uint_at(line, at, at.wrapping_add(f[col::SIZE].len()))
+            .filter(|&v| v <= i64::MAX as u64)
+            .ok_or_else(|| bad(line_no, "size", f[col::SIZE], "a number"))?;
+        self.add(line_no, line, f, secs, size, ip_id, pv_hash)
+    }
+
+    /// What every row goes through first: counted, date checked, and skipped (counted) when its
+    /// package is missing. `Ok(false)` means the row was skipped.
+    #[inline(always)]
+    fn admit(&mut self, line_no: u64, line: &[u8], f: &Fields<'_>) -> Result<bool, RowError> {
+        self.rows += 1;
+        if !same(f[col::DATE], &self.date_raw) {
+            self.check_date(line_no, f[col::DATE])?;
+        }
+        let pkg = f[col::PACKAGE];
+        if parse::is_missing(pkg) || pkg == b"\"\"" {
+            self.skip(line_no, line)?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The rest of `push` once the row's numbers are decoded.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        line_no: u64,
+        line: &[u8],
+        f: &Fields<'_>,
+        secs: u32,
+        size: u64,
+        ip_id: u64,
+        pv_hash: u64,
+    ) -> Result<(), RowError> {
+        let pkg = f[col::PACKAGE];
+        let ip = self.ips.index(ip_id);
+        let pv_raw = span(line, pkg, f[col::VERSION]);
+        let pkgver = match self.pkgver_ix.get_hashed(pv_raw, pv_hash) {
+            Some(id) => id,
+            None => self.new_pkgver(line_no, pv_raw, pv_hash, f)?,
+        };
+        let env_raw = span(line, f[col::R_VERSION], f[col::R_OS]);
+        let mut env = self.ips.acc(ip).env;
+        if !self.env_ix.is(env, env_raw) {
+            env = match self.env_ix.get(env_raw) {
+                Ok(id) => id,
+                Err(h) => self.new_env(line_no, env_raw, h, f)?,
+            };
+            self.ips.acc(ip).env = env;
+        }
+        let c_raw = f[col::COUNTRY];
+        let country = if let [b'"', a, b, b'"'] = *c_raw {
+            match self.country_fast[usize::from(a) << 8 | usize::from(b)] {
+                NONE => {
+                    let id = self.country_id(line_no, c_raw)?;
+                    self.country_fast[usize::from(a) << 8 | usize::from(b)] = id;
+                    id
+                }
+                id => id,
+            }
+        } else {
+            let cached = self.ips.acc(ip).country;
+            if self.country_ix.is(cached, c_raw) {
+                cached
+            } else {
+                let id = self.country_id(line_no, c_raw)?;
+                self.ips.acc(ip).country = id;
+                id
+            }
+        };
+
+        let acc = self.ips.acc(ip);
+        acc.downloads += 1;
+        acc.bytes += size;
+        self.pkgver_count[pkgver as usize] += 1;
+        self.hourly[(secs / 3600) as usize] += 1;
+        self.downloads += 1;
+        self.bytes += size;
+        let small = if size < u64::from(u32::MAX) {
+            size as u32
+        } else {
+            self.big_sizes.insert(self.log.len() as u64, size);
+            u32::MAX
+        };
+        self.log.push(RowRec {
+            ip,
+            pkgver,
+            env,
+            size: small,
+            time_country: secs | (country << COUNTRY_SHIFT),
+        });
+        Ok(())
+    }
+
+    #[cold]
+    fn skip(&mut self, line_no: u64, line: &[u8]) -> Result<(), RowError> {
+        // Skipped rows are not decoded further, but must still be text.
+        if let Err(e) = std::str::from_utf8(line) {
+            return Err(row_err(
+                line_no,
+                "row",
+                format!("not UTF-8 (byte {} of the line)", e.valid_up_to() + 1),
+            ));
+        }
+        self.skipped += 1;
+        Ok(())
+    }
+
+    #[cold]
+    fn new_pkgver(
+        &mut self,
+        line: u64,
+        raw: &[u8],
+        hash: u64,
+        f: &Fields<'_>,
+    ) -> Result<u32, RowError> {
+        let name = utf8(line, "package", &parse::unquote(f[col::PACKAGE]))?;
+        let version = opt_utf8(line, "version", f[col::VERSION])?;
+        let next = self.package_ix.len() as u32;
+        let pkg = *self.package_ix.entry(name.clone()).or_insert(next);
+        if pkg == next {
+            self.dict.packages.push(name);
+        }
+        self.dict.pkgvers.push((pkg, version));
+        self.pkgver_count.push(0);
+        Ok(self.pkgver_ix.add(raw, hash))
+    }
+
+    #[cold]
+    fn new_env(
+        &mut self,
+        line: u64,
+        raw: &[u8],
+        hash: u64,
+        f: &Fields<'_>,
+    ) -> Result<u32, RowError> {
+        let env = [
+            opt_utf8(line, "r_version", f[col::R_VERSION])?,
+            opt_utf8(line, "r_arch", f[col::R_VERSION + 1])?,
+            opt_utf8(line, "r_os", f[col::R_OS])?,
+        ];
+        self.dict.envs.push(env);
+        Ok(self.env_ix.add(raw, hash))
+    }
+
+    /// The id of a country field (interned on first sight).
+    #[cold]
+    fn country_id(&mut self, line: u64, raw: &[u8]) -> Result<u32, RowError> {
+        let hash = match self.country_ix.get(raw) {
+            Ok(id) => return Ok(id),
+            Err(h) => h,
+        };
+        if self.dict.countries.len() as u32 >= MAX_COUNTRIES {
+            return Err(row_err(
+                line,
+                "country",
+                format!("more than {MAX_COUNTRIES} distinct values"),
+            ));
+        }
+        self.dict.countries.push(opt_utf8(line, "country", raw)?);
+        Ok(self.country_ix.add(raw, hash))
+    }
+
+    /// Ranks the downloaders and builds the day's tables. `None` when no data row was seen.
+    pub fn finish(self) -> Option<DayTables> {
+        let date = self.date?;
+        if self.rows == 0 {
+            return None;
+        }
+        let ranking = rank::rank(&self.ips);
+        let (whale_rows, pkg_whale) =
+            whales::rows_of_whales(&self.log, &self.big_sizes, &ranking, &self.ips, &self.dict);
+        // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
+        let log = self.log;
+        std::thread::spawn(move || drop(log));
+
+        let whale_ids: Vec<u64> = ranking.order.iter().map(|&i| self.ips.get(i).1).collect();
+        let names = names::assign(&date, &whale_ids);
+        let whales = whales::tables(
+            whale_rows, names, &whale_ids, &ranking, &self.ips, &self.dict,
+        );
+
+        let mut pkg_downloads = vec![0u64; self.dict.packages.len()];
+        for (pv, n) in self.pkgver_count.iter().enumerate() {
+            pkg_downloads[self.dict.pkgvers[pv].0 as usize] += n;
+        }
+        let packages = self
+            .dict
+            .packages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PackageCount {
+                package: p.clone(),
+                downloads: pkg_downloads[i],
+                whale_downloads: pkg_whale[i],
+            })
+            .collect::<Vec<_>>();
+
+        Some(DayTables {
+            date,
+            rows: self.rows,
+            blank_lines: self.blank,
+            totals: Totals {
+                downloads: self.downloads,
+                downloaders: ranking.downloaders,
+                bytes: self.bytes,
+                packages: packages.len() as u64,
+                skipped_rows: self.skipped,
+            },
+            hourly: self.hourly,
+            whales,
+            packages,
+            dict: self.dict,
+        })
+    }
+}
+
+#[cold]
+fn bad(line: u64, field: &'static str, raw: &[u8], what: &str) -> RowError {
+    let shown = String::from_utf8_lossy(raw);
+    let shown: String = shown.chars().take(40).collect();
+    row_err(line, field, format!("{shown:?} is not {what}"))
+}

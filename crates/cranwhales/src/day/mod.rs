@@ -1,0 +1,145 @@
+//! One day's aggregation: rows go in one at a time, the day's tables come out.
+//!
+//! Memory grows with distinct ips (16 B each + an index slot), distinct strings (packages,
+//! versions, R builds, countries: interned once each) and rows (20 B each, kept so that the rows
+//! of the top-100 whales can be listed at the end without a second pass over the input).
+//!
+//! Modules: `builder` (the one pass), `interner` (strings → ids), `ips` (per-downloader
+//! totals), `rank` (top 100), `whales` (their tables), `pack` (their stored blobs).
+
+mod builder;
+mod interner;
+mod ips;
+mod pack;
+mod rank;
+mod whales;
+
+use std::collections::HashMap;
+
+use crate::summary::Totals;
+
+pub use crate::blob::DownloadRef;
+pub use builder::DayBuilder;
+pub use interner::key_hash;
+pub use pack::PackScratch;
+
+/// How many downloaders are ranked and kept with all their rows.
+pub const TOP: usize = 100;
+
+/// A row that breaks the day's rules; the caller adds the file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowError {
+    pub line: u64,
+    pub field: &'static str,
+    pub problem: String,
+}
+
+fn row_err(line: u64, field: &'static str, problem: impl Into<String>) -> RowError {
+    RowError {
+        line,
+        field,
+        problem: problem.into(),
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// One kept row, 20 bytes: everything a whale's download list needs, as dictionary ids.
+#[derive(Clone, Copy)]
+struct RowRec {
+    ip: u32,
+    pkgver: u32,
+    env: u32,
+    /// Size, or `u32::MAX` when it is in `DayBuilder::big_sizes`.
+    size: u32,
+    /// Seconds since midnight (17 bits) | country id << 17.
+    time_country: u32,
+}
+
+/// Bits of `RowRec::time_country` that hold the time; the country id is above them.
+const COUNTRY_SHIFT: u32 = 17;
+
+/// Dictionaries of one day's distinct strings, indexed by the ids in kept rows.
+#[derive(Default)]
+struct Dict {
+    packages: Vec<String>,
+    /// pkgver id → (package id, version).
+    pkgvers: Vec<(u32, Option<String>)>,
+    /// env id → (r_version, r_arch, r_os).
+    envs: Vec<[Option<String>; 3]>,
+    countries: Vec<Option<String>>,
+}
+
+/// One download of a whale, as dictionary ids.
+#[derive(Clone, Copy)]
+struct WhaleRow {
+    secs: u32,
+    country: u32,
+    pkgver: u32,
+    env: u32,
+    size: u64,
+}
+
+/// A top downloader of the day with all its rows.
+pub struct WhaleTable {
+    pub rank: u32,
+    pub ip_id: u64,
+    pub name: String,
+    pub country: Option<String>,
+    pub downloads: u64,
+    pub bytes: u64,
+    pub packages: u64,
+    /// Seconds since midnight of the first and last download.
+    pub first: u32,
+    pub last: u32,
+    pub hourly: [u64; 24],
+    rows: Vec<WhaleRow>,
+}
+
+/// Downloads of one package on the day, all and by the top-100 whales.
+pub struct PackageCount {
+    pub package: String,
+    pub downloads: u64,
+    pub whale_downloads: u64,
+}
+
+/// Everything stored for one day, computed in memory before the store's single transaction.
+pub struct DayTables {
+    pub date: String,
+    /// Data rows read, skipped ones included.
+    pub rows: u64,
+    /// Empty lines, tolerated.
+    pub blank_lines: u64,
+    pub totals: Totals,
+    pub hourly: [u64; 24],
+    /// Ranked, at most [`TOP`].
+    pub whales: Vec<WhaleTable>,
+    pub packages: Vec<PackageCount>,
+    dict: Dict,
+}
+
+impl DayTables {
+    /// The downloads of whale `i` (index into `whales`), chronological, strings resolved: the
+    /// plain reading that tests hold `pack_whale` to.
+    pub fn whale_downloads(&self, i: usize) -> impl Iterator<Item = DownloadRef<'_>> + '_ {
+        self.whales[i].rows.iter().map(move |w| {
+            let (pkg, version) = &self.dict.pkgvers[w.pkgver as usize];
+            let [rv, ra, ro] = &self.dict.envs[w.env as usize];
+            DownloadRef {
+                secs: w.secs,
+                package: &self.dict.packages[*pkg as usize],
+                version: version.as_deref(),
+                size: w.size,
+                r_version: rv.as_deref(),
+                r_arch: ra.as_deref(),
+                r_os: ro.as_deref(),
+                country: self.dict.countries[w.country as usize].as_deref(),
+            }
+        })
+    }
+
+    /// Rows stored for all whales together.
+    pub fn whale_row_count(&self) -> u64 {
+        self.whales.iter().map(|w| w.rows.len() as u64).sum()
+    }
+}

@@ -5,14 +5,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use crate::bar::{thousands, Bar};
+use crate::date;
 use crate::ingest::{self, IngestError};
-use crate::parse;
 use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
-use crate::store::Store;
+use crate::store::{Store, DEFAULT_DB};
 use crate::summary::{DayInfo, DaySummary};
-
-/// Where the database lives unless `--db` says otherwise (relative to the working directory).
-pub const DEFAULT_DB: &str = "data/cranwhales.db";
 
 /// Options of `cranwhales ingest`.
 #[derive(Debug, clap::Args)]
@@ -67,11 +64,11 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     let mut failed = 0;
     for s in &args.sources {
         let bar = Bar::new(s);
-        let result = if parse::valid_date(s) && !Path::new(s).exists() {
+        let result = if date::is_log_date(s) && !Path::new(s).exists() {
             ingest::ingest_date(&args.db, s, &source, &bar)
         } else if Path::new(s).exists() {
             ingest::ingest_path(&args.db, Path::new(s), &bar)
-        } else if s.len() == 10 && s.as_bytes()[4] == b'-' {
+        } else if date::looks_like_date(s) {
             Err(IngestError::BadDate(s.clone()))
         } else {
             Err(IngestError::Io {
@@ -107,7 +104,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
 
 /// Prints one day's summary.
 pub fn show(args: ShowArgs) -> anyhow::Result<()> {
-    if !parse::valid_date(&args.date) {
+    if !date::is_log_date(&args.date) {
         return Err(IngestError::BadDate(args.date).into());
     }
     let store = open_existing(&args.db)?;

@@ -4,6 +4,8 @@
 pub mod bar;
 pub mod blob;
 pub mod cli;
+pub mod csv;
+pub mod date;
 pub mod day;
 pub mod inflate;
 pub mod ingest;

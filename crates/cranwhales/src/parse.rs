@@ -1,121 +1,9 @@
-//! Byte-level CSV splitting for the log format: lines → 10 raw field slices, plus the small
-//! field decoders (NA, quotes, numbers, times).
-//!
-//! Hand-rolled rather than the `csv` crate because this is the hot loop of ingest: it finds
-//! fields with SIMD `memchr` and never copies or decodes a field unless asked to. A field is
-//! kept *raw* (quotes included) so callers can intern it by its bytes and decode each distinct
-//! value once. Quoting follows RFC 4180 within a line (`"a,b"`, `"say ""hi"""`); a quoted field
-//! may not span lines (the log format never does, and a stray quote is reported, not guessed at).
+//! Decoders of the log's raw fields (see `csv` for splitting): NA, quotes, numbers, times,
+//! dates. Each decodes a field's bytes in place, word at a time where it is hot.
 
 use std::borrow::Cow;
 
-/// The expected header, in order.
-pub const HEADER: [&str; 10] = [
-    "date",
-    "time",
-    "size",
-    "r_version",
-    "r_arch",
-    "r_os",
-    "package",
-    "version",
-    "country",
-    "ip_id",
-];
-
-/// Column positions, named so the ingest code reads like the header.
-pub mod col {
-    pub const DATE: usize = 0;
-    pub const TIME: usize = 1;
-    pub const SIZE: usize = 2;
-    pub const R_VERSION: usize = 3;
-    pub const R_OS: usize = 5;
-    pub const PACKAGE: usize = 6;
-    pub const VERSION: usize = 7;
-    pub const COUNTRY: usize = 8;
-    pub const IP_ID: usize = 9;
-}
-
-/// Why a line could not be split into fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SplitError {
-    /// Not exactly 10 fields; carries how many were found.
-    FieldCount(usize),
-    /// A quoted field without its closing quote, or with text after it; carries the field index.
-    Quote(usize),
-}
-
-/// The raw fields of one line: byte ranges into the line, quotes included.
-pub type Fields<'a> = [&'a [u8]; 10];
-
-/// Splits one line (without its newline) into its 10 raw fields.
-#[inline]
-pub fn split(line: &[u8]) -> Result<Fields<'_>, SplitError> {
-    let mut out: Fields<'_> = [&[]; 10];
-    let mut start = 0usize;
-    let mut n = 0usize;
-    // Fast path: no quoted field contains a comma, so every comma is a separator.
-    for comma in memchr::memchr_iter(b',', line) {
-        if n == 9 {
-            return split_slow(line);
-        }
-        out[n] = &line[start..comma];
-        n += 1;
-        start = comma + 1;
-    }
-    if n != 9 {
-        return split_slow(line);
-    }
-    out[9] = &line[start..];
-    for f in &out {
-        if f.first() == Some(&b'"') && (f.len() < 2 || f[f.len() - 1] != b'"') {
-            return split_slow(line);
-        }
-    }
-    Ok(out)
-}
-
-/// Exact RFC 4180 splitting of one line; used when the fast path sees something unusual, and
-/// the source of precise error messages.
-fn split_slow(line: &[u8]) -> Result<Fields<'_>, SplitError> {
-    let mut out: Fields<'_> = [&[]; 10];
-    let mut n = 0usize;
-    let mut pos = 0usize;
-    loop {
-        let start = pos;
-        if line.get(pos) == Some(&b'"') {
-            let mut j = pos + 1;
-            loop {
-                match memchr::memchr(b'"', &line[j..]) {
-                    None => return Err(SplitError::Quote(n)),
-                    Some(k) if line.get(j + k + 1) == Some(&b'"') => j += k + 2,
-                    Some(k) => {
-                        pos = j + k + 1;
-                        break;
-                    }
-                }
-            }
-            if pos < line.len() && line[pos] != b',' {
-                return Err(SplitError::Quote(n));
-            }
-        } else {
-            pos = memchr::memchr(b',', &line[pos..]).map_or(line.len(), |k| pos + k);
-        }
-        if n < 10 {
-            out[n] = &line[start..pos];
-        }
-        n += 1;
-        if pos >= line.len() {
-            break;
-        }
-        pos += 1; // the comma
-    }
-    if n == 10 {
-        Ok(out)
-    } else {
-        Err(SplitError::FieldCount(n))
-    }
-}
+use crate::date;
 
 /// True for the log's missing value: an unquoted `NA` (a quoted `"NA"` is Namibia) or nothing.
 #[inline]
@@ -259,87 +147,16 @@ pub fn hms(secs: u32) -> String {
     format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
-/// The `YYYY-MM-DD` text of a date field (optionally quoted) if it is a valid calendar date.
+/// The `YYYY-MM-DD` text of a date field (optionally quoted) if it is a log date
+/// ([`date::is_log_date`]).
 pub fn date(raw: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(bare(raw)).ok()?;
-    valid_date(s).then_some(s)
-}
-
-/// True for a real calendar date written `YYYY-MM-DD`.
-pub fn valid_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<u32> {
-        b[r].iter().try_fold(0u32, |v, &c| {
-            c.is_ascii_digit().then(|| v * 10 + u32::from(c - b'0'))
-        })
-    };
-    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
-        return false;
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    y >= 1970 && (1..=days).contains(&d)
-}
-
-/// Checks a header line against [`HEADER`] (names quoted or not).
-pub fn header_ok(line: &[u8]) -> bool {
-    match split(line) {
-        Ok(f) => f
-            .iter()
-            .zip(HEADER)
-            .all(|(raw, name)| unquote(raw).as_ref() == name.as_bytes()),
-        Err(_) => false,
-    }
+    date::is_log_date(s).then_some(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_plain_and_quoted_lines() {
-        let l =
-            br#""2015-01-15","00:00:03",7644610,"3.0.3","i386","mingw32","Lahman","3.0-1","NA",2"#;
-        let f = split(l).unwrap();
-        assert_eq!(f[0], br#""2015-01-15""#);
-        assert_eq!(f[2], b"7644610");
-        assert_eq!(f[8], br#""NA""#);
-        assert!(!is_missing(f[8]));
-        assert_eq!(f[9], b"2");
-        let l = br#""2015-01-15","00:00:03",1,NA,"i,386","mingw32","say ""hi""",NA,NA,2"#;
-        let f = split(l).unwrap();
-        assert_eq!(f[4], br#""i,386""#);
-        assert_eq!(unquote(f[4]).as_ref(), b"i,386");
-        assert_eq!(unquote(f[6]).as_ref(), br#"say "hi""#);
-        assert!(is_missing(f[3]) && is_missing(f[7]));
-        assert_eq!(text(f[3]), None);
-    }
-
-    #[test]
-    fn reports_bad_lines() {
-        assert_eq!(split(b"a,b,c"), Err(SplitError::FieldCount(3)));
-        assert_eq!(
-            split(b"1,2,3,4,5,6,7,8,9,10,11"),
-            Err(SplitError::FieldCount(11))
-        );
-        assert_eq!(
-            split(br#"1,2,3,"4,5,6,7,8,9,10"#),
-            Err(SplitError::Quote(3))
-        );
-        assert_eq!(
-            split(br#"1,2,3,"4"x,5,6,7,8,9,10"#),
-            Err(SplitError::Quote(3))
-        );
-    }
 
     #[test]
     fn decodes_numbers_times_dates() {
@@ -353,10 +170,6 @@ mod tests {
         assert_eq!(hms(3723), "01:02:03");
         assert_eq!(date(br#""2012-02-29""#), Some("2012-02-29"));
         assert_eq!(date(b"2013-02-29"), None);
-        assert!(header_ok(
-            br#""date","time","size","r_version","r_arch","r_os","package","version","country","ip_id""#
-        ));
-        assert!(!header_ok(b"date,time,size"));
     }
 
     /// Naive references for the word-at-a-time decoders.

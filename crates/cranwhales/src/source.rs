@@ -10,12 +10,23 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::ingest::IngestError;
 use crate::progress::{Event, Progress};
+
+/// Why a day's log could not be had; ingest reports it as an `IngestError` of the same name.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The upstream server has no log for the date (HTTP 404).
+    #[error("{url}: no log for this date upstream (HTTP 404)")]
+    NotFound { url: String },
+    /// The download could not start, failed, or stopped half way.
+    #[error("{url}: download failed: {reason}")]
+    Download { url: String, reason: String },
+}
 
 /// The public mirror of CRAN's package-download logs.
 pub const DEFAULT_BASE_URL: &str = "http://cran-logs.rstudio.com";
-/// Downloads are kept here unless told otherwise (relative to the working directory).
+/// Downloads are kept here unless told otherwise (relative to the working directory); every
+/// command's default.
 pub const DEFAULT_CACHE_DIR: &str = "data/cache";
 
 /// Where to download days from and where to keep them.
@@ -58,13 +69,13 @@ pub fn fetch(
     date: &str,
     cfg: &SourceConfig,
     progress: &dyn Progress,
-) -> Result<PathBuf, IngestError> {
+) -> Result<PathBuf, SourceError> {
     let dest = cfg.cached(date);
     if dest.is_file() {
         return Ok(dest);
     }
     let url = cfg.url(date);
-    let fail = |reason: String| IngestError::Download {
+    let fail = |reason: String| SourceError::Download {
         url: url.clone(),
         reason,
     };
@@ -85,7 +96,7 @@ pub fn fetch(
         .into();
     let mut resp = match agent.get(&url).call() {
         Ok(r) => r,
-        Err(ureq::Error::StatusCode(404)) => return Err(IngestError::NotFound { url }),
+        Err(ureq::Error::StatusCode(404)) => return Err(SourceError::NotFound { url }),
         Err(ureq::Error::StatusCode(code)) => return Err(fail(format!("HTTP status {code}"))),
         Err(e) => return Err(fail(e.to_string())),
     };

@@ -18,6 +18,10 @@ use crate::day::{DayTables, PackScratch, TOP};
 use crate::parse::hms;
 use crate::summary::{DayInfo, DaySummary, Hour, Totals, Whale, WhaleDetail};
 
+/// Where the database lives unless `--db` says otherwise (relative to the working directory);
+/// every command's default.
+pub const DEFAULT_DB: &str = "data/cranwhales.db";
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

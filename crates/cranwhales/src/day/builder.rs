@@ -5,8 +5,9 @@ use super::interner::{key_hash, same, Interner};
 use super::ips::{Ips, NONE};
 use super::{rank, row_err, whales};
 use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, COUNTRY_SHIFT};
+use crate::csv::{col, Fields};
 use crate::names;
-use crate::parse::{self, col, Fields};
+use crate::parse;
 use crate::summary::Totals;
 
 const MAX_COUNTRIES: u32 = 1 << (32 - COUNTRY_SHIFT);

@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::cache::{Body, IMMUTABLE, REVALIDATE};
-use super::date::Day;
 use super::error::ApiError;
 use super::fetch::{Lookup, Status};
 use super::App;
+use crate::date::Day;
 
 /// Largest `count` the API accepts (the UI's "top N" input has the same range).
 pub const MAX_COUNT: u32 = 25;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
-use super::date::Day;
 use super::db::Db;
+use crate::date::Day;
 use crate::ingest::{ingest_date, IngestError};
 use crate::progress::{Event, Progress};
 use crate::source::SourceConfig;

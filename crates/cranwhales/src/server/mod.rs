@@ -3,12 +3,11 @@
 //!
 //! Modules: `http` (accept loop and connection limits), `api` (handlers), `assets` (embedded UI),
 //! `cache` (immutable bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit`
-//! (per-client rate limit), `db` (store handles on blocking threads), `date` (day parsing).
+//! (per-client rate limit), `db` (store handles on blocking threads).
 
 mod api;
 mod assets;
 mod cache;
-mod date;
 mod db;
 mod error;
 mod fetch;
@@ -25,24 +24,25 @@ use axum::routing::{any, get};
 use axum::Router;
 
 use crate::progress::Silent;
-use crate::source::SourceConfig;
+use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
+use crate::store::DEFAULT_DB;
 
-use date::Day;
+use crate::date::Day;
 
 /// Options of `cranwhales serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// SQLite database file (created if missing).
-    #[arg(long, default_value = "data/cranwhales.db")]
+    #[arg(long, default_value = DEFAULT_DB)]
     pub db: PathBuf,
     /// Address to listen on (port 0 picks a free port; the URL is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
     /// Base URL of the daily logs ({base}/{YYYY}/{YYYY-MM-DD}.csv.gz).
-    #[arg(long, default_value = "http://cran-logs.rstudio.com")]
+    #[arg(long, default_value = DEFAULT_BASE_URL)]
     pub source_url: String,
     /// Where downloaded logs are kept so a day is never downloaded twice.
-    #[arg(long, default_value = "data/cache")]
+    #[arg(long, default_value = DEFAULT_CACHE_DIR)]
     pub cache_dir: PathBuf,
     /// Days (*.csv.gz) ingested when the store is empty [default: data/sample, looked up from the
     /// current directory and the binary's location].

@@ -1,5 +1,6 @@
-//! Calendar days as the API sees them: strictly `YYYY-MM-DD`, checked against the range CRAN has logs
-//! for (2012-10-01 up to yesterday, UTC). Kept as a day number so comparisons are integer compares.
+//! The crate's one date type: calendar days written strictly `YYYY-MM-DD` (log rows, ingest
+//! arguments, file names, API paths), and the range CRAN has logs for (2012-10-01 up to
+//! yesterday, UTC). Kept as a day number so comparisons are integer compares.
 
 use std::fmt;
 
@@ -9,6 +10,21 @@ pub struct Day(i64);
 
 /// The first day of the CRAN logs.
 pub const FIRST_LOG: Day = Day(15614); // 2012-10-01
+
+/// 1970-01-01, the earliest day a log row or an ingest argument may carry.
+pub const EPOCH: Day = Day(0);
+
+/// True for a real calendar day written `YYYY-MM-DD`, no earlier than [`EPOCH`]: what a log
+/// row, a log file's name or an ingest argument may carry.
+pub fn is_log_date(s: &str) -> bool {
+    Day::parse(s).is_some_and(|d| d >= EPOCH)
+}
+
+/// True for text shaped like a date (`YYYY-…`) whether or not it is a real one: an ingest
+/// argument like this is a bad date, not a missing file.
+pub fn looks_like_date(s: &str) -> bool {
+    s.len() == 10 && s.as_bytes()[4] == b'-'
+}
 
 impl Day {
     /// Parses exactly `YYYY-MM-DD` with a real month and day; anything else is `None`.
@@ -99,6 +115,13 @@ mod tests {
         }
         assert_eq!(Day::parse("2012-10-01"), Some(FIRST_LOG));
         assert_eq!(Day::parse("1970-01-01"), Some(Day(0)));
+    }
+
+    #[test]
+    fn log_dates_start_at_the_epoch() {
+        assert!(is_log_date("1970-01-01") && is_log_date("2012-02-29"));
+        assert!(!is_log_date("1969-12-31") && !is_log_date("2013-02-29"));
+        assert!(!is_log_date("2015-1-01") && !is_log_date(""));
     }
 
     #[test]

@@ -1,0 +1,64 @@
+//! `IngestError`: why a day could not be ingested, as a typed value with a one-line message.
+
+use std::path::PathBuf;
+
+use crate::source::SourceError;
+use crate::store::StoreError;
+
+/// Why a day could not be ingested. Every variant says what and where in its one-line message;
+/// whichever it is, the store is unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The upstream server has no log for the date (HTTP 404).
+    #[error("{url}: no log for this date upstream (HTTP 404)")]
+    NotFound { url: String },
+    /// The download could not start, failed, or stopped half way.
+    #[error("{url}: download failed: {reason}")]
+    Download { url: String, reason: String },
+    /// The local file could not be opened or read.
+    #[error("{}: {reason}", path.display())]
+    Io { path: PathBuf, reason: String },
+    /// The file is named `.gz` but does not start with the gzip magic bytes.
+    #[error("{}: not a gzip file", path.display())]
+    NotGzip { path: PathBuf },
+    /// The gzip stream is truncated or corrupt.
+    #[error("{}:{line}: gzip stream {reason}", path.display())]
+    Gzip {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+    /// No data rows (zero bytes, or a header only).
+    #[error("{}: empty log: {reason}", path.display())]
+    Empty { path: PathBuf, reason: &'static str },
+    /// The first line is not the expected header.
+    #[error("{}:1: wrong header: expected {expected}, found {found}", path.display())]
+    Header {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
+    /// A data row breaks the format (field count, number, time, date, UTF-8).
+    #[error("{}:{line}: field {field}: {problem}", path.display())]
+    Row {
+        path: PathBuf,
+        line: u64,
+        field: String,
+        problem: String,
+    },
+    /// A date argument that is not `YYYY-MM-DD`.
+    #[error("{0:?} is not a date (expected YYYY-MM-DD)")]
+    BadDate(String),
+    /// The store could not be opened or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<SourceError> for IngestError {
+    fn from(e: SourceError) -> Self {
+        match e {
+            SourceError::NotFound { url } => IngestError::NotFound { url },
+            SourceError::Download { url, reason } => IngestError::Download { url, reason },
+        }
+    }
+}

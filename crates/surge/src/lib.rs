@@ -7,7 +7,6 @@ pub mod checks;
 pub mod h1;
 pub mod har;
 pub mod output;
-pub mod printer;
 pub mod record;
 pub mod recording;
 pub mod replay;

@@ -4,6 +4,8 @@
 //! Closed model by default; `--rate` is an open model whose latency is measured from each request's
 //! intended send time (no coordinated omission).
 
+mod print;
+
 use crate::h1;
 use crate::stats::{self, Summary};
 use crate::timefmt::parse_duration;
@@ -180,7 +182,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", crate::printer::bench_text(&report));
+        print!("{}", print::bench_text(&report));
     }
     Ok(if report.ok == 0 { 1 } else { 0 })
 }
@@ -415,6 +417,31 @@ async fn exchange(conn: &mut Conn, plan: &Plan) -> Result<h1::Response, String> 
     }
 }
 
+/// One exchange on `c`, or `None` when it has not ended by `sent + plan.timeout`. `timer` is the
+/// connection's one timer, pushed forward only when it fires before the deadline.
+async fn exchange_within(
+    c: &mut Conn,
+    plan: &Plan,
+    mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
+    sent: Instant,
+) -> Option<Result<h1::Response, String>> {
+    let ex = exchange(c, plan);
+    tokio::pin!(ex);
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut ex => break Some(r),
+            () = &mut timer => {
+                let due = sent + plan.timeout;
+                if Instant::now() >= due {
+                    break None;
+                }
+                timer.as_mut().reset(due);
+            }
+        }
+    }
+}
+
 async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
     let mut st = ConnStats {
         hist: Some(stats::new_histogram()),
@@ -474,23 +501,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
             }
         }
         let c = conn.as_mut().expect("connected above");
-        let result = {
-            let ex = exchange(c, &plan);
-            tokio::pin!(ex);
-            loop {
-                tokio::select! {
-                    biased;
-                    r = &mut ex => break Some(r),
-                    () = &mut timer => {
-                        let due = sent + plan.timeout;
-                        if Instant::now() >= due {
-                            break None;
-                        }
-                        timer.as_mut().reset(due);
-                    }
-                }
-            }
-        };
+        let result = exchange_within(c, &plan, timer.as_mut(), sent).await;
         now = Instant::now();
         match result {
             Some(Ok(r)) => {

@@ -1,0 +1,46 @@
+//! The text summary of a bench run (`--json` prints the serialized `BenchReport` instead).
+
+use super::BenchReport;
+use std::fmt::Write as _;
+
+/// Human-readable bench result.
+pub fn bench_text(r: &BenchReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Target:       {}", r.url);
+    let _ = writeln!(
+        s,
+        "Model:        {}{} ({} connections)",
+        r.model,
+        r.rate.map(|x| format!(", {x} req/s")).unwrap_or_default(),
+        r.connections
+    );
+    let _ = writeln!(s, "Duration:     {:.2} s", r.duration_s);
+    let _ = writeln!(s, "Requests:     {} ({} ok)", r.requests, r.ok);
+    let _ = writeln!(s, "Requests/sec: {:.1}", r.rps);
+    let l = &r.latency_ms;
+    let _ = writeln!(
+        s,
+        "Latency (ms): p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  mean {:.3}",
+        l.p50, l.p90, l.p99, l.p999, l.max, l.mean
+    );
+    if r.model == "open" {
+        let _ = writeln!(
+            s,
+            "Late starts:  {} (>10 ms behind schedule)",
+            r.late_starts
+        );
+    }
+    let codes: Vec<String> = r
+        .status_codes
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let _ = writeln!(s, "Status codes: {}", codes.join(", "));
+    if !r.errors.is_empty() {
+        let _ = writeln!(s, "Errors:");
+        for (k, v) in &r.errors {
+            let _ = writeln!(s, "  {v:>8}  {k}");
+        }
+    }
+    s
+}

@@ -1,0 +1,51 @@
+//! The text summary of a replay (`--json` prints summary.json instead).
+
+use super::RunSummary;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Human-readable replay result.
+pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Sessions: {} started, {} completed, {} failed ({:.1}%){}",
+        r.sessions.started,
+        r.sessions.completed,
+        r.sessions.failed,
+        r.failure_rate * 100.0,
+        if r.interrupted { "  [interrupted]" } else { "" }
+    );
+    for f in r.failures.iter().take(5) {
+        let _ = writeln!(s, "  {:>6} x {}", f.count, f.reason);
+    }
+    let _ = writeln!(
+        s,
+        "{:<22} {:>7} {:>9} {:>9} {:>9} {:>9}",
+        "event (ms)", "count", "p50", "p90", "p99", "max"
+    );
+    let mut row = |name: &str, x: &crate::stats::Summary| {
+        let _ = writeln!(
+            s,
+            "{:<22} {:>7} {:>9} {:>9} {:>9} {:>9}",
+            name, x.count, x.p50, x.p90, x.p99, x.max
+        );
+    };
+    for (k, v) in &r.events {
+        row(k, v);
+    }
+    row("all events", &r.overall);
+    row("session", &r.session_duration);
+    for c in &r.checks {
+        let _ = writeln!(
+            s,
+            "check {:<28} {} (value {:.3}, limit {})",
+            c.check,
+            if c.ok { "ok" } else { "FAILED" },
+            c.value,
+            c.limit
+        );
+    }
+    let _ = writeln!(s, "Results: {}", dir.display());
+    s
+}

@@ -1,0 +1,181 @@
+//! `surge record`: a recording reverse proxy (HTTP + WebSocket). The browser talks to the proxy, the
+//! proxy talks to the target and appends one shinyloadtest event per exchange to recording.log
+//! (flushed line by line, so Ctrl-C leaves a valid file). Response bodies stream through (SSE, long
+//! polls, big downloads: bounded memory); an HTTP event is written when its response ends. Live
+//! session values are written back as `${PLACEHOLDER}`s; noise messages are relayed but not
+//! recorded. Ends when the first WebSocket is closed by the browser (tab closed) or on Ctrl-C.
+//!
+//! Modules: `state` (recording.log, placeholders, open requests), `http` (one exchange), `tap`
+//! (the streamed response body that writes its event), `ws` (WebSocket relay).
+
+mod http;
+mod state;
+mod tap;
+mod ws;
+
+use crate::recording::{self, TARGET_HTTP, TARGET_SHINY};
+use crate::target::Target;
+use crate::tokens::Placeholders;
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use state::{Log, State};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Command-line options of `surge record`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// App to record, e.g. http://127.0.0.1:3838/
+    #[arg(long)]
+    pub target: String,
+    /// Address the recording proxy listens on (open http://<this>/ in the browser)
+    #[arg(long, default_value = "127.0.0.1:8600")]
+    pub listen: String,
+    /// Recording file to write (POST bodies go to <file>.post.N)
+    #[arg(short = 'o', long, default_value = "recording.log")]
+    pub output: PathBuf,
+    /// Target type header: auto (detect Shiny), R/Shiny, or surge/http
+    #[arg(long, default_value = "auto")]
+    pub target_type: String,
+}
+
+/// Runs the proxy until the browser closes the session's WebSocket or Ctrl-C; exit status 0.
+pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
+    let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let target_type = match args.target_type.as_str() {
+        "auto" => detect(&client, &target).await?,
+        t => t.to_string(),
+    };
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let mut file = std::fs::File::create(&args.output)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+    file.write_all(recording::header(&args.target, &target_type).as_bytes())?;
+    file.flush()?;
+    let (done, mut done_rx) = watch::channel(false);
+    let state = Arc::new(State {
+        target,
+        target_url: args.target.clone(),
+        shiny: target_type == TARGET_SHINY,
+        output: args.output.clone(),
+        file: Mutex::new(Log {
+            file,
+            homes_open: 0,
+            held: Vec::new(),
+        }),
+        tokens: Mutex::new(Placeholders::default()),
+        posts: AtomicU32::new(0),
+        events: AtomicU32::new(0),
+        next_req: AtomicU64::new(0),
+        open: Mutex::new(HashMap::new()),
+        client,
+        done,
+    });
+    // Ignore a closed stdout: the recording matters, the message does not.
+    let _ = writeln!(
+        std::io::stdout(),
+        "surge record: listening on http://{addr}/ -> {} ({target_type}); close the browser tab or press Ctrl-C to finish",
+        args.target
+    );
+    let _ = std::io::stdout().flush();
+    let sigint = tokio::signal::ctrl_c();
+    tokio::pin!(sigint);
+    loop {
+        tokio::select! {
+            acc = listener.accept() => {
+                let Ok((tcp, _)) = acc else { continue };
+                let st = state.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| handle(st.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), svc)
+                        .with_upgrades()
+                        .await;
+                });
+            }
+            _ = done_rx.changed() => break,
+            _ = &mut sigint => break,
+        }
+    }
+    state.close_all();
+    let _ = writeln!(
+        std::io::stdout(),
+        "surge record: wrote {} events to {}",
+        state.events.load(Ordering::Relaxed),
+        args.output.display()
+    );
+    Ok(0)
+}
+
+/// Shiny or not, from the target's home page. Reads until "shiny" shows up, 256 KB, the end, or
+/// 3 s of waiting (a page may stream or never end).
+async fn detect(
+    client: &Client<HttpConnector, Full<Bytes>>,
+    target: &Target,
+) -> anyhow::Result<String> {
+    let uri = format!("http://{}{}/", target.authority, target.base_path);
+    let wait = std::time::Duration::from_secs(3);
+    let resp = tokio::time::timeout(wait, client.get(uri.parse()?))
+        .await
+        .map_err(|_| anyhow::anyhow!("target {uri} did not answer within {wait:?}"))?
+        .map_err(|e| anyhow::anyhow!("cannot reach target {uri}: {e}"))?;
+    let mut body = resp.into_body();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut shiny = false;
+    while !shiny && seen.len() < 256 * 1024 {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    seen.extend(d.iter().map(u8::to_ascii_lowercase));
+                    shiny = seen.windows(5).any(|w| w == b"shiny");
+                }
+            }
+            _ => break,
+        }
+    }
+    Ok(if shiny { TARGET_SHINY } else { TARGET_HTTP }.to_string())
+}
+
+/// The proxy's response body: the target's body streamed through a [`Tap`], or a short message.
+type ProxyBody = BoxBody<Bytes, hyper::Error>;
+
+fn full(b: impl Into<Bytes>) -> ProxyBody {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+fn text_response(status: StatusCode, msg: String) -> Response<ProxyBody> {
+    let mut r = Response::new(full(msg));
+    *r.status_mut() = status;
+    r
+}
+
+async fn handle(
+    st: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, std::convert::Infallible> {
+    let is_ws = req
+        .headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    Ok(if is_ws {
+        ws::websocket(st, req).await
+    } else {
+        http::http(st, req).await
+    })
+}

@@ -59,8 +59,8 @@ impl Proxy {
     /// Answers one request from `client` (status pages, or forwarded to a worker).
     pub async fn handle(&self, req: Request<Incoming>, client: SocketAddr) -> Response<ProxyBody> {
         match req.uri().path() {
-            "/__manifold__/status" => return status::json(&self.pool.snapshot()),
-            "/__manifold__/metrics" => return status::metrics(&self.pool.snapshot()),
+            "/__manifold__/status" => return page(status::json(&self.pool.snapshot())),
+            "/__manifold__/metrics" => return page(status::metrics(&self.pool.snapshot())),
             _ => {}
         }
         let cookie = if self.sticky == Sticky::Cookie {
@@ -183,6 +183,20 @@ pub fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// A status view as a response.
+fn page(p: status::Page) -> Response<ProxyBody> {
+    let mut r = Response::new(
+        Full::new(Bytes::from(p.body))
+            .map_err(|n| match n {})
+            .boxed(),
+    );
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(p.content_type),
     );
     r
 }

@@ -3,30 +3,30 @@
 
 use std::fmt::Write;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::Response;
-
 use crate::pool::{Snapshot, State};
-use crate::proxy::ProxyBody;
+
+/// A rendered status view: its bytes and their content type (the proxy makes the response).
+pub struct Page {
+    /// The rendered view.
+    pub body: Vec<u8>,
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+}
 
 /// The pool state as JSON.
-pub fn json(s: &Snapshot) -> Response<ProxyBody> {
-    let body = serde_json::to_vec_pretty(s).expect("snapshot serialises");
-    respond(body, "application/json")
+pub fn json(s: &Snapshot) -> Page {
+    Page {
+        body: serde_json::to_vec_pretty(s).expect("snapshot serialises"),
+        content_type: "application/json",
+    }
 }
 
 /// The pool state in Prometheus text format.
-pub fn metrics(s: &Snapshot) -> Response<ProxyBody> {
-    respond(render_metrics(s).into_bytes(), "text/plain; version=0.0.4")
-}
-
-fn respond(body: Vec<u8>, ctype: &'static str) -> Response<ProxyBody> {
-    let mut r = Response::new(Full::new(Bytes::from(body)).map_err(|n| match n {}).boxed());
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
-    r
+pub fn metrics(s: &Snapshot) -> Page {
+    Page {
+        body: render_metrics(s).into_bytes(),
+        content_type: "text/plain; version=0.0.4",
+    }
 }
 
 /// Renders the metrics text (gauges for now, counters for lifetime totals).

@@ -49,6 +49,7 @@ release: web
 	$(CARGO) build --workspace --release --bins
 
 lint: web
+	scripts/check-modules.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd web && npx tsc --noEmit

@@ -10,7 +10,7 @@ use crate::tokens::Placeholders;
 use hyper::Uri;
 use serde::Deserialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Command-line options of `surge import-har`.
 #[derive(clap::Args, Debug, Clone)]
@@ -92,34 +92,7 @@ fn origin_of(url: &str) -> Option<String> {
 
 /// Converts the HAR; returns how many events were written. Errors name the file and entry.
 pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(&args.har)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.har.display()))?;
-    let har: Har = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: not a HAR file: {e}", args.har.display()))?;
-    let mut entries = Vec::new();
-    for (i, e) in har.log.entries.into_iter().enumerate() {
-        let t = parse_iso(&e.started_date_time).ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: entry {i}: field startedDateTime: bad timestamp \"{}\"",
-                args.har.display(),
-                e.started_date_time
-            )
-        })?;
-        entries.push((t, e));
-    }
-    entries.sort_by_key(|(t, _)| *t);
-    let is_event_stream = |e: &Entry| {
-        e.response
-            .content
-            .as_ref()
-            .is_some_and(|c| c.mime_type.starts_with("text/event-stream"))
-    };
-    let is_html = |e: &Entry| {
-        e.response
-            .content
-            .as_ref()
-            .is_some_and(|c| c.mime_type.starts_with("text/html"))
-    };
+    let entries = read_entries(&args.har)?;
     let origin = match &args.target {
         Some(t) => origin_of(t).ok_or_else(|| anyhow::anyhow!("--target {t}: not a URL"))?,
         None => entries
@@ -153,94 +126,11 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
         if u.path().ends_with("favicon.ico") {
             continue;
         }
-        let end = t + e.time.max(0.0) as i64;
         if !e.ws_messages.is_empty() || e.resource_type == "websocket" || e.response.status == 101 {
-            lines.push((
-                *t,
-                EventLine {
-                    kind: "WS_OPEN".into(),
-                    begin: format_iso(*t),
-                    url: Some(pq),
-                    ..Default::default()
-                },
-            ));
-            let mut last = *t;
-            for m in &e.ws_messages {
-                let at = (m.time * 1000.0) as i64;
-                last = last.max(at);
-                let kind = if m.kind == "send" {
-                    if shiny::ignorable_frame(&m.data) {
-                        continue;
-                    }
-                    "WS_SEND"
-                } else {
-                    if m.data != "o" && shiny::ignorable_frame(&m.data) {
-                        continue;
-                    }
-                    let first = shiny::payloads(&m.data)
-                        .into_iter()
-                        .next()
-                        .unwrap_or_default();
-                    match shiny::parse_object(&first) {
-                        Some(o) if o.contains_key("config") => {
-                            if let Some(s) = o["config"].get("sessionId").and_then(|v| v.as_str()) {
-                                tokens.add(s, "${SESSION}");
-                            }
-                            "WS_RECV_INIT"
-                        }
-                        _ => "WS_RECV",
-                    }
-                };
-                lines.push((
-                    at,
-                    EventLine {
-                        kind: kind.into(),
-                        begin: format_iso(at),
-                        message: Some(m.data.clone()),
-                        ..Default::default()
-                    },
-                ));
-            }
-            lines.push((
-                last + 1,
-                EventLine {
-                    kind: "WS_CLOSE".into(),
-                    begin: format_iso(last + 1),
-                    ..Default::default()
-                },
-            ));
-            continue;
-        }
-        let mut ev = EventLine {
-            begin: format_iso(*t),
-            end: Some(format_iso(end)),
-            status: Some(e.response.status),
-            url: Some(pq),
-            ..Default::default()
-        };
-        if is_event_stream(e) {
-            // HAR times an EventSource only to its first bytes; it stays open while the page does,
-            // so its end is set to the page's last activity below.
-            ev.stream = Some(STREAM_CLIENT.into());
-        }
-        if e.request.method == "GET" {
-            ev.kind = if is_html(e) { "REQ_HOME" } else { "REQ_GET" }.into();
+            lines.extend(ws_events(*t, e, pq, &mut tokens));
         } else {
-            ev.kind = "REQ_POST".into();
-            if e.request.method != "POST" {
-                ev.method = Some(e.request.method.clone());
-            }
-            if let Some(body) = e.request.post_data.as_ref().and_then(|p| p.text.as_ref()) {
-                if !body.is_empty() {
-                    let file = PathBuf::from(format!("{}.post.{posts}", args.output.display()));
-                    posts += 1;
-                    std::fs::write(&file, body)
-                        .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
-                    ev.datafile = file.file_name().map(|f| f.to_string_lossy().into_owned());
-                }
-            }
+            lines.push((*t, http_event(*t, e, pq, &args.output, &mut posts)?));
         }
-        lines.push((*t, ev));
     }
     lines.sort_by_key(|(t, _)| *t);
     let last = lines
@@ -269,4 +159,141 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
         args.output.display()
     );
     Ok(0)
+}
+
+/// The HAR's entries with their start times (Unix ms), in time order.
+fn read_entries(path: &Path) -> anyhow::Result<Vec<(i64, Entry)>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let har: Har = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not a HAR file: {e}", path.display()))?;
+    let mut entries = Vec::new();
+    for (i, e) in har.log.entries.into_iter().enumerate() {
+        let t = parse_iso(&e.started_date_time).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: entry {i}: field startedDateTime: bad timestamp \"{}\"",
+                path.display(),
+                e.started_date_time
+            )
+        })?;
+        entries.push((t, e));
+    }
+    entries.sort_by_key(|(t, _)| *t);
+    Ok(entries)
+}
+
+fn is_event_stream(e: &Entry) -> bool {
+    e.response
+        .content
+        .as_ref()
+        .is_some_and(|c| c.mime_type.starts_with("text/event-stream"))
+}
+
+fn is_html(e: &Entry) -> bool {
+    e.response
+        .content
+        .as_ref()
+        .is_some_and(|c| c.mime_type.starts_with("text/html"))
+}
+
+/// A WebSocket entry (started at `t`) as WS_OPEN, its messages, and WS_CLOSE; learns the
+/// session id placeholder from the init message.
+fn ws_events(t: i64, e: &Entry, pq: String, tokens: &mut Placeholders) -> Vec<(i64, EventLine)> {
+    let mut lines = vec![(
+        t,
+        EventLine {
+            kind: "WS_OPEN".into(),
+            begin: format_iso(t),
+            url: Some(pq),
+            ..Default::default()
+        },
+    )];
+    let mut last = t;
+    for m in &e.ws_messages {
+        let at = (m.time * 1000.0) as i64;
+        last = last.max(at);
+        let kind = if m.kind == "send" {
+            if shiny::ignorable_frame(&m.data) {
+                continue;
+            }
+            "WS_SEND"
+        } else {
+            if m.data != "o" && shiny::ignorable_frame(&m.data) {
+                continue;
+            }
+            let first = shiny::payloads(&m.data)
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            match shiny::parse_object(&first) {
+                Some(o) if o.contains_key("config") => {
+                    if let Some(s) = o["config"].get("sessionId").and_then(|v| v.as_str()) {
+                        tokens.add(s, "${SESSION}");
+                    }
+                    "WS_RECV_INIT"
+                }
+                _ => "WS_RECV",
+            }
+        };
+        lines.push((
+            at,
+            EventLine {
+                kind: kind.into(),
+                begin: format_iso(at),
+                message: Some(m.data.clone()),
+                ..Default::default()
+            },
+        ));
+    }
+    lines.push((
+        last + 1,
+        EventLine {
+            kind: "WS_CLOSE".into(),
+            begin: format_iso(last + 1),
+            ..Default::default()
+        },
+    ));
+    lines
+}
+
+/// An HTTP entry (started at `t`) as one event; a POST body is saved next to `output` as
+/// `<output>.post.N` (`posts` counts them).
+fn http_event(
+    t: i64,
+    e: &Entry,
+    pq: String,
+    output: &Path,
+    posts: &mut u32,
+) -> anyhow::Result<EventLine> {
+    let end = t + e.time.max(0.0) as i64;
+    let mut ev = EventLine {
+        begin: format_iso(t),
+        end: Some(format_iso(end)),
+        status: Some(e.response.status),
+        url: Some(pq),
+        ..Default::default()
+    };
+    if is_event_stream(e) {
+        // HAR times an EventSource only to its first bytes; it stays open while the page does,
+        // so its end is set to the page's last activity (see `run`).
+        ev.stream = Some(STREAM_CLIENT.into());
+    }
+    if e.request.method == "GET" {
+        ev.kind = if is_html(e) { "REQ_HOME" } else { "REQ_GET" }.into();
+    } else {
+        ev.kind = "REQ_POST".into();
+        if e.request.method != "POST" {
+            ev.method = Some(e.request.method.clone());
+        }
+        if let Some(body) = e.request.post_data.as_ref().and_then(|p| p.text.as_ref()) {
+            if !body.is_empty() {
+                let file = PathBuf::from(format!("{}.post.{posts}", output.display()));
+                *posts += 1;
+                std::fs::write(&file, body)
+                    .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
+                ev.datafile = file.file_name().map(|f| f.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(ev)
 }

@@ -267,23 +267,7 @@ impl Recording {
                 Kind::WsRecv | Kind::WsRecvInit | Kind::WsRecvBeginUpload
             )
             .then(|| shiny::expectation(&message));
-            let stream = match ev.stream.as_deref() {
-                None => None,
-                Some(_) if !kind.is_http() => {
-                    return Err(err(n, format!("field stream: not allowed on {}", ev.kind)))
-                }
-                Some(_) if end_ms.is_none() => {
-                    return Err(err(n, "field stream: the event needs an end".into()))
-                }
-                Some(STREAM_CLIENT) => Some(StreamEnd::Client),
-                Some(STREAM_SERVER) => Some(StreamEnd::Server),
-                Some(s) => {
-                    return Err(err(
-                        n,
-                        format!("field stream: \"{s}\" (expected \"client\" or \"server\")"),
-                    ))
-                }
-            };
+            let stream = stream_end(kind, &ev, end_ms.is_some()).map_err(|m| err(n, m))?;
             rec.events.push(Event {
                 kind,
                 line: n as u32,
@@ -319,6 +303,20 @@ impl Recording {
             (Some(a), Some(b)) => (b.begin_ms - a.begin_ms).max(0),
             _ => 0,
         }
+    }
+}
+
+/// The `stream` field of an event: who ends the response (only HTTP events with an end have one).
+fn stream_end(kind: Kind, ev: &EventLine, has_end: bool) -> Result<Option<StreamEnd>, String> {
+    match ev.stream.as_deref() {
+        None => Ok(None),
+        Some(_) if !kind.is_http() => Err(format!("field stream: not allowed on {}", ev.kind)),
+        Some(_) if !has_end => Err("field stream: the event needs an end".into()),
+        Some(STREAM_CLIENT) => Ok(Some(StreamEnd::Client)),
+        Some(STREAM_SERVER) => Ok(Some(StreamEnd::Server)),
+        Some(s) => Err(format!(
+            "field stream: \"{s}\" (expected \"client\" or \"server\")"
+        )),
     }
 }
 

@@ -81,7 +81,8 @@ fn cell(v: i64, ms: bool) -> String {
     }
 }
 
-fn summary_table(m: &Model) -> String {
+/// The summary table's rows: one per measure, one value per run.
+fn summary_rows(m: &Model) -> Vec<Row<'static>> {
     let runs = &m.runs;
     let col = |f: &dyn Fn(usize) -> i64| (0..runs.len()).map(f).collect::<Vec<_>>();
     let s = |i: usize| &runs[i].summary;
@@ -158,6 +159,12 @@ fn summary_table(m: &Model) -> String {
             ms: true,
         });
     }
+    rows
+}
+
+fn summary_table(m: &Model) -> String {
+    let runs = &m.runs;
+    let rows = summary_rows(m);
     let mut h = String::from("<table class=\"summary\" id=\"summary-table\"><thead><tr><th></th>");
     for r in runs {
         let _ = write!(h, "<th>{}</th>", esc(&r.name));

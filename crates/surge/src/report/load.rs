@@ -126,19 +126,17 @@ struct Open {
 }
 
 fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
+    let whole = |e: csv::Error| ReportError::Input {
+        at: path.display().to_string(),
+        msg: e.to_string(),
+    };
     let mut rdr = csv::ReaderBuilder::new()
         .comment(Some(b'#'))
         .has_headers(true)
         .from_path(path)
-        .map_err(|e| ReportError::Input {
-            at: path.display().to_string(),
-            msg: e.to_string(),
-        })?;
+        .map_err(whole)?;
     let at = |line: u64| format!("{}:{}", path.display(), line);
-    let headers = rdr.headers().map_err(|e| ReportError::Input {
-        at: path.display().to_string(),
-        msg: e.to_string(),
-    })?;
+    let headers = rdr.headers().map_err(whole)?;
     if headers.iter().collect::<Vec<_>>() != COLUMNS {
         return Err(ReportError::Input {
             at: path.display().to_string(),
@@ -149,16 +147,18 @@ fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
             ),
         });
     }
-    let mut id = None;
-    let mut worker = 0;
-    let mut iteration = 0;
-    let mut first = None;
-    let mut last = 0i64;
-    let mut outcome = Outcome::Unfinished;
-    let mut reason = None;
-    let mut fail_line = None;
-    let mut open: Vec<Open> = Vec::new();
-    let mut events = Vec::new();
+    let mut acc = Reading {
+        id: None,
+        worker: 0,
+        iteration: 0,
+        first: None,
+        last: 0,
+        outcome: Outcome::Unfinished,
+        reason: None,
+        fail_line: None,
+        open: Vec::new(),
+        events: Vec::new(),
+    };
     for row in rdr.records() {
         let row = row.map_err(|e| ReportError::Input {
             at: at(e.position().map_or(0, |p| p.line())),
@@ -176,11 +176,11 @@ fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
                 })
         };
         let sid = num(0)? as u32;
-        match id {
+        match acc.id {
             None => {
-                id = Some(sid);
-                worker = num(1)? as u32;
-                iteration = num(2)? as u32;
+                acc.id = Some(sid);
+                acc.worker = num(1)? as u32;
+                acc.iteration = num(2)? as u32;
             }
             Some(prev) if prev != sid => {
                 return Err(ReportError::Input {
@@ -190,52 +190,72 @@ fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
             }
             _ => {}
         }
-        let ts = num(4)?;
-        let line = num(5)? as u32;
-        let event = field(3);
-        first.get_or_insert(ts);
-        last = last.max(ts);
+        let (ts, line) = (num(4)?, num(5)? as u32);
+        acc.event(rec, field(3), ts, line, field(6), &at(line_no))?;
+    }
+    acc.finish(path)
+}
+
+/// A session file being read: what its rows said so far.
+struct Reading {
+    id: Option<u32>,
+    worker: u32,
+    iteration: u32,
+    first: Option<i64>,
+    last: i64,
+    outcome: Outcome,
+    reason: Option<String>,
+    fail_line: Option<u32>,
+    open: Vec<Open>,
+    events: Vec<Event>,
+}
+
+impl Reading {
+    /// One row: `event` at `ts` for recording line `line`; `at` is the row's `file:line`.
+    fn event(
+        &mut self,
+        rec: &Recording,
+        event: &str,
+        ts: i64,
+        line: u32,
+        comment: &str,
+        at: &str,
+    ) -> Result<(), ReportError> {
+        self.first.get_or_insert(ts);
+        self.last = self.last.max(ts);
         match event {
             "PLAYER_SESSION_CREATE" | "PLAYBACK_SLEEPBEFORE_START" | "PLAYBACK_SLEEPBEFORE_END" => {
             }
-            "PLAYBACK_DONE" => outcome = Outcome::Done,
+            "PLAYBACK_DONE" => self.outcome = Outcome::Done,
             "PLAYBACK_FAIL" => {
-                outcome = Outcome::Failed;
-                fail_line = Some(line);
-                let comment = field(6).trim();
-                reason = Some(if comment.is_empty() {
+                self.outcome = Outcome::Failed;
+                self.fail_line = Some(line);
+                let comment = comment.trim();
+                self.reason = Some(if comment.is_empty() {
                     let kind = rec_kind(rec, line);
                     format!("failed at recording line {line} ({kind})")
                 } else {
                     comment.to_string()
                 });
-                for o in open.drain(..) {
-                    events.push(Event {
-                        line: o.line,
-                        start: o.start,
-                        end: ts,
-                        failed: true,
-                    });
-                }
+                self.close_open(ts);
             }
             e => {
                 if let Some(kind) = e.strip_suffix("_START") {
-                    check_line(rec, line, &at(line_no))?;
-                    open.push(Open {
+                    check_line(rec, line, at)?;
+                    self.open.push(Open {
                         kind: kind.to_string(),
                         line,
                         start: ts,
                     });
                 } else if let Some(kind) = e.strip_suffix("_END") {
-                    let pos = open
-                        .iter()
+                    let pos = (self.open.iter())
                         .rposition(|o| o.kind == kind && o.line == line)
                         .ok_or_else(|| ReportError::Input {
-                            at: at(line_no),
+                            at: at.to_string(),
                             msg: format!("field event: {e} without a matching {kind}_START"),
                         })?;
-                    let o = open.remove(pos);
-                    events.push(Event {
+                    let o = self.open.remove(pos);
+                    self.events.push(Event {
                         line,
                         start: o.start,
                         end: ts,
@@ -243,40 +263,49 @@ fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
                     });
                 } else {
                     return Err(ReportError::Input {
-                        at: at(line_no),
+                        at: at.to_string(),
                         msg: format!("field event: unknown event {e:?}"),
                     });
                 }
             }
         }
+        Ok(())
     }
-    let Some(id) = id else {
-        return Err(ReportError::Input {
-            at: path.display().to_string(),
-            msg: "session file has no rows".into(),
-        });
-    };
-    // Events still open when the file ends: the run was stopped mid-event.
-    for o in open.drain(..) {
-        events.push(Event {
-            line: o.line,
-            start: o.start,
-            end: last,
-            failed: true,
-        });
+
+    /// Ends every open event at `ts` as failed.
+    fn close_open(&mut self, ts: i64) {
+        for o in self.open.drain(..) {
+            self.events.push(Event {
+                line: o.line,
+                start: o.start,
+                end: ts,
+                failed: true,
+            });
+        }
     }
-    events.sort_by_key(|e| (e.start, e.end));
-    Ok(Session {
-        id,
-        worker,
-        iteration,
-        start: first.unwrap_or(0),
-        end: last,
-        outcome,
-        reason,
-        fail_line,
-        events,
-    })
+
+    fn finish(mut self, path: &Path) -> Result<Session, ReportError> {
+        let Some(id) = self.id else {
+            return Err(ReportError::Input {
+                at: path.display().to_string(),
+                msg: "session file has no rows".into(),
+            });
+        };
+        // Events still open when the file ends: the run was stopped mid-event.
+        self.close_open(self.last);
+        self.events.sort_by_key(|e| (e.start, e.end));
+        Ok(Session {
+            id,
+            worker: self.worker,
+            iteration: self.iteration,
+            start: self.first.unwrap_or(0),
+            end: self.last,
+            outcome: self.outcome,
+            reason: self.reason,
+            fail_line: self.fail_line,
+            events: self.events,
+        })
+    }
 }
 
 fn rec_kind(rec: &Recording, line: u32) -> String {

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""Module hygiene for crates/*/src (see ARCHITECTURE.md, "Module rules").
+
+Checks, per crate:
+  1. every source file is at most MAX_LINES lines (test modules in their own files are exempt:
+     `tests.rs` / `*/tests/*`);
+  2. no function body is longer than MAX_FN lines (a brace-counting scan that skips comments,
+     strings and char literals);
+  3. no import cycle between sibling modules: every `crate::…` / `super::…` path outside
+     `#[cfg(test)]` blocks is an edge from the file's module to the module it names; an edge
+     a::x → b::y counts between the siblings just below their common ancestor (x → y inside a
+     when a == b, a → b otherwise); a parent using its child (or a child its parent) is
+     containment, not a dependency. Any cycle among siblings is reported.
+
+Exit status 1 if anything is flagged; one line per finding, then a summary.
+Usage: scripts/check-modules.py [--list] [ROOT]   (--list also prints the module map)
+"""
+
+import os
+import re
+import sys
+from collections import defaultdict
+
+MAX_LINES = 600
+MAX_FN = 100
+
+FN_RE = re.compile(
+    r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?"
+    r'(?:extern\s+"[^"]*"\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)'
+)
+
+
+def strip(text):
+    """`text` with comments, string and char literals blanked (newlines kept), so braces and
+    paths are code only."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c == "r" and re.match(r'r#*"', text[i:]) and not (i and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'r(#*)"', text[i:])
+            end = '"' + m.group(1)
+            j = text.find(end, i + len(m.group(0)))
+            j = n if j < 0 else j + len(end)
+            out.append('""' + re.sub(r"[^\n]", " ", text[i + 2 : j]))
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            j += 1
+            out.append('"' + re.sub(r"[^\n]", " ", text[i + 1 : j - 1]) + '"')
+            i = j
+        elif c == "'":
+            # A char literal ('x', '\n', '\u{..}', '{') or a lifetime ('a): only literals close.
+            m = re.match(r"'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'\n])'", text[i:])
+            if m:
+                out.append("' '" + " " * (len(m.group(0)) - 3))
+                i += len(m.group(0))
+            else:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def blocks(code):
+    """(start_line, end_line, header) for every `{…}` block, 1-based lines."""
+    stack, found = [], []
+    line = 1
+    for idx, ch in enumerate(code):
+        if ch == "\n":
+            line += 1
+        elif ch == "{":
+            stack.append((line, idx))
+        elif ch == "}" and stack:
+            start, sidx = stack.pop()
+            head_from = max(code.rfind(";", 0, sidx), code.rfind("}", 0, sidx), code.rfind("{", 0, sidx)) + 1
+            found.append((start, line, code[head_from:sidx], head_from, idx))
+    return found
+
+
+def long_fns(code):
+    """(name, first line, length) of functions whose body spans more than MAX_FN lines."""
+    out = []
+    for start, end, head, head_from, _ in blocks(code):
+        m = None
+        for hl in head.splitlines():
+            m = m or FN_RE.match(hl)
+        if not m:
+            continue
+        fn_at = head_from + head.find("fn " + m.group(1))
+        first = code.count("\n", 0, fn_at) + 1
+        length = end - first + 1
+        if length > MAX_FN:
+            out.append((m.group(1), first, length))
+    return out
+
+
+def test_spans(code):
+    """Char ranges of `#[cfg(test)]` items (their imports are not layering edges)."""
+    spans = []
+    for m in re.finditer(r"#\[cfg\(test\)\]", code):
+        brace = code.find("{", m.end())
+        semi = code.find(";", m.end())
+        if brace < 0 or (0 <= semi < brace):
+            continue
+        depth = 0
+        for j in range(brace, len(code)):
+            if code[j] == "{":
+                depth += 1
+            elif code[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    spans.append((m.start(), j))
+                    break
+    return spans
+
+
+def modules_of(src):
+    """module path (tuple) → file, for every .rs file of one crate's src/."""
+    mods = {}
+    for dirpath, _, files in os.walk(src):
+        for f in files:
+            if not f.endswith(".rs"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, f), src)
+            parts = rel[:-3].split(os.sep)
+            if parts == ["lib"] or parts == ["main"]:
+                parts = []
+            elif parts[-1] == "mod":
+                parts = parts[:-1]
+            key = tuple(parts)
+            if key in mods and parts == []:
+                key = ("main",) if f == "main.rs" else key  # lib.rs is the crate root
+            mods[key] = os.path.join(dirpath, f)
+    return mods
+
+
+def use_paths(code):
+    """Every path a file names that starts with crate:: / super:: / self:: (use trees expanded)."""
+    paths = []
+    for m in re.finditer(r"\buse\s+((?:crate|super|self)\b[^;]*);", code):
+        for p in expand(re.sub(r"\s+", "", m.group(1))):
+            paths.append(p[:-1] if len(p) > 1 and p[-1] == "self" else p)
+    # Paths used inline in code (`crate::blob::Writer::new(..)`).
+    for m in re.finditer(r"(?<![\w:])((?:crate|super)(?:::\w+)+)", code):
+        paths.append(m.group(1).split("::"))
+    return paths
+
+
+def expand(tree):
+    """`a::{b,c::{d}}` → [[a,b],[a,c,d]]."""
+    i = tree.find("{")
+    if i < 0:
+        return [tree.split(" as ")[0].split("::")]
+    prefix = [p for p in tree[:i].split("::") if p]
+    inner = tree[i + 1 : tree.rfind("}")]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    parts.append(cur)
+    out = []
+    for p in parts:
+        if p:
+            out.extend(prefix + q for q in expand(p))
+    return out
+
+
+def resolve(here, path, mods):
+    """The module a path names (longest known module prefix), or None if outside the crate."""
+    if path[0] == "crate":
+        base, rest = (), path[1:]
+    elif path[0] in ("super", "self"):
+        base = here
+        rest = list(path)
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+    else:
+        return None
+    target = tuple(base)
+    for p in rest:
+        if target + (p,) in mods:
+            target = target + (p,)
+        else:
+            break
+    return target
+
+
+def cycles(graph):
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_crate(crate_dir, problems, listing):
+    src = os.path.join(crate_dir, "src")
+    name = os.path.basename(crate_dir)
+    mods = modules_of(src)
+    edges = defaultdict(lambda: defaultdict(set))  # scope → sibling → {sibling}
+    why = {}
+    for mod, path in sorted(mods.items()):
+        text = open(path, encoding="utf-8").read()
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        rel = os.path.relpath(path)
+        is_test_file = os.path.basename(path) == "tests.rs" or "/tests/" in path
+        listing.append((rel, lines))
+        if lines > MAX_LINES and not is_test_file:
+            problems.append(f"{rel}: {lines} lines (max {MAX_LINES})")
+        code = strip(text)
+        for fn, first, length in long_fns(code):
+            problems.append(f"{rel}:{first}: fn {fn} is {length} lines (max {MAX_FN})")
+        spans = test_spans(code)
+        prod = "".join(ch if not any(a <= i <= b for a, b in spans) or ch == "\n" else " " for i, ch in enumerate(code)) if spans else code
+        here = mod if mod != ("main",) else ()
+        for p in use_paths(prod):
+            target = resolve(here, p, mods)
+            if target is None or target == here:
+                continue
+            k = 0
+            while k < min(len(here), len(target)) and here[k] == target[k]:
+                k += 1
+            if k == len(here) or k == len(target):
+                continue  # parent ↔ child: containment
+            scope, a, b = here[:k], here[k], target[k]
+            edges[scope][a].add(b)
+            why.setdefault((scope, a, b), f"{rel} uses {'::'.join(p)}")
+    for scope, graph in sorted(edges.items()):
+        for comp in cycles(graph):
+            where = "::".join((name,) + scope)
+            detail = "; ".join(
+                why[(scope, a, b)] for a in comp for b in sorted(graph[a]) if b in comp
+            )
+            problems.append(f"{where}: import cycle {' <-> '.join(comp)} ({detail})")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    os.chdir(root)
+    problems, listing = [], []
+    crates = sorted(d for d in os.listdir("crates") if os.path.isdir(os.path.join("crates", d, "src")))
+    for c in crates:
+        check_crate(os.path.join("crates", c), problems, listing)
+    if "--list" in sys.argv:
+        for rel, n in listing:
+            print(f"{n:5d}  {rel}")
+    for p in problems:
+        print(p)
+    files = len(listing)
+    print(
+        f"check-modules: {files} files in {len(crates)} crates; "
+        f"max {MAX_LINES} lines a file, {MAX_FN} a function, no sibling import cycles: "
+        + ("ok" if not problems else f"{len(problems)} problem(s)")
+    )
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

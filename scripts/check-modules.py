@@ -13,7 +13,8 @@ Checks, per crate:
      containment, not a dependency. Any cycle among siblings is reported.
 
 Exit status 1 if anything is flagged; one line per finding, then a summary.
-Usage: scripts/check-modules.py [--list] [ROOT]   (--list also prints the module map)
+Usage: scripts/check-modules.py [--list] [--edges] [ROOT]
+  --list: the module map with line counts; --edges: each module's sibling dependencies.
 """
 
 import os
@@ -277,6 +278,10 @@ def check_crate(crate_dir, problems, listing):
             scope, a, b = here[:k], here[k], target[k]
             edges[scope][a].add(b)
             why.setdefault((scope, a, b), f"{rel} uses {'::'.join(p)}")
+    if "--edges" in sys.argv:
+        for scope, graph in sorted(edges.items()):
+            for a in sorted(graph):
+                print(f"{'::'.join((name,) + scope + (a,))} -> {', '.join(sorted(graph[a]))}")
     for scope, graph in sorted(edges.items()):
         for comp in cycles(graph):
             where = "::".join((name,) + scope)

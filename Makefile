@@ -3,6 +3,9 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
+# Test-only fault injection (the crash test); the same features for every debug build, so tests,
+# lint and the browser suites share one build.
+TEST_FEATURES := --features cranwhales/fault-injection
 
 .PHONY: demo test deps prereqs test-data test-scripts web lint test-rust build release
 .DEFAULT_GOAL := help
@@ -43,7 +46,7 @@ web/node_modules: web/package.json web/package-lock.json
 	@touch $@
 
 build: web
-	$(CARGO) build --workspace --bins
+	$(CARGO) build --workspace --bins $(TEST_FEATURES)
 
 release: web
 	$(CARGO) build --workspace --release --bins
@@ -51,11 +54,11 @@ release: web
 lint: web
 	scripts/check-modules.py
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	cd web && npx tsc --noEmit
 
 test-rust: web
-	$(CARGO) test --workspace --no-fail-fast
+	$(CARGO) test --workspace --no-fail-fast $(TEST_FEATURES)
 
 include mk/cranwhales.mk
 include mk/surge.mk

@@ -233,6 +233,7 @@ impl Store {
                 rows.execute(params![d, w.ip_id, n, blob])?;
             }
         }
+        #[cfg(feature = "fault-injection")]
         hold_for_crash_test();
         tx.commit()
     }
@@ -455,6 +456,9 @@ fn pack_all(day: &DayTables) -> Vec<(u64, Vec<u8>)> {
 
 /// Fault injection for the crash test: with `CRANWHALES_TEST_HOLD_TXN` set, announce on stderr
 /// that the day's transaction is fully written but not committed, then wait (to be `kill -9`ed).
+/// Compiled only with the test-only `fault-injection` feature (`make test` turns it on), so a
+/// production write never looks at the environment.
+#[cfg(feature = "fault-injection")]
 fn hold_for_crash_test() {
     if std::env::var_os("CRANWHALES_TEST_HOLD_TXN").is_some() {
         eprintln!("cranwhales: holding transaction open (CRANWHALES_TEST_HOLD_TXN)");

@@ -130,6 +130,10 @@ pub struct Options {
     /// Time a worker gets after SIGTERM before SIGKILL [default: 5s].
     #[arg(long, value_name = "DURATION")]
     pub stop_timeout: Option<String>,
+    /// On SIGTERM, keep serving existing sessions (new ones get 503, status 404) until nothing is
+    /// in flight for 1s, at most this long; for hosts behind a load balancer [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub drain_timeout: Option<String>,
     /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
     #[arg(long)]
     #[serde(skip)]
@@ -158,6 +162,7 @@ impl Options {
             health_path: self.health_path.or(other.health_path),
             sticky: self.sticky.or(other.sticky),
             stop_timeout: self.stop_timeout.or(other.stop_timeout),
+            drain_timeout: self.drain_timeout.or(other.drain_timeout),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
             verbose: self.verbose || other.verbose,
@@ -190,6 +195,8 @@ pub struct Config {
     pub sticky: Sticky,
     /// SIGTERM → SIGKILL grace period.
     pub stop_timeout: Duration,
+    /// Longest drain after SIGTERM (zero: stop accepting at once).
+    pub drain_timeout: Duration,
     /// Program and arguments; `{port}` is substituted per worker.
     pub command: Vec<String>,
     /// Debug logging.
@@ -211,6 +218,7 @@ impl Config {
             health_path: None,
             sticky: Sticky::None,
             stop_timeout: Duration::from_secs(5),
+            drain_timeout: Duration::ZERO,
             command,
             verbose: false,
         }
@@ -278,6 +286,7 @@ impl Config {
             ("--queue-timeout", opts.queue_timeout, &mut c.queue_timeout),
             ("--ready-timeout", opts.ready_timeout, &mut c.ready_timeout),
             ("--stop-timeout", opts.stop_timeout, &mut c.stop_timeout),
+            ("--drain-timeout", opts.drain_timeout, &mut c.drain_timeout),
         ];
         for (field, value, slot) in durations {
             if let Some(v) = value {

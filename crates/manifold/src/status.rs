@@ -144,6 +144,15 @@ pub fn metrics(s: &Snapshot, c: &Capacity) -> Page {
 /// Renders the metrics text (gauges for the current state, counters for lifetime totals).
 pub fn render_metrics(s: &Snapshot, c: &Capacity) -> String {
     let mut o = String::new();
+    for (name, help, v) in gauges(s, c) {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+    }
+    render_counters(&mut o, s);
+    o
+}
+
+/// (name, help, value) of every gauge: the current state.
+fn gauges(s: &Snapshot, c: &Capacity) -> Vec<(&'static str, &'static str, f64)> {
     let count = |st: State| s.workers.iter().filter(|w| w.state == st).count() as f64;
     let mut gauges = vec![
         (
@@ -199,9 +208,11 @@ pub fn render_metrics(s: &Snapshot, c: &Capacity) -> String {
         gauges.push(("manifold_host_load5", "Host load average, 5 minutes", l5));
         gauges.push(("manifold_host_load15", "Host load average, 15 minutes", l15));
     }
-    for (name, help, v) in gauges {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-    }
+    gauges
+}
+
+/// Lifetime totals, and served per worker.
+fn render_counters(o: &mut String, s: &Snapshot) {
     let t = &s.totals;
     let counters = [
         (
@@ -264,7 +275,6 @@ pub fn render_metrics(s: &Snapshot, c: &Capacity) -> String {
             w.id, w.served
         );
     }
-    o
 }
 
 #[cfg(test)]

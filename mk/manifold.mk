@@ -7,7 +7,7 @@ TEST_TARGETS +=
 TEST_TARGETS += test-manifold-haproxy
 test-manifold-haproxy:
 	$(CARGO) build -p surge --bin surge
-	$(CARGO) test -p manifold --test haproxy -- --ignored
+	$(CARGO) test -p manifold --test haproxy -- --ignored --nocapture
 
 .PHONY: bench-manifold
 # Side-by-side benchmark: one plumber vs manifold vs valve vs faucet; installs oha/valve/faucet if missing.

@@ -498,18 +498,26 @@ fn phase_two(h: &Haproxy, host1: &mut Manifold, host2: &Manifold, dir: &Path) {
             late += 1;
             if l.retries.starts_with('+') {
                 eprintln!(
-                    "phase 2: {} refused by draining host1, redispatched: {l:?}",
+                    "phase 2: {} refused by draining host1, sent to host2",
                     s.name
                 );
             }
         }
     }
-    // HAProxy's own account: host1 went to drain on its 404, then down when it stopped.
-    let events: Vec<String> = h.lines.lock().unwrap()[from..]
-        .iter()
-        .filter(|l| l.starts_with("Server manifolds/"))
-        .cloned()
-        .collect();
+    // HAProxy's own account: host1 went to drain on its 404, then down when it stopped (two
+    // failed checks a second apart after its listener closed).
+    let waited = Instant::now();
+    let events: Vec<String> = loop {
+        let events: Vec<String> = h.lines.lock().unwrap()[from..]
+            .iter()
+            .filter(|l| l.starts_with("Server manifolds/"))
+            .cloned()
+            .collect();
+        if events.iter().any(|e| e.contains("host1 is DOWN")) || waited.elapsed() > DEADLINE / 4 {
+            break events;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
     events
         .iter()
         .for_each(|e| eprintln!("phase 2: haproxy: {e}"));

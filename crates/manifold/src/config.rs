@@ -390,6 +390,7 @@ mod tests {
         assert_eq!(c.command, ["python3", "app.py", "{port}"]);
         assert_eq!((c.min, c.max, c.per_worker), (1, default_max(), 1));
         assert_eq!(c.queue_timeout, Duration::from_secs(30));
+        assert_eq!(c.drain_timeout, Duration::ZERO, "no drain unless asked");
         assert_eq!(c.sticky, Sticky::None);
     }
 
@@ -435,12 +436,13 @@ mod tests {
         let f = dir.join("m.toml");
         std::fs::write(
             &f,
-            "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ncommand = [\"python3\", \"w.py\"]\n",
+            "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ndrain-timeout = \"3s\"\ncommand = [\"python3\", \"w.py\"]\n",
         )
         .unwrap();
         let c = parse(&["--config", f.to_str().unwrap(), "--min", "1"]).unwrap();
         assert_eq!((c.min, c.max), (1, 7));
         assert_eq!(c.queue_timeout, Duration::from_secs(2));
+        assert_eq!(c.drain_timeout, Duration::from_secs(3));
         assert_eq!(c.command, ["python3", "w.py"]);
         std::fs::write(&f, "maxx = 7\n").unwrap();
         let e = parse(&["--config", f.to_str().unwrap()])

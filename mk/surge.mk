@@ -13,6 +13,15 @@ test-surge-report: web
 bench-report: web
 	bench/report.sh
 
+# deploy/ checked offline: the Containerfile (COPY sources, stages, the Makefile's commands) and the
+# Kubernetes manifests (API schemas via kubernetes-validate in .venv, cross-references); the Job
+# scripts run as pods would, with the real surge against a Shiny app on loopback, then merged.
+.PHONY: test-surge-deploy
+TEST_TARGETS += test-surge-deploy
+test-surge-deploy: web
+	$(CARGO) build -p surge --bin surge
+	.venv/bin/python deploy/check.py
+
 .PHONY: bench-surge
 # surge vs wrk vs oha on nginx (pinned CPUs), plus a 10,000-user replay's memory per session.
 bench-surge: web

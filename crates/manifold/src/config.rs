@@ -130,6 +130,10 @@ pub struct Options {
     /// Time a worker gets after SIGTERM before SIGKILL [default: 5s].
     #[arg(long, value_name = "DURATION")]
     pub stop_timeout: Option<String>,
+    /// On SIGTERM, keep serving existing sessions (new ones get 503, status 404) until nothing is
+    /// in flight for 1s, at most this long; for hosts behind a load balancer [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub drain_timeout: Option<String>,
     /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
     #[arg(long)]
     #[serde(skip)]
@@ -158,6 +162,7 @@ impl Options {
             health_path: self.health_path.or(other.health_path),
             sticky: self.sticky.or(other.sticky),
             stop_timeout: self.stop_timeout.or(other.stop_timeout),
+            drain_timeout: self.drain_timeout.or(other.drain_timeout),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
             verbose: self.verbose || other.verbose,
@@ -190,6 +195,8 @@ pub struct Config {
     pub sticky: Sticky,
     /// SIGTERM → SIGKILL grace period.
     pub stop_timeout: Duration,
+    /// Longest drain after SIGTERM (zero: stop accepting at once).
+    pub drain_timeout: Duration,
     /// Program and arguments; `{port}` is substituted per worker.
     pub command: Vec<String>,
     /// Debug logging.
@@ -211,6 +218,7 @@ impl Config {
             health_path: None,
             sticky: Sticky::None,
             stop_timeout: Duration::from_secs(5),
+            drain_timeout: Duration::ZERO,
             command,
             verbose: false,
         }
@@ -278,6 +286,7 @@ impl Config {
             ("--queue-timeout", opts.queue_timeout, &mut c.queue_timeout),
             ("--ready-timeout", opts.ready_timeout, &mut c.ready_timeout),
             ("--stop-timeout", opts.stop_timeout, &mut c.stop_timeout),
+            ("--drain-timeout", opts.drain_timeout, &mut c.drain_timeout),
         ];
         for (field, value, slot) in durations {
             if let Some(v) = value {
@@ -381,6 +390,7 @@ mod tests {
         assert_eq!(c.command, ["python3", "app.py", "{port}"]);
         assert_eq!((c.min, c.max, c.per_worker), (1, default_max(), 1));
         assert_eq!(c.queue_timeout, Duration::from_secs(30));
+        assert_eq!(c.drain_timeout, Duration::ZERO, "no drain unless asked");
         assert_eq!(c.sticky, Sticky::None);
     }
 
@@ -426,12 +436,13 @@ mod tests {
         let f = dir.join("m.toml");
         std::fs::write(
             &f,
-            "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ncommand = [\"python3\", \"w.py\"]\n",
+            "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ndrain-timeout = \"3s\"\ncommand = [\"python3\", \"w.py\"]\n",
         )
         .unwrap();
         let c = parse(&["--config", f.to_str().unwrap(), "--min", "1"]).unwrap();
         assert_eq!((c.min, c.max), (1, 7));
         assert_eq!(c.queue_timeout, Duration::from_secs(2));
+        assert_eq!(c.drain_timeout, Duration::from_secs(3));
         assert_eq!(c.command, ["python3", "w.py"]);
         std::fs::write(&f, "maxx = 7\n").unwrap();
         let e = parse(&["--config", f.to_str().unwrap()])

@@ -8,11 +8,12 @@
 //!   (scaling, readiness, crashes, back-off, idle stop) in one task.
 //! - [`worker`]: one process: spawn, readiness, output forwarding, stop and reap.
 //! - [`upstream`]: connections to workers (keep-alive, TCP_NODELAY, quick ACKs).
-//! - [`status`]: JSON status and Prometheus metrics.
-//! - [`shutdown`]: SIGTERM / Ctrl-C.
+//! - [`status`]: JSON status and Prometheus metrics, with the host's saturation.
+//! - [`shutdown`]: SIGTERM / Ctrl-C; [`drain`]: what happens between the signal and the stop.
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod drain;
 pub mod pool;
 pub mod proxy;
 pub mod server;
@@ -47,7 +48,8 @@ pub enum Error {
 }
 
 /// Starts `--min` workers, then listens on `cfg.listen` and serves until `shutdown` resolves;
-/// then drains in-flight requests and stops every worker. If `force` resolves during the drain,
+/// then drains (new sessions refused for up to `--drain-timeout`, see [`drain`]), finishes
+/// in-flight requests and stops every worker. If `force` resolves during the drain,
 /// the workers are stopped at once.
 ///
 /// Prints `manifold: listening on http://ADDR` to stderr once traffic is accepted.
@@ -93,9 +95,16 @@ pub async fn run(
         cfg.min
     );
     let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone()));
+    let stop = {
+        let (pool, timeout) = (pool.clone(), cfg.drain_timeout);
+        async move {
+            shutdown.await;
+            drain::drain(&pool, timeout).await;
+        }
+    };
     tokio::pin!(force);
     tokio::select! {
-        _ = server::serve(listener, proxy, shutdown) => {}
+        _ = server::serve(listener, proxy, stop) => {}
         _ = &mut force => tracing::warn!("second signal: stopping workers without waiting for in-flight requests"),
     }
     pool.shutdown().await;

@@ -11,6 +11,7 @@
 //! reaped before [`Pool::shutdown`] returns.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -110,6 +111,8 @@ pub struct Pool {
     events: mpsc::UnboundedSender<Event>,
     output: OutputSink,
     ready_count: watch::Sender<usize>,
+    /// Set once on SIGTERM (see `drain`): new sessions are refused, status answers 404.
+    draining: AtomicBool,
 }
 
 /// One request's claim on a worker; dropping it frees the slot.
@@ -185,6 +188,8 @@ pub struct Snapshot {
     pub output_lines_dropped: u64,
     /// Last worker start failure, if any.
     pub last_error: Option<String>,
+    /// Whether the host is draining (SIGTERM received): it takes no new sessions.
+    pub draining: bool,
 }
 
 impl Pool {
@@ -206,6 +211,7 @@ impl Pool {
             events: tx,
             output,
             ready_count: watch::channel(0).0,
+            draining: AtomicBool::new(false),
         });
         tokio::spawn(supervise(Arc::downgrade(&pool), rx));
         pool
@@ -313,6 +319,22 @@ impl Pool {
         }
     }
 
+    /// Marks the pool as draining: from now on only existing sessions are served.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Pool::start_draining`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// Requests (and WebSockets) being served or waiting in the queue, over all workers.
+    pub fn pending(&self) -> usize {
+        let st = self.lock();
+        st.queue.len() + st.slots.values().map(|s| s.busy).sum::<usize>()
+    }
+
     /// Counts a 502 answer (worker died or refused mid-request).
     pub fn count_bad_gateway(&self) {
         self.lock().totals.bad_gateway += 1;
@@ -391,6 +413,7 @@ impl Pool {
             totals: st.totals,
             output_lines_dropped: self.output.dropped(),
             last_error: st.last_error.clone(),
+            draining: self.is_draining(),
         }
     }
 

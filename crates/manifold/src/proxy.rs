@@ -59,8 +59,7 @@ impl Proxy {
     /// Answers one request from `client` (status pages, or forwarded to a worker).
     pub async fn handle(&self, req: Request<Incoming>, client: SocketAddr) -> Response<ProxyBody> {
         match req.uri().path() {
-            "/__manifold__/status" => return page(status::json(&self.pool.snapshot())),
-            "/__manifold__/metrics" => return page(status::metrics(&self.pool.snapshot())),
+            "/__manifold__/status" | "/__manifold__/metrics" => return self.status(&req),
             _ => {}
         }
         let cookie = if self.sticky == Sticky::Cookie {
@@ -68,6 +67,17 @@ impl Proxy {
         } else {
             None
         };
+        // Draining: only a session already on a worker here goes on; a new one is refused so the
+        // balancer sends it elsewhere (HAProxy: `retry-on 503` + `option redispatch`).
+        if self.pool.is_draining() && !cookie.is_some_and(|w| self.pool.is_ready(w)) {
+            let mut r = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "manifold: draining, not taking new sessions\n".into(),
+            );
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
         let lease = match self.pool.acquire(cookie).await {
             Ok(l) => l,
             Err(e) => return self.unavailable(e),
@@ -82,6 +92,16 @@ impl Proxy {
             );
         }
         resp
+    }
+
+    fn status(&self, req: &Request<Incoming>) -> Response<ProxyBody> {
+        let snap = self.pool.snapshot();
+        let cap = status::Capacity::new(&snap, status::HostLoad::read());
+        page(if req.uri().path() == "/__manifold__/status" {
+            status::json(&snap, &cap)
+        } else {
+            status::metrics(&snap, &cap)
+        })
     }
 
     async fn forward(
@@ -194,6 +214,7 @@ fn page(p: status::Page) -> Response<ProxyBody> {
             .map_err(|n| match n {})
             .boxed(),
     );
+    *r.status_mut() = StatusCode::from_u16(p.status).expect("status code");
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(p.content_type),

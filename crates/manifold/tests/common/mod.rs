@@ -38,7 +38,12 @@ pub struct Manifold {
 
 /// Starts manifold with `args`, waits for its "listening" line, and collects its stderr.
 pub fn start(args: &[String]) -> Manifold {
-    let (child, log, rx) = spawn(args);
+    start_env(args, &[])
+}
+
+/// [`start`] with extra environment variables (passed on to the workers too).
+pub fn start_env(args: &[String], env: &[(&str, &str)]) -> Manifold {
+    let (child, log, rx, _) = spawn_reader(args, env);
     let addr = rx
         .recv_timeout(DEADLINE)
         .unwrap_or_else(|_| panic!("manifold did not start; log:\n{}", log.lock().unwrap()));
@@ -47,13 +52,13 @@ pub fn start(args: &[String]) -> Manifold {
 
 /// Spawns manifold without waiting; the receiver yields the listen address once printed.
 pub fn spawn(args: &[String]) -> (Child, Arc<Mutex<String>>, mpsc::Receiver<String>) {
-    let (child, log, rx, _) = spawn_reader(args);
+    let (child, log, rx, _) = spawn_reader(args, &[]);
     (child, log, rx)
 }
 
 /// Runs manifold until it exits by itself (bounded) and returns its exit code and full stderr.
 pub fn run_to_exit(args: &[String]) -> (Option<i32>, String) {
-    let (mut child, log, _, reader) = spawn_reader(args);
+    let (mut child, log, _, reader) = spawn_reader(args, &[]);
     let status = wait_child(&mut child);
     reader.join().unwrap();
     let log = log.lock().unwrap().clone();
@@ -67,9 +72,10 @@ type Spawned = (
     std::thread::JoinHandle<()>,
 );
 
-fn spawn_reader(args: &[String]) -> Spawned {
+fn spawn_reader(args: &[String], env: &[(&str, &str)]) -> Spawned {
     let mut child = Command::new(env!("CARGO_BIN_EXE_manifold"))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

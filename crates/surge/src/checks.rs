@@ -1,6 +1,7 @@
 //! Pass/fail checks of a replay: `--max-failure-rate` and `--threshold '[SCOPE:]p95<2s'`; any failed
 //! check makes surge exit with status 1.
 
+use crate::recording::Kind;
 use crate::timefmt::parse_duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -14,11 +15,34 @@ pub enum Stat {
     Mean,
 }
 
+/// What a threshold measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every event (`all`, the default).
+    All,
+    /// Whole completed sessions (`session`).
+    Session,
+    /// Events of one type (`REQ_HOME`, `WS_RECV`, ...).
+    Kind(Kind),
+}
+
+impl FromStr for Scope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Scope, String> {
+        match s {
+            "all" => Ok(Scope::All),
+            "session" => Ok(Scope::Session),
+            k => Kind::parse(k).map(Scope::Kind).ok_or_else(|| {
+                format!("unknown scope \"{k}\" (all, session or an event type such as REQ_GET)")
+            }),
+        }
+    }
+}
+
 /// A latency threshold such as `p95<2s`, `REQ_HOME:p99<500ms`, `session:max<60s`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
-    /// "all" (every event), "session" (whole sessions) or an event type such as `WS_RECV`.
-    pub scope: String,
+    pub scope: Scope,
     pub stat: Stat,
     pub limit_ms: f64,
     pub text: String,
@@ -29,8 +53,13 @@ impl FromStr for Threshold {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || format!("threshold \"{s}\": expected [SCOPE:]pNN<DURATION, e.g. p95<2s");
         let (scope, rest) = match s.split_once(':') {
-            Some((a, b)) => (a.trim().to_string(), b),
-            None => ("all".to_string(), s),
+            Some((a, b)) => (
+                a.trim()
+                    .parse()
+                    .map_err(|e| format!("threshold \"{s}\": {e}"))?,
+                b,
+            ),
+            None => (Scope::All, s),
         };
         let (stat, limit) = rest.split_once('<').ok_or_else(bad)?;
         let stat = match stat.trim() {
@@ -111,14 +140,18 @@ mod tests {
     fn parses_thresholds() {
         let t: Threshold = "p95<2s".parse().unwrap();
         assert_eq!(
-            (t.scope.as_str(), t.stat.clone(), t.limit_ms),
-            ("all", Stat::Quantile(0.95), 2000.0)
+            (t.scope, t.stat.clone(), t.limit_ms),
+            (Scope::All, Stat::Quantile(0.95), 2000.0)
         );
         let t: Threshold = "REQ_HOME:max<250ms".parse().unwrap();
         assert_eq!(
-            (t.scope.as_str(), t.stat.clone(), t.limit_ms),
-            ("REQ_HOME", Stat::Max, 250.0)
+            (t.scope, t.stat.clone(), t.limit_ms),
+            (Scope::Kind(Kind::ReqHome), Stat::Max, 250.0)
         );
+        let e = "REQ_HOM:p99<1s".parse::<Threshold>().unwrap_err();
+        assert!(e.contains("unknown scope \"REQ_HOM\""), "{e}");
+        let t: Threshold = "session:max<1m".parse().unwrap();
+        assert_eq!((t.scope, t.limit_ms), (Scope::Session, 60_000.0));
         assert!("p95>2s".parse::<Threshold>().is_err());
         assert!("q95<2s".parse::<Threshold>().is_err());
         assert_eq!(parse_rate("5%").unwrap(), 0.05);

@@ -3,7 +3,7 @@
 //! WS_OPEN / WS_SEND / WS_RECV / WS_CLOSE; Shiny session values become placeholders as in `record`;
 //! `text/event-stream` entries get `"stream":"client"`, open until the page's last activity.
 
-use crate::recording::{self, EventLine, STREAM_CLIENT, TARGET_HTTP, TARGET_SHINY};
+use crate::recording::{self, EventLine, Kind, StreamEnd, TARGET_HTTP, TARGET_SHINY};
 use crate::shiny;
 use crate::timefmt::{format_iso, parse_iso};
 use crate::tokens::Placeholders;
@@ -202,10 +202,8 @@ fn ws_events(t: i64, e: &Entry, pq: String, tokens: &mut Placeholders) -> Vec<(i
     let mut lines = vec![(
         t,
         EventLine {
-            kind: "WS_OPEN".into(),
-            begin: format_iso(t),
             url: Some(pq),
-            ..Default::default()
+            ..EventLine::new(Kind::WsOpen, t)
         },
     )];
     let mut last = t;
@@ -216,7 +214,7 @@ fn ws_events(t: i64, e: &Entry, pq: String, tokens: &mut Placeholders) -> Vec<(i
             if shiny::ignorable_frame(&m.data) {
                 continue;
             }
-            "WS_SEND"
+            Kind::WsSend
         } else {
             if m.data != "o" && shiny::ignorable_frame(&m.data) {
                 continue;
@@ -230,29 +228,20 @@ fn ws_events(t: i64, e: &Entry, pq: String, tokens: &mut Placeholders) -> Vec<(i
                     if let Some(s) = o["config"].get("sessionId").and_then(|v| v.as_str()) {
                         tokens.add(s, "${SESSION}");
                     }
-                    "WS_RECV_INIT"
+                    Kind::WsRecvInit
                 }
-                _ => "WS_RECV",
+                _ => Kind::WsRecv,
             }
         };
         lines.push((
             at,
             EventLine {
-                kind: kind.into(),
-                begin: format_iso(at),
                 message: Some(m.data.clone()),
-                ..Default::default()
+                ..EventLine::new(kind, at)
             },
         ));
     }
-    lines.push((
-        last + 1,
-        EventLine {
-            kind: "WS_CLOSE".into(),
-            begin: format_iso(last + 1),
-            ..Default::default()
-        },
-    ));
+    lines.push((last + 1, EventLine::new(Kind::WsClose, last + 1)));
     lines
 }
 
@@ -266,22 +255,23 @@ fn http_event(
     posts: &mut u32,
 ) -> anyhow::Result<EventLine> {
     let end = t + e.time.max(0.0) as i64;
+    let kind = match (e.request.method.as_str(), is_html(e)) {
+        ("GET", true) => Kind::ReqHome,
+        ("GET", false) => Kind::ReqGet,
+        _ => Kind::ReqPost,
+    };
     let mut ev = EventLine {
-        begin: format_iso(t),
         end: Some(format_iso(end)),
         status: Some(e.response.status),
         url: Some(pq),
-        ..Default::default()
+        ..EventLine::new(kind, t)
     };
     if is_event_stream(e) {
         // HAR times an EventSource only to its first bytes; it stays open while the page does,
         // so its end is set to the page's last activity (see `run`).
-        ev.stream = Some(STREAM_CLIENT.into());
+        ev.stream = Some(StreamEnd::Client);
     }
-    if e.request.method == "GET" {
-        ev.kind = if is_html(e) { "REQ_HOME" } else { "REQ_GET" }.into();
-    } else {
-        ev.kind = "REQ_POST".into();
+    if kind == Kind::ReqPost {
         if e.request.method != "POST" {
             ev.method = Some(e.request.method.clone());
         }

@@ -2,13 +2,74 @@
 //! read it): `recording.log` (+ POST bodies), `sessions/<session>_<worker>_<iteration>.csv`, plus
 //! surge's `summary.json`. A session's CSV is written whole when the session ends (no half files).
 
-use crate::recording::Recording;
+use crate::recording::{Kind, Recording};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// CSV column header shared with shinycannon.
-pub const COLUMNS: &str =
-    "session_id,worker_id,iteration,event,timestamp,input_line_number,comment";
+/// The session CSV's columns, as shinycannon writes them (the report reads by the same list).
+pub const COLUMNS: [&str; 7] = [
+    "session_id",
+    "worker_id",
+    "iteration",
+    "event",
+    "timestamp",
+    "input_line_number",
+    "comment",
+];
+
+/// The `event` column of a session CSV: shinycannon's row vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowEvent {
+    /// `PLAYER_SESSION_CREATE`: the session's first row.
+    SessionCreate,
+    /// `PLAYBACK_SLEEPBEFORE_START`: think time before an event begins.
+    SleepStart,
+    /// `PLAYBACK_SLEEPBEFORE_END`.
+    SleepEnd,
+    /// `<TYPE>_START`: a recording event begins.
+    Start(Kind),
+    /// `<TYPE>_END`: it ended.
+    End(Kind),
+    /// `PLAYBACK_DONE`: the session completed.
+    Done,
+    /// `PLAYBACK_FAIL`: the session failed (the comment says why).
+    Fail,
+}
+
+impl RowEvent {
+    /// The name written in the CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            RowEvent::SessionCreate => "PLAYER_SESSION_CREATE",
+            RowEvent::SleepStart => "PLAYBACK_SLEEPBEFORE_START",
+            RowEvent::SleepEnd => "PLAYBACK_SLEEPBEFORE_END",
+            RowEvent::Start(k) => k.start_name(),
+            RowEvent::End(k) => k.end_name(),
+            RowEvent::Done => "PLAYBACK_DONE",
+            RowEvent::Fail => "PLAYBACK_FAIL",
+        }
+    }
+
+    /// Parses a CSV `event` value; None for names shinycannon does not write.
+    pub fn parse(s: &str) -> Option<RowEvent> {
+        let fixed = [
+            RowEvent::SessionCreate,
+            RowEvent::SleepStart,
+            RowEvent::SleepEnd,
+            RowEvent::Done,
+            RowEvent::Fail,
+        ];
+        if let Some(e) = fixed.into_iter().find(|e| e.name() == s) {
+            return Some(e);
+        }
+        if let Some(k) = s.strip_suffix("_START").and_then(Kind::parse) {
+            return Some(RowEvent::Start(k));
+        }
+        s.strip_suffix("_END")
+            .and_then(Kind::parse)
+            .map(RowEvent::End)
+    }
+}
 
 /// Creates the output directory; an existing one is an error unless `overwrite`.
 pub fn prepare_dir(dir: &Path, overwrite: bool) -> Result<(), String> {
@@ -40,10 +101,10 @@ pub fn copy_recording(rec: &Recording, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// One CSV row kept in memory until the session ends (24 bytes).
+/// One CSV row kept in memory until the session ends (16 bytes).
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
-    pub event: &'static str,
+    pub event: RowEvent,
     pub ts: i64,
     pub line: u32,
 }
@@ -72,7 +133,7 @@ impl SessionLog {
     }
 
     /// Appends a row stamped now.
-    pub fn push(&mut self, event: &'static str, line: u32) {
+    pub fn push(&mut self, event: RowEvent, line: u32) {
         self.rows.push(Row {
             event,
             ts: crate::timefmt::now_ms(),
@@ -89,10 +150,10 @@ impl SessionLog {
     pub fn render(&self, comment_lines: &str) -> String {
         let mut s = String::with_capacity(comment_lines.len() + 80 + self.rows.len() * 48);
         s.push_str(comment_lines);
-        s.push_str(COLUMNS);
+        s.push_str(&COLUMNS.join(","));
         s.push('\n');
         for r in &self.rows {
-            let comment = if r.event == "PLAYBACK_FAIL" {
+            let comment = if r.event == RowEvent::Fail {
                 self.failure.as_deref().map(csv_safe).unwrap_or_default()
             } else {
                 String::new()
@@ -100,7 +161,13 @@ impl SessionLog {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{},{}",
-                self.session, self.worker, self.iteration, r.event, r.ts, r.line, comment
+                self.session,
+                self.worker,
+                self.iteration,
+                r.event.name(),
+                r.ts,
+                r.line,
+                comment
             );
         }
         s
@@ -133,15 +200,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn row_events_round_trip() {
+        let mut all = vec![
+            RowEvent::SessionCreate,
+            RowEvent::SleepStart,
+            RowEvent::SleepEnd,
+            RowEvent::Done,
+            RowEvent::Fail,
+        ];
+        for k in Kind::ALL {
+            all.extend([RowEvent::Start(k), RowEvent::End(k)]);
+        }
+        for e in all {
+            assert_eq!(RowEvent::parse(e.name()), Some(e), "{}", e.name());
+        }
+        assert_eq!(RowEvent::parse("PLAYBACK_MAYBE"), None);
+        assert_eq!(RowEvent::parse("REQ_PUT_START"), None);
+        assert_eq!(std::mem::size_of::<Row>(), 16);
+    }
+
+    #[test]
     fn renders_shinycannon_rows() {
         let mut log = SessionLog::new(3, 1, 2);
         log.rows.push(Row {
-            event: "PLAYER_SESSION_CREATE",
+            event: RowEvent::SessionCreate,
             ts: 10,
             line: 0,
         });
         log.rows.push(Row {
-            event: "PLAYBACK_FAIL",
+            event: RowEvent::Fail,
             ts: 12,
             line: 7,
         });

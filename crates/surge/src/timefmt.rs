@@ -117,50 +117,28 @@ mod tests {
     }
 }
 
-/// Parses durations like `500ms`, `30s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
+/// The one duration grammar of every surge flag (and `--threshold` limits): humantime's, as
+/// manifold's flags use it — a number with a unit, fractions and sums allowed (`500ms`, `1.5s`,
+/// `5m`, `1h 30m`); `0` needs none. A bare number is refused rather than guessed at: shinycannon's
+/// plain-number flags say their unit in their name.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("duration \"{s}\": expected e.g. 500ms, 30s, 2m"))?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        u => {
-            return Err(format!(
-                "duration \"{s}\": unknown unit \"{u}\" (ms, s, m, h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("duration \"{s}\": must be >= 0"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    humantime::parse_duration(s.trim()).map_err(|e| format!("duration \"{s}\": {e}"))
 }
 
 #[cfg(test)]
 mod duration_tests {
     #[test]
     fn durations() {
+        use super::parse_duration;
         use std::time::Duration;
-        assert_eq!(
-            super::parse_duration("500ms").unwrap(),
-            Duration::from_millis(500)
-        );
-        assert_eq!(
-            super::parse_duration("2m").unwrap(),
-            Duration::from_secs(120)
-        );
-        assert_eq!(
-            super::parse_duration("1.5").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert!(super::parse_duration("3 weeks").is_err());
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        let e = parse_duration("30").unwrap_err();
+        assert!(e.starts_with("duration \"30\": time unit needed"), "{e}");
+        assert!(parse_duration("3 fortnights").is_err());
+        assert!(parse_duration("-1s").is_err());
     }
 }

@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use surge::recording::{Kind, Recording};
+use surge::output::RowEvent;
+use surge::recording::{EventLine, Kind, Recording};
 
 fn fixture_recordings(tmp: &Path) -> Vec<(PathBuf, Option<PathBuf>)> {
     let mut v = vec![
@@ -76,6 +77,43 @@ fn every_fixture_recording_parses_with_matching_line_numbers() {
             assert!(checked > 0, "{}: no rows checked", run.display());
         }
     }
+}
+
+/// The one vocabulary against real files: every event line of every fixture recording reads into
+/// the typed `EventLine` and writes back byte for byte (so `record` and `import-har` write what
+/// shinyloadtest writes), every `type` seen is a `Kind` whose name is that type, and every CSV
+/// `event` of the shinycannon runs is a `RowEvent` whose name is that event.
+#[test]
+fn every_kind_and_row_event_in_the_fixtures_round_trips() {
+    let tmp = TempDir::new("vocabulary");
+    let (mut kinds, mut rows) = (std::collections::BTreeSet::new(), 0usize);
+    for (path, run) in fixture_recordings(tmp.path()) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
+            let ev: EventLine =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!(serde_json::to_string(&ev).unwrap(), line);
+            let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+            let name = raw["type"].as_str().unwrap();
+            assert_eq!(name.parse::<Kind>().unwrap().name(), name);
+            assert_eq!(ev.kind.name(), name);
+            kinds.insert(ev.kind);
+        }
+        for csv in run.iter().flat_map(|r| session_csvs(r)) {
+            for row in read_csv(&csv).rows {
+                let e = RowEvent::parse(&row[3])
+                    .unwrap_or_else(|| panic!("{}: {}", csv.display(), row[3]));
+                assert_eq!(e.name(), row[3]);
+                rows += 1;
+            }
+        }
+    }
+    // The fixtures use every kind shinyloadtest defines.
+    assert_eq!(kinds.into_iter().collect::<Vec<_>>(), Kind::ALL);
+    assert!(rows > 100_000, "{rows} CSV rows checked");
 }
 
 #[test]

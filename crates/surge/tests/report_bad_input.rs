@@ -31,7 +31,7 @@ fn err(dir: &Path) -> String {
         runs: vec![dir.to_path_buf()],
         names: vec![],
         output: PathBuf::from("x.html"),
-        threshold: Duration::from_secs(10),
+        page_load_limit: Duration::from_secs(10),
         allow_mixed: false,
         json: true,
     };
@@ -52,7 +52,7 @@ fn small_valid_run() {
         runs: vec![d],
         names: vec!["mine".into()],
         output: PathBuf::from("x.html"),
-        threshold: Duration::from_millis(120),
+        page_load_limit: Duration::from_millis(120),
         allow_mixed: false,
         json: true,
     };
@@ -60,9 +60,9 @@ fn small_valid_run() {
     let s = &m["runs"][0]["summary"];
     assert_eq!(s["sessions"], 1);
     assert_eq!(s["events"], 2);
-    // Page load = home start (1000) to the asset's end (1150); over the 120 ms threshold.
+    // Page load = home start (1000) to the asset's end (1150); over the 120 ms page-load limit.
     assert_eq!(s["page_load"][1], 150);
-    assert_eq!(s["over_threshold"], 1);
+    assert_eq!(s["over_limit"], 1);
     assert_eq!(m["recordings"][0]["label"][1], "/app.js");
 }
 
@@ -175,4 +175,67 @@ fn binary_exits_nonzero_and_writes_nothing() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("2 --name given for 1 run directories"));
+}
+
+/// The report reads the recording with the one parser in lenient mode: a line without what only
+/// replay needs (this REQ_GET has no url, which `surge replay` refuses) is still shown.
+#[test]
+fn report_reads_recordings_leniently() {
+    let rec = REC.replace(",\"url\":\"/app.js\"", "");
+    let d = run_dir("lenient", &rec, &[("0_0_0.csv", GOOD)]);
+    let strict = surge::recording::Recording::load(&d.join("recording.log")).unwrap_err();
+    assert!(
+        strict
+            .to_string()
+            .ends_with(":5: REQ_GET event lacks field url"),
+        "{strict}"
+    );
+    let a = ReportArgs {
+        runs: vec![d],
+        names: vec![],
+        output: PathBuf::from("x.html"),
+        page_load_limit: Duration::from_secs(10),
+        allow_mixed: false,
+        json: true,
+    };
+    let m: serde_json::Value = serde_json::from_str(&build(&a).unwrap().content).unwrap();
+    assert_eq!(m["runs"][0]["summary"]["events"], 2);
+    assert_eq!(m["recordings"][0]["kind"][1], "REQ_GET");
+    assert_eq!(m["recordings"][0]["label"][1], "");
+}
+
+/// `--page-load-limit` takes the one duration grammar; `--threshold`, its old name, still works;
+/// a bare number is refused (which unit would it be?).
+#[test]
+fn page_load_limit_flag() {
+    let d = run_dir("limit", REC, &[("0_0_0.csv", GOOD)]);
+    let out = d.join("model.json");
+    let run = |flag: &str, value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_surge"))
+            .arg("report")
+            .arg(&d)
+            .args([flag, value, "--json", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    for (flag, value, ms) in [
+        ("--page-load-limit", "120ms", 120),
+        ("--page-load-limit", "1.5s", 1500),
+        ("--threshold", "2s", 2000),
+    ] {
+        let o = run(flag, value);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(m["page_load_limit_ms"], ms, "{flag} {value}");
+        assert_eq!(m["runs"][0]["summary"]["over_limit"], u64::from(ms < 150));
+    }
+    let o = run("--page-load-limit", "10");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("time unit needed"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -45,7 +45,7 @@ fn args(runs: Vec<PathBuf>, names: &[&str], json: bool) -> ReportArgs {
         runs,
         names: names.iter().map(|s| s.to_string()).collect(),
         output: PathBuf::from("unused.html"),
-        threshold: Duration::from_secs(10),
+        page_load_limit: Duration::from_secs(10),
         allow_mixed: false,
         json,
     }
@@ -266,7 +266,7 @@ fn html_report_via_the_binary() {
             "run1",
             "--name",
             "run5",
-            "--threshold",
+            "--page-load-limit",
             "5s",
             "-o",
         ])

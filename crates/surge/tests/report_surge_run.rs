@@ -140,7 +140,7 @@ fn report_of_a_fresh_surge_replay() {
         runs: vec![run.clone()],
         names: vec!["fresh".into()],
         output: dir.join("unused.html"),
-        threshold: Duration::from_secs(1),
+        page_load_limit: Duration::from_secs(1),
         allow_mixed: false,
         json: true,
     };

@@ -33,7 +33,7 @@ export interface RunModel {
     failed_events: number;
     reasons: [string, number][];
     page_load: Dist;
-    over_threshold: number;
+    over_limit: number;
     session_duration: Dist;
     classes: Dist[];
   };
@@ -55,7 +55,7 @@ export interface RunModel {
 export interface Model {
   version: number;
   generated: string;
-  threshold_ms: number;
+  page_load_limit_ms: number;
   classes: string[];
   same_recording: boolean;
   recordings: Recording[];

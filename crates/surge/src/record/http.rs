@@ -4,8 +4,8 @@
 use super::state::{OpenReq, State};
 use super::tap::Tap;
 use super::{text_response, ProxyBody};
-use crate::recording::EventLine;
-use crate::timefmt::{format_iso, now_ms};
+use crate::recording::{EventLine, Kind, StreamEnd};
+use crate::timefmt::now_ms;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -80,10 +80,10 @@ pub(super) async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<Pro
         rparts.status.as_u16(),
         begin,
     );
-    let home = open.as_ref().is_some_and(|o| o.ev.kind == "REQ_HOME");
-    let keep = match open.as_ref().map(|o| o.ev.kind.as_str()) {
-        Some("REQ_HOME") => 512 * 1024,
-        Some("REQ_TOK") => 4096,
+    let home = open.as_ref().is_some_and(|o| o.ev.kind == Kind::ReqHome);
+    let keep = match open.as_ref().map(|o| o.ev.kind) {
+        Some(Kind::ReqHome) => 512 * 1024,
+        Some(Kind::ReqTok) => 4096,
         _ => 0,
     };
     if home {
@@ -131,32 +131,16 @@ fn open_http(
     if path.ends_with("favicon.ico") {
         return None;
     }
-    let mut ev = EventLine {
-        begin: format_iso(begin),
-        status: Some(status),
-        ..Default::default()
-    };
-    if *method == Method::GET {
-        let html = resp_headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/html"));
-        let lower = path.to_ascii_lowercase();
-        ev.kind = if (st.shiny && (lower.ends_with('/') || lower.ends_with(".rmd")))
-            || (!st.shiny && html && lower.ends_with('/'))
-        {
-            "REQ_HOME"
-        } else if st.shiny && path.contains("__token__") {
-            "REQ_TOK"
-        } else if let Some(n) = st.shiny.then(|| robust_id(path)).flatten() {
-            st.add_token(n, "${ROBUST_ID}");
-            "REQ_SINF"
-        } else {
-            "REQ_GET"
-        }
-        .into();
+    let kind = if *method == Method::GET {
+        get_kind(st, path, resp_headers)
     } else {
-        ev.kind = "REQ_POST".into();
+        Kind::ReqPost
+    };
+    let mut ev = EventLine {
+        status: Some(status),
+        ..EventLine::new(kind, begin)
+    };
+    if kind == Kind::ReqPost {
         if *method != Method::POST {
             ev.method = Some(method.as_str().to_string());
         }
@@ -171,9 +155,31 @@ fn open_http(
     }
     if is_event_stream(resp_headers) {
         // Ended by whom is filled in when it ends.
-        ev.stream = Some(String::new());
+        ev.stream = Some(StreamEnd::Client);
     }
     Some(OpenReq { ev, pq })
+}
+
+/// What a GET is: the page (a Shiny app's `/` or `.Rmd`; otherwise an HTML `/`), Shiny's token
+/// or SockJS info request (learning `${ROBUST_ID}`), or any other GET.
+fn get_kind(st: &State, path: &str, resp_headers: &HeaderMap) -> Kind {
+    let html = resp_headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    let lower = path.to_ascii_lowercase();
+    if (st.shiny && (lower.ends_with('/') || lower.ends_with(".rmd")))
+        || (!st.shiny && html && lower.ends_with('/'))
+    {
+        Kind::ReqHome
+    } else if st.shiny && path.contains("__token__") {
+        Kind::ReqTok
+    } else if let Some(n) = st.shiny.then(|| robust_id(path)).flatten() {
+        st.add_token(n, "${ROBUST_ID}");
+        Kind::ReqSinf
+    } else {
+        Kind::ReqGet
+    }
 }
 
 /// `n=<id>` segment of a SockJS info URL.

@@ -1,7 +1,7 @@
 //! What a recording session holds: recording.log (with events held back while a home page
 //! streams), the placeholders learnt so far, and the requests whose responses still stream.
 
-use crate::recording::{EventLine, STREAM_CLIENT, STREAM_SERVER};
+use crate::recording::{EventLine, Kind, StreamEnd};
 use crate::target::Target;
 use crate::timefmt::{format_iso, now_ms};
 use crate::tokens::Placeholders;
@@ -100,20 +100,19 @@ impl State {
         let Some(OpenReq { mut ev, pq }) = self.open.lock().expect("open lock").remove(&id) else {
             return;
         };
-        if ev.kind == "REQ_TOK" {
+        if ev.kind == Kind::ReqTok {
             self.add_token(String::from_utf8_lossy(head).trim(), "${TOKEN}");
         }
-        if let Some(s) = ev.stream.as_mut() {
-            *s = if by_server {
-                STREAM_SERVER
+        if ev.stream.is_some() {
+            ev.stream = Some(if by_server {
+                StreamEnd::Server
             } else {
-                STREAM_CLIENT
-            }
-            .into();
+                StreamEnd::Client
+            });
         }
         ev.end = Some(format_iso(now_ms()));
         ev.url = Some(self.apply(&pq));
-        if ev.kind == "REQ_HOME" {
+        if ev.kind == Kind::ReqHome {
             self.write_home(&ev);
         } else {
             self.write(&ev);

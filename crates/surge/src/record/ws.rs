@@ -3,9 +3,9 @@
 
 use super::state::State;
 use super::{full, text_response, ProxyBody};
-use crate::recording::EventLine;
+use crate::recording::{EventLine, Kind};
 use crate::shiny;
-use crate::timefmt::{format_iso, now_ms};
+use crate::timefmt::now_ms;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use hyper::body::Incoming;
@@ -65,10 +65,8 @@ pub(super) async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Res
         st.add_token(&id, "${SOCKJSID}");
     }
     st.write(&EventLine {
-        kind: "WS_OPEN".into(),
-        begin: format_iso(begin),
         url: Some(st.apply(&pq)),
-        ..Default::default()
+        ..EventLine::new(Kind::WsOpen, begin)
     });
     let upgrade = hyper::upgrade::on(&mut req);
     let st2 = st.clone();
@@ -89,12 +87,10 @@ pub(super) async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Res
     resp
 }
 
-fn ws_event(kind: &str, message: Option<String>) -> EventLine {
+fn ws_event(kind: Kind, message: Option<String>) -> EventLine {
     EventLine {
-        kind: kind.into(),
-        begin: format_iso(now_ms()),
         message,
-        ..Default::default()
+        ..EventLine::new(kind, now_ms())
     }
 }
 
@@ -111,7 +107,7 @@ async fn relay<C, U>(
             m = client.next() => match m {
                 Some(Ok(Message::Text(t))) => {
                     if !shiny::ignorable_frame(t.as_str()) {
-                        st.write(&ws_event("WS_SEND", Some(st.apply(t.as_str()))));
+                        st.write(&ws_event(Kind::WsSend, Some(st.apply(t.as_str()))));
                     }
                     if upstream.send(Message::Text(t)).await.is_err() { break; }
                 }
@@ -119,7 +115,7 @@ async fn relay<C, U>(
                 Some(Ok(Message::Ping(_))) | Some(Ok(Message::Pong(_))) | Some(Ok(Message::Frame(_))) => {}
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
                     let _ = upstream.close(None).await;
-                    st.write(&ws_event("WS_CLOSE", None));
+                    st.write(&ws_event(Kind::WsClose, None));
                     let _ = st.done.send(true);
                     break;
                 }
@@ -142,7 +138,7 @@ async fn relay<C, U>(
 
 fn record_recv(st: &State, frame: &str) {
     if frame == "o" {
-        st.write(&ws_event("WS_RECV", Some(frame.into())));
+        st.write(&ws_event(Kind::WsRecv, Some(frame.into())));
         return;
     }
     if shiny::ignorable_frame(frame) {
@@ -165,15 +161,15 @@ fn record_recv(st: &State, frame: &str) {
             if let Some(s) = get(o, &["config", "sessionId"]) {
                 st.add_token(&s, "${SESSION}");
             }
-            "WS_RECV_INIT"
+            Kind::WsRecvInit
         }
         Some(o) if get(o, &["response", "value", "jobId"]).is_some() => {
             if let Some(j) = get(o, &["response", "value", "jobId"]) {
                 st.add_token(&j, "${UPLOAD_JOB_ID}");
             }
-            "WS_RECV_BEGIN_UPLOAD"
+            Kind::WsRecvBeginUpload
         }
-        _ => "WS_RECV",
+        _ => Kind::WsRecv,
     };
     st.write(&ws_event(kind, Some(st.apply(frame))));
 }

@@ -1,7 +1,7 @@
 //! Run-wide results, filled in as sessions end: latency histograms per event kind, overall and
 //! per session, and failure reasons.
 
-use crate::output::SessionLog;
+use crate::output::{RowEvent, SessionLog};
 use crate::recording::Kind;
 use crate::stats;
 use hdrhistogram::Histogram;
@@ -35,10 +35,9 @@ impl Aggregate {
         }
         let mut open: Option<(Kind, i64)> = None;
         for r in &log.rows {
-            if let Some(k) = Kind::ALL.iter().find(|k| k.start_name() == r.event) {
-                open = Some((*k, r.ts));
-            } else if let Some((k, ts)) = open {
-                if k.end_name() == r.event {
+            match (r.event, open) {
+                (RowEvent::Start(k), _) => open = Some((k, r.ts)),
+                (RowEvent::End(k), Some((o, ts))) if k == o => {
                     let d = (r.ts - ts).max(0) as u64;
                     let _ = agg.overall.record(d);
                     let _ = agg
@@ -48,6 +47,7 @@ impl Aggregate {
                         .record(d);
                     open = None;
                 }
+                _ => {}
             }
         }
         match &log.failure {

@@ -3,7 +3,7 @@
 
 use super::stream::play_stream;
 use super::Shared;
-use crate::output::SessionLog;
+use crate::output::{RowEvent, SessionLog};
 use crate::recording::{Event, Kind, StreamEnd};
 use crate::shiny::{self, Expect, Received};
 use crate::target::{self, Conn, CookieJar};
@@ -85,17 +85,17 @@ impl Player<'_> {
             };
             let sleep = if sleeps { self.sh.think.scale(gap) } else { 0 };
             if sleep > 0 {
-                log.push("PLAYBACK_SLEEPBEFORE_START", ev.line);
+                log.push(RowEvent::SleepStart, ev.line);
                 self.idle_until(Instant::now() + Duration::from_millis(sleep as u64))
                     .await
                     .map_err(|e| format!("{} line {}: {e}", ev.kind.name(), ev.line))?;
-                log.push("PLAYBACK_SLEEPBEFORE_END", ev.line);
+                log.push(RowEvent::SleepEnd, ev.line);
             }
-            log.push(ev.kind.start_name(), ev.line);
+            log.push(RowEvent::Start(ev.kind), ev.line);
             self.handle(i, ev)
                 .await
                 .map_err(|e| format!("{} line {}: {e}", ev.kind.name(), ev.line))?;
-            log.push(ev.kind.end_name(), ev.line);
+            log.push(RowEvent::End(ev.kind), ev.line);
             prev_begin = Some(ev.begin_ms);
         }
         // The session is over when its streams are (each is bounded by its own deadline).

@@ -1,8 +1,7 @@
 //! summary.json: the machine-readable result of a run, and computing it from the aggregate.
 
 use super::{ReplayArgs, Shared};
-use crate::checks::CheckResult;
-use crate::recording::Kind;
+use crate::checks::{CheckResult, Scope};
 use crate::stats::{self, Summary};
 use crate::timefmt;
 use serde::Serialize;
@@ -91,12 +90,10 @@ pub(super) fn summarize(
     }];
     let empty = stats::new_histogram();
     for t in &args.thresholds {
-        let h = match t.scope.as_str() {
-            "all" => &agg.overall,
-            "session" => &agg.session,
-            s => Kind::parse(s)
-                .and_then(|k| agg.per_kind.get(&k))
-                .unwrap_or(&empty),
+        let h = match t.scope {
+            Scope::All => &agg.overall,
+            Scope::Session => &agg.session,
+            Scope::Kind(k) => agg.per_kind.get(&k).unwrap_or(&empty),
         };
         checks_out.push(t.eval(h));
     }

@@ -2,7 +2,7 @@
 
 use super::player::Player;
 use super::Shared;
-use crate::output::SessionLog;
+use crate::output::{RowEvent, SessionLog};
 use crate::target::{Conn, CookieJar};
 use crate::timefmt;
 use crate::tokens::Tokens;
@@ -61,7 +61,7 @@ async fn run_session(
 ) -> bool {
     sh.running.fetch_add(1, Ordering::Relaxed);
     let mut log = SessionLog::new(sid, w, iteration);
-    log.push("PLAYER_SESSION_CREATE", 0);
+    log.push(RowEvent::SessionCreate, 0);
     let mut line = 0u32;
     let result = {
         let mut player = Player {
@@ -81,9 +81,9 @@ async fn run_session(
     };
     let ok = result.is_ok();
     match result {
-        Ok(()) => log.push("PLAYBACK_DONE", 0),
+        Ok(()) => log.push(RowEvent::Done, 0),
         Err(reason) => {
-            log.push("PLAYBACK_FAIL", line);
+            log.push(RowEvent::Fail, line);
             log.failure = Some(reason);
         }
     }

@@ -2,6 +2,7 @@
 //! and aggregates by class (shinyloadtest's vocabulary: Homepage, JS/CSS, Start session,
 //! Calculate), plus Other for instant steps (sends, close).
 
+use crate::recording::Kind;
 use serde::Serialize;
 
 /// Class of a recorded event.
@@ -30,15 +31,16 @@ const ASSET_EXT: &[&str] = &[
 
 impl Class {
     /// Classifies a recording event from its type and URL/message.
-    pub fn of(kind: &str, url: &str, message: &str) -> Class {
+    pub fn of(kind: Kind, url: &str, message: &str) -> Class {
         match kind {
-            "REQ_HOME" => Class::Homepage,
-            "REQ_GET" if is_asset(url) => Class::Assets,
-            "REQ_TOK" | "REQ_SINF" | "WS_OPEN" | "WS_RECV_INIT" => Class::StartSession,
-            "WS_RECV" if message == "o" => Class::StartSession,
-            "WS_SEND" | "WS_CLOSE" => Class::Other,
-            k if k.starts_with("REQ_") || k.starts_with("WS_RECV") => Class::Calculate,
-            _ => Class::Other,
+            Kind::ReqHome => Class::Homepage,
+            Kind::ReqGet if is_asset(url) => Class::Assets,
+            Kind::ReqTok | Kind::ReqSinf | Kind::WsOpen | Kind::WsRecvInit => Class::StartSession,
+            Kind::WsRecv if message == "o" => Class::StartSession,
+            Kind::WsSend | Kind::WsClose => Class::Other,
+            Kind::ReqGet | Kind::ReqPost | Kind::WsRecv | Kind::WsRecvBeginUpload => {
+                Class::Calculate
+            }
         }
     }
 

@@ -146,9 +146,9 @@ fn summary_rows(m: &Model) -> Vec<Row<'static>> {
         });
     }
     rows.push(Row {
-        key: "over_threshold",
-        label: format!("Page loads over {}", fmt_ms(m.threshold_ms)),
-        values: col(&|i| s(i).over_threshold as i64),
+        key: "over_limit",
+        label: format!("Page loads over {}", fmt_ms(m.page_load_limit_ms)),
+        values: col(&|i| s(i).over_limit as i64),
         ms: false,
     });
     for (k, name, idx) in [("sd_p50", "p50", 1), ("sd_max", "max", 4)] {
@@ -284,9 +284,9 @@ fn overview(m: &Model) -> String {
             fmt_int(s.failed),
             if s.unfinished > 0 { format!(", {} unfinished", fmt_int(s.unfinished)) } else { String::new() },
             fmt_ms(s.page_load.p90),
-            fmt_int(s.over_threshold),
+            fmt_int(s.over_limit),
             fmt_int(s.page_load.n),
-            fmt_ms(m.threshold_ms),
+            fmt_ms(m.page_load_limit_ms),
             esc(&r.dir)
         );
     }
@@ -298,7 +298,7 @@ const SECTIONS: &[(&str, &str, &str)] = &[
     ("gantt", "Sessions over the run",
      "One row per session, x = time since the run started, one rectangle per step coloured by class. Grey bands: warm-up (users still arriving) and cool-down (users finishing). Red ✕: a failed session. Steep, thin rows are fast; long rectangles are waiting users."),
     ("aligned", "Sessions aligned by their start",
-     "The same sessions, each starting at 0. The red line is the threshold: a page that is still loading past it has lost its user."),
+     "The same sessions, each starting at 0. The red line is the page-load limit (--page-load-limit): a page that is still loading past it has lost its user."),
     ("duration", "Session duration vs the recording",
      "Each dot is a session, at the time it started. The dashed line is how long the recorded session took alone: dots far above it were slowed down by load."),
     ("waterfall", "Event waterfall of one session",
@@ -322,7 +322,7 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{title}</title><style>{CSS}</style></head><body><header><h1>{title}</h1>\
-         <p class=\"sub\">Recording {} ({} events{}, {} alone) · threshold {} · made {}</p><nav>",
+         <p class=\"sub\">Recording {} ({} events{}, {} alone) · page-load limit {} · made {}</p><nav>",
         esc(&rec.path),
         rec.line.len(),
         rec.target
@@ -330,7 +330,7 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
             .map(|t| format!(", target {}", esc(t)))
             .unwrap_or_default(),
         fmt_ms(rec.duration_ms),
-        fmt_ms(m.threshold_ms),
+        fmt_ms(m.page_load_limit_ms),
         esc(&m.generated),
     );
     h.push_str("<a href=\"#summary\">Summary</a>");

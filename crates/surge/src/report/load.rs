@@ -5,17 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{recording, recording::Recording, ReportError};
-
-const COLUMNS: [&str; 7] = [
-    "session_id",
-    "worker_id",
-    "iteration",
-    "event",
-    "timestamp",
-    "input_line_number",
-    "comment",
-];
+use super::{lines, lines::Lines, ReportError};
+use crate::output::{RowEvent, COLUMNS};
+use crate::recording::Kind;
 
 /// One step of a session: a recording line replayed from `start` to `end` (epoch ms).
 #[derive(Debug, Clone)]
@@ -72,7 +64,7 @@ pub struct Run {
     /// Directory it was read from.
     pub dir: PathBuf,
     /// The recording it replayed.
-    pub recording: Recording,
+    pub recording: Lines,
     /// Sessions sorted by start.
     pub sessions: Vec<Session>,
 }
@@ -93,7 +85,7 @@ pub fn load_run(dir: &Path, name: String) -> Result<Run, ReportError> {
             msg: "not a run directory: no recording.log".into(),
         });
     }
-    let recording = recording::read(&rec_path)?;
+    let recording = lines::read(&rec_path)?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&sessions_dir)
         .map_err(|e| ReportError::io(&sessions_dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -120,12 +112,12 @@ pub fn load_run(dir: &Path, name: String) -> Result<Run, ReportError> {
 }
 
 struct Open {
-    kind: String,
+    kind: Kind,
     line: u32,
     start: i64,
 }
 
-fn read_session(path: &Path, rec: &Recording) -> Result<Session, ReportError> {
+fn read_session(path: &Path, rec: &Lines) -> Result<Session, ReportError> {
     let whole = |e: csv::Error| ReportError::Input {
         at: path.display().to_string(),
         msg: e.to_string(),
@@ -214,7 +206,7 @@ impl Reading {
     /// One row: `event` at `ts` for recording line `line`; `at` is the row's `file:line`.
     fn event(
         &mut self,
-        rec: &Recording,
+        rec: &Lines,
         event: &str,
         ts: i64,
         line: u32,
@@ -223,11 +215,14 @@ impl Reading {
     ) -> Result<(), ReportError> {
         self.first.get_or_insert(ts);
         self.last = self.last.max(ts);
-        match event {
-            "PLAYER_SESSION_CREATE" | "PLAYBACK_SLEEPBEFORE_START" | "PLAYBACK_SLEEPBEFORE_END" => {
-            }
-            "PLAYBACK_DONE" => self.outcome = Outcome::Done,
-            "PLAYBACK_FAIL" => {
+        let e = RowEvent::parse(event).ok_or_else(|| ReportError::Input {
+            at: at.to_string(),
+            msg: format!("field event: unknown event {event:?}"),
+        })?;
+        match e {
+            RowEvent::SessionCreate | RowEvent::SleepStart | RowEvent::SleepEnd => {}
+            RowEvent::Done => self.outcome = Outcome::Done,
+            RowEvent::Fail => {
                 self.outcome = Outcome::Failed;
                 self.fail_line = Some(line);
                 let comment = comment.trim();
@@ -239,34 +234,31 @@ impl Reading {
                 });
                 self.close_open(ts);
             }
-            e => {
-                if let Some(kind) = e.strip_suffix("_START") {
-                    check_line(rec, line, at)?;
-                    self.open.push(Open {
-                        kind: kind.to_string(),
-                        line,
-                        start: ts,
-                    });
-                } else if let Some(kind) = e.strip_suffix("_END") {
-                    let pos = (self.open.iter())
-                        .rposition(|o| o.kind == kind && o.line == line)
-                        .ok_or_else(|| ReportError::Input {
-                            at: at.to_string(),
-                            msg: format!("field event: {e} without a matching {kind}_START"),
-                        })?;
-                    let o = self.open.remove(pos);
-                    self.events.push(Event {
-                        line,
-                        start: o.start,
-                        end: ts,
-                        failed: false,
-                    });
-                } else {
-                    return Err(ReportError::Input {
+            RowEvent::Start(kind) => {
+                check_line(rec, line, at)?;
+                self.open.push(Open {
+                    kind,
+                    line,
+                    start: ts,
+                });
+            }
+            RowEvent::End(kind) => {
+                let pos = (self.open.iter())
+                    .rposition(|o| o.kind == kind && o.line == line)
+                    .ok_or_else(|| ReportError::Input {
                         at: at.to_string(),
-                        msg: format!("field event: unknown event {e:?}"),
-                    });
-                }
+                        msg: format!(
+                            "field event: {event} without a matching {}",
+                            kind.start_name()
+                        ),
+                    })?;
+                let o = self.open.remove(pos);
+                self.events.push(Event {
+                    line,
+                    start: o.start,
+                    end: ts,
+                    failed: false,
+                });
             }
         }
         Ok(())
@@ -308,13 +300,13 @@ impl Reading {
     }
 }
 
-fn rec_kind(rec: &Recording, line: u32) -> String {
+fn rec_kind(rec: &Lines, line: u32) -> String {
     rec.get(line)
-        .map(|l| l.kind.clone())
+        .map(|l| l.kind.name().to_string())
         .unwrap_or_else(|| "?".into())
 }
 
-fn check_line(rec: &Recording, line: u32, at: &str) -> Result<(), ReportError> {
+fn check_line(rec: &Lines, line: u32, at: &str) -> Result<(), ReportError> {
     if rec.get(line).is_none() {
         return Err(ReportError::Input {
             at: at.to_string(),

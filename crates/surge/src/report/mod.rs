@@ -1,14 +1,14 @@
 //! `surge report`: one self-contained HTML file for a run or a comparison of runs.
 //!
-//! Data flows one way: run directories (`load`, `recording`) → numbers (`stats`) → compact data
+//! Data flows one way: run directories (`load`, `lines`) → numbers (`stats`) → compact data
 //! model (`model`) → page (`html`, with the chart runtime from web/src/report inlined). It reads
 //! only `recording.log` and `sessions/*.csv`, so shinycannon runs work as well as surge runs.
 
 pub mod class;
 pub mod html;
+pub mod lines;
 pub mod load;
 pub mod model;
-pub mod recording;
 pub mod stats;
 
 use std::{
@@ -29,9 +29,9 @@ pub struct ReportArgs {
     /// Where to write the report.
     #[arg(short, long, default_value = "report.html")]
     pub output: PathBuf,
-    /// Page-load threshold drawn on the charts and counted in the summary (e.g. 10s, 2500ms).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub threshold: Duration,
+    /// Page-load limit drawn on the charts and counted in the summary (e.g. 10s, 2500ms)
+    #[arg(long, alias = "threshold", default_value = "10s", value_parser = crate::timefmt::parse_duration)]
+    pub page_load_limit: Duration,
     /// Report runs even when they replayed different recordings (the report says so).
     #[arg(long)]
     pub allow_mixed: bool,
@@ -123,7 +123,7 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
         )));
     }
     let runtime_js = if args.json { "" } else { runtime()? };
-    let threshold_ms = args.threshold.as_millis() as i64;
+    let page_load_limit_ms = args.page_load_limit.as_millis() as i64;
     let mut runs = Vec::with_capacity(args.runs.len());
     for (i, dir) in args.runs.iter().enumerate() {
         let name = args.names.get(i).cloned().unwrap_or_else(|| {
@@ -157,9 +157,9 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     }
     let summaries: Vec<_> = runs
         .iter()
-        .map(|r| stats::summarize(r, threshold_ms))
+        .map(|r| stats::summarize(r, page_load_limit_ms))
         .collect();
-    let m = model::build(&runs, &summaries, threshold_ms);
+    let m = model::build(&runs, &summaries, page_load_limit_ms);
     let json = serde_json::to_string(&m).expect("model serialises");
     let content = if args.json {
         json

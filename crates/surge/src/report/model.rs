@@ -6,12 +6,13 @@
 //! `gap` after the previous event's end in the same session (the first: after session start),
 //! which keeps the numbers short. Events are grouped by session, `sessions.n[i]` of them each.
 
+use crate::recording::Kind;
 use serde::Serialize;
 
 use super::{
     class::CLASS_NAMES,
+    lines::Lines,
     load::{Outcome, Run},
-    recording::Recording,
     stats::{self, RunSummary},
 };
 
@@ -22,8 +23,8 @@ pub struct Model {
     pub version: u32,
     /// When the report was made (RFC 3339, UTC).
     pub generated: String,
-    /// Page-load threshold drawn on the charts (ms).
-    pub threshold_ms: i64,
+    /// Page-load limit drawn on the charts (ms).
+    pub page_load_limit_ms: i64,
     /// Class names, indexed by class number.
     pub classes: [&'static str; 5],
     /// All runs replayed the same recording.
@@ -46,7 +47,7 @@ pub struct RecModel {
     /// Physical line numbers.
     pub line: Vec<u32>,
     /// Event type per line.
-    pub kind: Vec<String>,
+    pub kind: Vec<Kind>,
     /// Class number per line.
     pub class: Vec<u8>,
     /// Short label per line.
@@ -121,8 +122,8 @@ pub struct EventCols {
 }
 
 /// Builds the model from loaded runs and their summaries.
-pub fn build(runs: &[Run], summaries: &[RunSummary], threshold_ms: i64) -> Model {
-    let mut recordings: Vec<&Recording> = Vec::new();
+pub fn build(runs: &[Run], summaries: &[RunSummary], page_load_limit_ms: i64) -> Model {
+    let mut recordings: Vec<&Lines> = Vec::new();
     let mut rec_index = Vec::new();
     for r in runs {
         match recordings.iter().position(|x| x.text == r.recording.text) {
@@ -135,8 +136,8 @@ pub fn build(runs: &[Run], summaries: &[RunSummary], threshold_ms: i64) -> Model
     }
     Model {
         version: 1,
-        generated: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        threshold_ms,
+        generated: crate::timefmt::format_iso(crate::timefmt::now_ms()),
+        page_load_limit_ms,
         classes: CLASS_NAMES,
         same_recording: recordings.len() == 1,
         recordings: recordings.iter().map(|r| rec_model(r)).collect(),
@@ -149,13 +150,13 @@ pub fn build(runs: &[Run], summaries: &[RunSummary], threshold_ms: i64) -> Model
     }
 }
 
-fn rec_model(r: &Recording) -> RecModel {
+fn rec_model(r: &Lines) -> RecModel {
     RecModel {
         path: r.path.display().to_string(),
         target: r.target.clone(),
         duration_ms: r.duration_ms,
         line: r.lines.iter().map(|l| l.line).collect(),
-        kind: r.lines.iter().map(|l| l.kind.clone()).collect(),
+        kind: r.lines.iter().map(|l| l.kind).collect(),
         class: r.lines.iter().map(|l| l.class.index() as u8).collect(),
         label: r.lines.iter().map(|l| l.label.clone()).collect(),
         begin: r.lines.iter().map(|l| l.begin_ms).collect(),

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::{
     class::Class,
+    lines::Lines,
     load::{Outcome, Run, Session},
-    recording::Recording,
 };
 
 /// A latency distribution in ms; serialized as `[n, p50, p90, p99, max]` for the report page.
@@ -96,8 +96,8 @@ pub struct RunSummary {
     pub reasons: Vec<(String, usize)>,
     /// Page load (home + its assets), per session.
     pub page_load: Dist,
-    /// Sessions whose page load exceeded the threshold.
-    pub over_threshold: usize,
+    /// Sessions whose page load exceeded the page-load limit.
+    pub over_limit: usize,
     /// Session durations.
     pub session_duration: Dist,
     /// Event durations per class, indexed by `Class::index`.
@@ -109,7 +109,7 @@ pub struct RunSummary {
 
 /// Page load of a session: from the first Homepage event to the end of the asset requests that
 /// follow it. None when the session has no homepage or failed while loading it.
-pub fn page_load(s: &Session, rec: &Recording) -> Option<i64> {
+pub fn page_load(s: &Session, rec: &Lines) -> Option<i64> {
     let class = |line| rec.get(line).map(|l| l.class);
     let first = s
         .events
@@ -130,7 +130,7 @@ pub fn page_load(s: &Session, rec: &Recording) -> Option<i64> {
 }
 
 /// Computes a run's summary.
-pub fn summarize(run: &Run, threshold_ms: i64) -> RunSummary {
+pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunSummary {
     let rec = &run.recording;
     let start_ms = run.sessions.iter().map(|s| s.start).min().unwrap_or(0);
     let end_ms = run.sessions.iter().map(|s| s.end).max().unwrap_or(start_ms);
@@ -169,7 +169,7 @@ pub fn summarize(run: &Run, threshold_ms: i64) -> RunSummary {
         .map(|(r, n)| (r.to_string(), n))
         .collect();
     reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let over_threshold = loads.iter().filter(|&&l| l > threshold_ms).count();
+    let over_limit = loads.iter().filter(|&&l| l > page_load_limit_ms).count();
     let workers = {
         let mut w: Vec<u32> = run.sessions.iter().map(|s| s.worker).collect();
         w.sort_unstable();
@@ -188,7 +188,7 @@ pub fn summarize(run: &Run, threshold_ms: i64) -> RunSummary {
         failed_events,
         reasons,
         page_load: Dist::of(loads),
-        over_threshold,
+        over_limit,
         session_duration: Dist::of(durations),
         classes: class_durs.into_iter().map(Dist::of).collect(),
         phases: phases(run, start_ms, end_ms),

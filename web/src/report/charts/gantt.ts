@@ -136,8 +136,8 @@ function option(model: Model, run: Run, aligned: boolean, rowOf: Int32Array, xMa
       silent: true,
       symbol: "none",
       lineStyle: { color: FAIL, width: 1.5, type: "solid" },
-      label: { formatter: `threshold ${fmtMs(model.threshold_ms)}`, color: FAIL, position: "insideEndTop" },
-      data: [{ xAxis: model.threshold_ms / 1000 }],
+      label: { formatter: `page-load limit ${fmtMs(model.page_load_limit_ms)}`, color: FAIL, position: "insideEndTop" },
+      data: [{ xAxis: model.page_load_limit_ms / 1000 }],
     };
   }
   // Other (sends, close) is instant and left out; -1 draws events cut short by a failure.
@@ -243,7 +243,7 @@ export function ganttByRunTime(model: Model, runs: Run[]): void {
 
 /** Sessions aligned by their own start, with an ordering control. */
 export function ganttAligned(model: Model, runs: Run[]): void {
-  let xMax = model.threshold_ms;
+  let xMax = model.page_load_limit_ms;
   for (const r of runs) for (const d of r.m.sessions.dur) xMax = Math.max(xMax, d);
   xMax /= 1000;
   const host = document.getElementById("charts-aligned")!;

@@ -1,21 +1,23 @@
-//! recording.log as the report needs it: one entry per event line with its kind, class, a short
+//! The recording as the report shows it: one entry per event line with its kind, class, a short
 //! human label (URL or message gist) and the recording's own timing, the baseline every replayed
-//! session is compared with. Line numbers are physical 1-based lines, as in the CSVs'
-//! `input_line_number`.
+//! session is compared with. Read by the one recording parser (`crate::recording`) in lenient
+//! mode: a report only shows a recording, so fields only replay needs may be missing. Line numbers
+//! are physical 1-based lines, as in the CSVs' `input_line_number`.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::{class::Class, ReportError};
+use crate::recording::{Kind, Mode, Recording};
 
 /// One event line of the recording.
 #[derive(Debug, Clone)]
 pub struct RecLine {
     /// Physical line number in recording.log (1-based, comment lines counted).
     pub line: u32,
-    /// Event type as written (`REQ_GET`, `WS_RECV`, ...).
-    pub kind: String,
+    /// Event type.
+    pub kind: Kind,
     /// What the report colours it as.
     pub class: Class,
     /// URL or message gist, shortened for axis labels and tooltips.
@@ -26,9 +28,9 @@ pub struct RecLine {
     pub dur_ms: i64,
 }
 
-/// A parsed recording.log.
+/// A recording.log as the report shows it.
 #[derive(Debug, Clone)]
-pub struct Recording {
+pub struct Lines {
     /// Where it was read from, for messages.
     pub path: PathBuf,
     /// `# target_url:` / `# target:` header, when present.
@@ -41,7 +43,7 @@ pub struct Recording {
     pub text: String,
 }
 
-impl Recording {
+impl Lines {
     /// The entry for a physical line number, if that line is an event.
     pub fn get(&self, line: u32) -> Option<&RecLine> {
         self.lines
@@ -51,84 +53,33 @@ impl Recording {
     }
 }
 
-/// Reads and parses a recording.log; errors name the file and line.
-pub fn read(path: &Path) -> Result<Recording, ReportError> {
+/// Reads a recording.log (leniently); errors name the file and line.
+pub fn read(path: &Path) -> Result<Lines, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|e| ReportError::io(path, e))?;
-    parse(path, text)
-}
-
-fn parse(path: &Path, text: String) -> Result<Recording, ReportError> {
-    let bad = |line: usize, msg: String| ReportError::Input {
-        at: format!("{}:{}", path.display(), line),
-        msg,
-    };
-    let mut target = None;
-    let mut raw: Vec<(u32, String, Class, String, i64, Option<i64>)> = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        let n = i + 1;
-        let l = l.trim();
-        if l.is_empty() {
-            continue;
-        }
-        if let Some(h) = l.strip_prefix('#') {
-            let h = h.trim();
-            for key in ["target_url:", "target:"] {
-                if let Some(v) = h.strip_prefix(key) {
-                    target = Some(v.trim().to_string());
-                }
-            }
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(l).map_err(|e| bad(n, format!("not a JSON event: {e}")))?;
-        let kind = v["type"]
-            .as_str()
-            .ok_or_else(|| bad(n, "event has no \"type\" field".into()))?
-            .to_string();
-        let time = |field: &str| -> Result<Option<i64>, ReportError> {
-            match v.get(field).and_then(Value::as_str) {
-                None => Ok(None),
-                Some(s) => humantime::parse_rfc3339_weak(s)
-                    .map(|t| {
-                        Some(
-                            t.duration_since(std::time::UNIX_EPOCH)
-                                .map(|d| d.as_millis() as i64)
-                                .unwrap_or(0),
-                        )
-                    })
-                    .map_err(|e| bad(n, format!("field \"{field}\": bad time {s:?}: {e}"))),
-            }
-        };
-        let begin = time("begin")?.ok_or_else(|| bad(n, "event has no \"begin\" time".into()))?;
-        let end = time("end")?;
-        let url = v["url"].as_str().unwrap_or("");
-        let message = v["message"].as_str().unwrap_or("");
-        let class = Class::of(&kind, url, message);
-        let label = label(&kind, url, message);
-        raw.push((n as u32, kind, class, label, begin, end));
-    }
-    if raw.is_empty() {
-        return Err(ReportError::Input {
-            at: path.display().to_string(),
-            msg: "recording has no events".into(),
-        });
-    }
-    let t0 = raw.iter().map(|r| r.4).min().unwrap_or(0);
-    let t1 = raw.iter().map(|r| r.5.unwrap_or(r.4)).max().unwrap_or(t0);
-    let lines = raw
-        .into_iter()
-        .map(|(line, kind, class, label, begin, end)| RecLine {
-            line,
-            kind,
-            class,
-            label,
-            begin_ms: begin - t0,
-            dur_ms: end.map(|e| (e - begin).max(0)).unwrap_or(0),
+    let rec = Recording::parse(path, &text, Mode::Lenient).map_err(|e| ReportError::Input {
+        at: format!("{}:{}", e.path.display(), e.line),
+        msg: e.msg,
+    })?;
+    let t0 = rec.events.iter().map(|e| e.begin_ms).min().unwrap_or(0);
+    let t1 = (rec.events.iter())
+        .map(|e| e.end_ms.unwrap_or(e.begin_ms))
+        .max()
+        .unwrap_or(t0);
+    let mut lines: Vec<RecLine> = (rec.events.iter())
+        .map(|e| RecLine {
+            line: e.line,
+            kind: e.kind,
+            class: Class::of(e.kind, &e.url, &e.message),
+            label: label(e.kind, &e.url, &e.message),
+            begin_ms: e.begin_ms - t0,
+            dur_ms: e.end_ms.map(|end| (end - e.begin_ms).max(0)).unwrap_or(0),
         })
         .collect();
-    Ok(Recording {
+    // Replay plays event streams where they began; the report keys lines by their number.
+    lines.sort_by_key(|l| l.line);
+    Ok(Lines {
         path: path.to_path_buf(),
-        target,
+        target: rec.target_url,
         lines,
         duration_ms: t1 - t0,
         text,
@@ -138,9 +89,9 @@ fn parse(path: &Path, text: String) -> Result<Recording, ReportError> {
 const MAX_LABEL: usize = 90;
 
 /// A short label: the URL for HTTP, the gist of a Shiny/JSON message for WebSocket traffic.
-fn label(kind: &str, url: &str, message: &str) -> String {
+fn label(kind: Kind, url: &str, message: &str) -> String {
     let s = match kind {
-        "WS_CLOSE" => "close".to_string(),
+        Kind::WsClose => "close".to_string(),
         _ if !url.is_empty() => url.to_string(),
         _ if !message.is_empty() => message_gist(message),
         _ => String::new(),

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod checks;
+pub mod failure;
 pub mod h1;
 pub mod har;
 pub mod output;

@@ -2,6 +2,7 @@
 //! read it): `recording.log` (+ POST bodies), `sessions/<session>_<worker>_<iteration>.csv`, plus
 //! surge's `summary.json`. A session's CSV is written whole when the session ends (no half files).
 
+use crate::failure::Failure;
 use crate::recording::{Kind, Recording};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -116,8 +117,8 @@ pub struct SessionLog {
     pub worker: u32,
     pub iteration: u32,
     pub rows: Vec<Row>,
-    /// Reason of a PLAYBACK_FAIL, written into its comment column.
-    pub failure: Option<String>,
+    /// Why the session failed; its readable line goes into PLAYBACK_FAIL's comment column.
+    pub failure: Option<Failure>,
 }
 
 impl SessionLog {
@@ -154,7 +155,9 @@ impl SessionLog {
         s.push('\n');
         for r in &self.rows {
             let comment = if r.event == RowEvent::Fail {
-                self.failure.as_deref().map(csv_safe).unwrap_or_default()
+                (self.failure.as_ref())
+                    .map(|f| csv_safe(&f.to_string()))
+                    .unwrap_or_default()
             } else {
                 String::new()
             };
@@ -232,7 +235,13 @@ mod tests {
             ts: 12,
             line: 7,
         });
-        log.failure = Some("status 500, expected 200: GET /x".into());
+        log.failure = Some(
+            Failure::from(crate::failure::Cause::WrongStatus {
+                expected: 200,
+                got: 500,
+            })
+            .request(Some("GET"), "/x"),
+        );
         let csv = log.render("# a\n# {}\n");
         assert_eq!(log.file_name(), "3_1_2.csv");
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The replay target: base URL parsing, one keep-alive HTTP/1 connection per simulated user (hyper's
 //! connection API, no pool), and a per-user cookie jar.
 
+use crate::failure::Cause;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -79,17 +80,14 @@ impl Conn {
         &mut self,
         target: &Target,
         req: Request<Full<Bytes>>,
-    ) -> Result<Response<hyper::body::Incoming>, String> {
+    ) -> Result<Response<hyper::body::Incoming>, Cause> {
         if let Some(s) = &mut self.sender {
             if s.ready().await.is_err() {
                 self.sender = None;
             }
         }
         if self.sender.is_none() {
-            let tcp = TcpStream::connect(&target.authority)
-                .await
-                .map_err(|e| format!("connect {}: {e}", target.authority))?;
-            let _ = tcp.set_nodelay(true);
+            let tcp = connect(target).await?;
             // A small read-buffer cap keeps thousands of idle keep-alive users cheap: uncapped,
             // hyper grows each buffer towards 400 KB after a large asset (measured 184 KB/user at
             // 10,000 users replaying cranwhales).
@@ -97,7 +95,7 @@ impl Conn {
                 .max_buf_size(16 * 1024)
                 .handshake(TokioIo::new(tcp))
                 .await
-                .map_err(|e| format!("HTTP handshake with {}: {e}", target.authority))?;
+                .map_err(|e| handshake_error(target, e))?;
             if let Some(old) = self.task.replace(tokio::spawn(async move {
                 let _ = conn.await;
             })) {
@@ -110,10 +108,28 @@ impl Conn {
             Ok(r) => Ok(r),
             Err(e) => {
                 self.sender = None;
-                Err(format!("request to {}: {e}", target.authority))
+                Err(request_error(target, e))
             }
         }
     }
+}
+
+/// A TCP connection to the target (no Nagle delay).
+pub async fn connect(target: &Target) -> Result<TcpStream, Cause> {
+    let tcp = TcpStream::connect(&target.authority)
+        .await
+        .map_err(|e| Cause::ConnectError(format!("connect {}: {e}", target.authority)))?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
+fn handshake_error(target: &Target, e: hyper::Error) -> Cause {
+    Cause::ConnectError(format!("HTTP handshake with {}: {e}", target.authority))
+}
+
+/// A request that got no response: the connection closed or broke under it.
+fn request_error(target: &Target, e: hyper::Error) -> Cause {
+    Cause::Closed(format!("request to {}: {e}", target.authority))
 }
 
 /// A streaming response (SSE) on a connection of its own, as a browser opens it; dropping it closes
@@ -134,16 +150,13 @@ impl Drop for Stream {
 pub async fn open_stream(
     target: &Target,
     req: Request<Full<Bytes>>,
-) -> Result<(hyper::http::response::Parts, Stream), String> {
-    let tcp = TcpStream::connect(&target.authority)
-        .await
-        .map_err(|e| format!("connect {}: {e}", target.authority))?;
-    let _ = tcp.set_nodelay(true);
+) -> Result<(hyper::http::response::Parts, Stream), Cause> {
+    let tcp = connect(target).await?;
     let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
         .max_buf_size(16 * 1024)
         .handshake(TokioIo::new(tcp))
         .await
-        .map_err(|e| format!("HTTP handshake with {}: {e}", target.authority))?;
+        .map_err(|e| handshake_error(target, e))?;
     let conn = tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -152,7 +165,7 @@ pub async fn open_stream(
         Ok(r) => r,
         Err(e) => {
             conn.abort();
-            return Err(format!("request to {}: {e}", target.authority));
+            return Err(request_error(target, e));
         }
     };
     let (parts, body) = resp.into_parts();
@@ -172,16 +185,20 @@ pub async fn read_body(
     body: hyper::body::Incoming,
     keep: usize,
     idle: std::time::Duration,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Cause> {
     let mut body = body;
     let mut out = Vec::new();
     loop {
         let frame = match tokio::time::timeout(idle, body.frame()).await {
-            Err(_) => return Err(format!("body stalled for {idle:?} (--message-timeout)")),
+            Err(_) => {
+                return Err(Cause::Timeout(format!(
+                    "body stalled for {idle:?} (--message-timeout)"
+                )))
+            }
             Ok(None) => break,
             Ok(Some(f)) => f,
         };
-        let frame = frame.map_err(|e| format!("reading body: {e}"))?;
+        let frame = frame.map_err(|e| Cause::Closed(format!("reading body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() < keep {
                 let take = (keep - out.len()).min(data.len());

@@ -201,6 +201,11 @@ fn refused_target_fails_sessions_with_reasons() {
         "{reason}"
     );
     assert_eq!(s["failures"][0]["count"].as_u64(), Some(started));
+    assert_eq!(s["failures"][0]["kind"], "connect_error");
+    assert_eq!(
+        s["failures_by_kind"],
+        serde_json::json!({ "connect_error": started })
+    );
     for f in session_csvs(&run) {
         let last = read_csv(&f).rows.pop().unwrap();
         assert_eq!((last[3].as_str(), last[5].as_str()), ("PLAYBACK_FAIL", "4"));
@@ -241,6 +246,10 @@ fn target_dying_mid_run_counts_failures_and_writes_results() {
         .map(|f| f["count"].as_u64().unwrap())
         .sum();
     assert_eq!(reasons, failed);
+    let by_kind: u64 = (s["failures_by_kind"].as_object().unwrap().values())
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_kind, failed);
 }
 
 #[test]
@@ -272,4 +281,5 @@ fn sigint_writes_consistent_partial_results() {
         .filter(|f| read_csv(f).rows.last().unwrap()[6].contains("interrupted"))
         .count() as u64;
     assert_eq!(interrupted, failed);
+    assert_eq!(s["failures_by_kind"]["interrupted"].as_u64(), Some(failed));
 }

@@ -157,6 +157,7 @@ fn shiny_recorded_over_real_sockjs_in_chromium_replays_with_10_users() {
             ),
         "{reason}"
     );
+    assert_eq!(s["failures_by_kind"], serde_json::json!({ "closed": 3 }));
     for f in session_csvs(&run) {
         let last = read_csv(&f).rows.pop().unwrap();
         assert_eq!(last[3], "PLAYBACK_FAIL");

@@ -211,17 +211,28 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
 
     // A server that ends the stream early, one that answers 500, one whose API never answers:
     // failed sessions with reasons, within the message timeout.
+    // summary.json counts them by kind and groups them by kind + line, with the URL as detail.
     let api_line = recording.events[3].line;
-    for (mode, line, want) in [
+    for (mode, line, kind, url, want) in [
         (
             "early",
             sse.line,
+            "stream_ended_early",
+            "/events",
             "event stream ended by the server before the recorded",
         ),
-        ("error", sse.line, "status 500, expected 200: GET /events"),
+        (
+            "error",
+            sse.line,
+            "wrong_status",
+            "/events",
+            "status 500, expected 200: GET /events",
+        ),
         (
             "hang",
             api_line,
+            "timeout",
+            "/api/items?page=1",
             "no response within 2s (--message-timeout): GET /api/items?page=1",
         ),
     ] {
@@ -243,10 +254,28 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         assert_eq!(s["sessions"]["failed"].as_u64(), Some(3), "{mode}: {s}");
         let reason = s["failures"][0]["reason"].as_str().unwrap();
         assert!(reason.starts_with(&want), "{mode}: {reason}");
+        assert_eq!(
+            s["failures_by_kind"],
+            serde_json::json!({ kind: 3 }),
+            "{mode}"
+        );
+        let f = &s["failures"];
+        assert_eq!(f.as_array().unwrap().len(), 1, "{mode}: one group: {f}");
+        assert_eq!(
+            (&f[0]["kind"], &f[0]["line"], &f[0]["event"], &f[0]["url"]),
+            (&kind.into(), &line.into(), &"REQ_GET".into(), &url.into()),
+            "{mode}"
+        );
         for f in session_csvs(&run) {
             let last = read_csv(&f).rows.pop().unwrap();
             assert_eq!(last[3], "PLAYBACK_FAIL");
             assert_eq!(last[5], line.to_string());
+            // shinycannon's readable reason stays in the comment (commas made safe).
+            assert!(
+                last[6].starts_with(&want.replace(',', ";")),
+                "{mode}: {}",
+                last[6]
+            );
         }
     }
 }
@@ -334,6 +363,7 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
         reason.starts_with("REQ_GET line 4: event stream not ended by the server within"),
         "{reason}"
     );
+    assert_eq!(s["failures_by_kind"], serde_json::json!({ "timeout": 2 }));
 }
 
 #[test]

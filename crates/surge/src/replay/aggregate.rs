@@ -1,18 +1,20 @@
 //! Run-wide results, filled in as sessions end: latency histograms per event kind, overall and
-//! per session, and failure reasons.
+//! per session, and failures grouped by kind and recording line.
 
+use crate::failure::{Failure, FailureKind};
 use crate::output::{RowEvent, SessionLog};
 use crate::recording::Kind;
 use crate::stats;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
-/// Run-wide latency histograms (ms) and failure reasons, filled as sessions end.
+/// Run-wide latency histograms (ms) and failures, filled as sessions end.
 pub(super) struct Aggregate {
     pub per_kind: BTreeMap<Kind, Histogram<u64>>,
     pub overall: Histogram<u64>,
     pub session: Histogram<u64>,
-    pub failures: BTreeMap<String, u64>,
+    /// Failures by (kind, recording line): the first one seen (its detail) and how many.
+    pub failures: BTreeMap<(FailureKind, u32), (Failure, u64)>,
     pub write_errors: u64,
 }
 
@@ -56,7 +58,12 @@ impl Aggregate {
                     let _ = agg.session.record((b.ts - a.ts).max(0) as u64);
                 }
             }
-            Some(reason) => *agg.failures.entry(reason.clone()).or_insert(0) += 1,
+            Some(f) => {
+                agg.failures
+                    .entry((f.cause.kind(), f.line()))
+                    .or_insert_with(|| (f.clone(), 0))
+                    .1 += 1
+            }
         }
     }
 }

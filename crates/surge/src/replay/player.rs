@@ -3,6 +3,7 @@
 
 use super::stream::play_stream;
 use super::Shared;
+use crate::failure::{At, Cause, Failure};
 use crate::output::{RowEvent, SessionLog};
 use crate::recording::{Event, Kind, StreamEnd};
 use crate::shiny::{self, Expect, Received};
@@ -13,6 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use http_body_util::Full;
 use hyper::header::HeaderValue;
 use hyper::Request;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -33,7 +35,7 @@ pub(super) struct Player<'a> {
     pub http: Conn,
     pub ws: Option<Ws>,
     pub pending: VecDeque<Received>,
-    pub streams: tokio::task::JoinSet<(&'static str, u32, Result<(), String>)>,
+    pub streams: tokio::task::JoinSet<(At, Result<(), Failure>)>,
 }
 
 /// Most unmatched messages kept per session (older ones are dropped).
@@ -42,11 +44,12 @@ const PENDING_MAX: usize = 64;
 fn on_frame(
     pending: &mut VecDeque<Received>,
     m: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     match m {
-        Some(Ok(Message::Text(t))) if t.starts_with("c[") => {
-            Err(format!("server closed the SockJS session: {}", t.as_str()))
-        }
+        Some(Ok(Message::Text(t))) if t.starts_with("c[") => Err(Cause::Closed(format!(
+            "server closed the SockJS session: {}",
+            t.as_str()
+        ))),
         Some(Ok(Message::Text(t))) => {
             for r in shiny::receive(t.as_str()) {
                 if pending.len() == PENDING_MAX {
@@ -56,9 +59,11 @@ fn on_frame(
             }
             Ok(())
         }
-        Some(Ok(Message::Close(_))) | None => Err("server closed the WebSocket".into()),
+        Some(Ok(Message::Close(_))) | None => {
+            Err(Cause::Closed("server closed the WebSocket".into()))
+        }
         Some(Ok(_)) => Ok(()),
-        Some(Err(e)) => Err(format!("WebSocket: {e}")),
+        Some(Err(e)) => Err(Cause::Closed(format!("WebSocket: {e}"))),
     }
 }
 
@@ -67,16 +72,20 @@ fn status_ok(expected: u16, got: u16) -> bool {
 }
 
 impl Player<'_> {
-    /// Plays the whole recording once; `line` is the recording line being played.
-    pub async fn play(&mut self, log: &mut SessionLog, line: &mut u32) -> Result<(), String> {
+    /// Plays the whole recording once; `at` is the recording event being played.
+    pub async fn play(&mut self, log: &mut SessionLog, at: &mut Option<At>) -> Result<(), Failure> {
         let rec = &self.sh.rec;
         let shiny = rec.is_shiny();
         let mut prev_begin: Option<i64> = None;
         for (i, ev) in rec.events.iter().enumerate() {
             if let Some(done) = self.streams.try_join_next() {
-                self.stream_result(done, line)?;
+                stream_result(done)?;
             }
-            *line = ev.line;
+            let here = At {
+                kind: ev.kind,
+                line: ev.line,
+            };
+            *at = Some(here);
             let gap = prev_begin.map(|p| (ev.begin_ms - p).max(0)).unwrap_or(0);
             let sleeps = match ev.kind {
                 Kind::WsSend | Kind::WsClose => true,
@@ -88,37 +97,28 @@ impl Player<'_> {
                 log.push(RowEvent::SleepStart, ev.line);
                 self.idle_until(Instant::now() + Duration::from_millis(sleep as u64))
                     .await
-                    .map_err(|e| format!("{} line {}: {e}", ev.kind.name(), ev.line))?;
+                    .map_err(|c| Failure::from(c).at(here))?;
                 log.push(RowEvent::SleepEnd, ev.line);
             }
             log.push(RowEvent::Start(ev.kind), ev.line);
-            self.handle(i, ev)
-                .await
-                .map_err(|e| format!("{} line {}: {e}", ev.kind.name(), ev.line))?;
+            self.handle(i, ev).await.map_err(|f| f.at(here))?;
             log.push(RowEvent::End(ev.kind), ev.line);
             prev_begin = Some(ev.begin_ms);
         }
         // The session is over when its streams are (each is bounded by its own deadline).
         while let Some(done) = self.streams.join_next().await {
-            self.stream_result(done, line)?;
+            stream_result(done)?;
         }
         Ok(())
     }
 
-    fn stream_result(
-        &self,
-        done: Result<(&'static str, u32, Result<(), String>), tokio::task::JoinError>,
-        line: &mut u32,
-    ) -> Result<(), String> {
-        let (kind, l, r) = done.map_err(|e| format!("event stream task: {e}"))?;
-        r.map_err(|e| {
-            *line = l;
-            format!("{kind} line {l}: {e}")
-        })
+    /// `s` with this session's placeholder values.
+    fn substitute<'s>(&self, s: &'s str) -> Result<Cow<'s, str>, Cause> {
+        self.tokens.substitute(s).map_err(Cause::Placeholder)
     }
 
     /// Waits until `deadline`, reading (and queueing) WebSocket messages meanwhile.
-    async fn idle_until(&mut self, deadline: Instant) -> Result<(), String> {
+    async fn idle_until(&mut self, deadline: Instant) -> Result<(), Cause> {
         loop {
             let Some(ws) = self.ws.as_mut() else {
                 sleep_until(deadline).await;
@@ -131,9 +131,9 @@ impl Player<'_> {
         }
     }
 
-    async fn wait_for(&mut self, expect: &Expect) -> Result<Received, String> {
+    async fn wait_for(&mut self, expect: &Expect) -> Result<Received, Cause> {
         let raw = match expect {
-            Expect::Raw(s) => Some(self.tokens.substitute(s)?.into_owned()),
+            Expect::Raw(s) => Some(self.substitute(s)?.into_owned()),
             Expect::Keys { .. } => None,
         };
         let deadline = Instant::now() + self.sh.message_timeout;
@@ -145,50 +145,49 @@ impl Player<'_> {
             {
                 return Ok(self.pending.remove(i).expect("index from position"));
             }
-            let ws = self.ws.as_mut().ok_or("no open WebSocket")?;
+            let ws = (self.ws.as_mut())
+                .ok_or_else(|| Cause::Recording("no open WebSocket to receive on".into()))?;
             tokio::select! {
                 _ = sleep_until(deadline) => {
                     let what = match expect {
                         Expect::Keys { keys, .. } => format!("a message with keys [{keys}]"),
                         Expect::Raw(s) => format!("message {s}"),
                     };
-                    return Err(format!(
+                    return Err(Cause::Timeout(format!(
                         "{what} did not arrive within {:?} (--message-timeout)",
                         self.sh.message_timeout
-                    ));
+                    )));
                 }
                 m = ws.next() => on_frame(&mut self.pending, m)?,
             }
         }
     }
 
-    async fn handle(&mut self, i: usize, ev: &Event) -> Result<(), String> {
+    async fn handle(&mut self, i: usize, ev: &Event) -> Result<(), Failure> {
         match ev.kind {
             k if k.is_http() => self.http(i, ev).await,
             Kind::WsOpen => self.ws_open(ev).await,
             Kind::WsSend => {
-                let text = self.tokens.substitute(&ev.message)?.into_owned();
-                let ws = self
-                    .ws
-                    .as_mut()
-                    .ok_or("WS_SEND without an open WebSocket")?;
+                let text = self.substitute(&ev.message)?.into_owned();
+                let ws = (self.ws.as_mut())
+                    .ok_or_else(|| Cause::Recording("WS_SEND without an open WebSocket".into()))?;
                 ws.send(Message::text(text))
                     .await
-                    .map_err(|e| format!("WebSocket send: {e}"))
+                    .map_err(|e| Cause::Closed(format!("WebSocket send: {e}")).into())
             }
-            Kind::WsRecv | Kind::WsRecvInit | Kind::WsRecvBeginUpload => {
-                let expect = ev.expect.as_ref().ok_or("no expectation")?;
+            k if k.is_recv() => {
+                let expect =
+                    (ev.expect.as_ref()).ok_or_else(|| Cause::Internal("no expectation".into()))?;
                 let got = self.wait_for(expect).await?;
+                let missing = |what: &str| Cause::UnexpectedMessage(what.into());
                 if ev.kind == Kind::WsRecvInit {
-                    let sid = got
-                        .session_id
-                        .ok_or("init message has no config.sessionId")?;
+                    let sid = (got.session_id)
+                        .ok_or_else(|| missing("init message has no config.sessionId"))?;
                     self.tokens.set("SESSION", &sid);
                 }
                 if ev.kind == Kind::WsRecvBeginUpload {
-                    let job = got
-                        .job_id
-                        .ok_or("upload reply has no response.value.jobId")?;
+                    let job = (got.job_id)
+                        .ok_or_else(|| missing("upload reply has no response.value.jobId"))?;
                     self.tokens.set("UPLOAD_JOB_ID", &job);
                 }
                 Ok(())
@@ -203,18 +202,18 @@ impl Player<'_> {
         }
     }
 
-    async fn http(&mut self, i: usize, ev: &Event) -> Result<(), String> {
+    async fn http(&mut self, i: usize, ev: &Event) -> Result<(), Failure> {
         let (method, path, req) = self.request(i, ev)?;
+        let detail = |c: Cause| Failure::from(c).request(Some(&method), &path);
         if let Some(end) = ev.stream {
-            return self.stream(ev, end, method, path, req).await;
+            return self.stream(ev, end, req).await.map_err(detail);
         }
         // Every wait is bounded: the response head, then each piece of the body.
         let timeout = self.sh.message_timeout;
         let resp = tokio::time::timeout(timeout, self.http.send(&self.sh.target, req))
             .await
-            .map_err(|_| {
-                format!("no response within {timeout:?} (--message-timeout): {method} {path}")
-            })??;
+            .map_err(|_| detail(no_response(timeout)))?
+            .map_err(detail)?;
         self.jar.store(resp.headers());
         let status = resp.status().as_u16();
         let keep = match ev.kind {
@@ -224,12 +223,12 @@ impl Player<'_> {
         };
         let body = target::read_body(resp.into_body(), keep, timeout)
             .await
-            .map_err(|e| format!("{e}: {method} {path}"))?;
+            .map_err(detail)?;
         if !status_ok(ev.status, status) {
-            return Err(format!(
-                "status {status}, expected {}: {method} {path}",
-                ev.status
-            ));
+            return Err(detail(Cause::WrongStatus {
+                expected: ev.status,
+                got: status,
+            }));
         }
         match ev.kind {
             Kind::ReqHome => {
@@ -253,30 +252,35 @@ impl Player<'_> {
         &mut self,
         ev: &Event,
         end: StreamEnd,
-        method: String,
-        path: String,
         req: Request<Full<Bytes>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         let timeout = self.sh.message_timeout;
+        let (method, path) = (req.method().to_string(), req.uri().to_string());
         let (head, stream) =
             tokio::time::timeout(timeout, target::open_stream(&self.sh.target, req))
                 .await
-                .map_err(|_| {
-                    format!("no response within {timeout:?} (--message-timeout): {method} {path}")
-                })??;
+                .map_err(|_| no_response(timeout))??;
         self.jar.store(&head.headers);
         let status = head.status.as_u16();
         if !status_ok(ev.status, status) {
-            return Err(format!(
-                "status {status}, expected {}: {method} {path}",
-                ev.status
-            ));
+            return Err(Cause::WrongStatus {
+                expected: ev.status,
+                got: status,
+            });
         }
         let recorded = (ev.end_ms.unwrap_or(ev.begin_ms) - ev.begin_ms).max(0);
         let hold = Duration::from_millis(self.sh.think.scale(recorded).max(0) as u64);
-        let (kind, line) = (ev.kind.name(), ev.line);
-        self.streams
-            .spawn(async move { (kind, line, play_stream(stream, end, hold, timeout).await) });
+        let at = At {
+            kind: ev.kind,
+            line: ev.line,
+        };
+        self.streams.spawn(async move {
+            let r = play_stream(stream, end, hold, timeout).await;
+            (
+                at,
+                r.map_err(|c| Failure::from(c).request(Some(&method), &path)),
+            )
+        });
         Ok(())
     }
 
@@ -285,9 +289,9 @@ impl Player<'_> {
         &self,
         i: usize,
         ev: &Event,
-    ) -> Result<(String, String, Request<Full<Bytes>>), String> {
+    ) -> Result<(String, String, Request<Full<Bytes>>), Cause> {
         let sh = self.sh;
-        let path = sh.target.path(&self.tokens.substitute(&ev.url)?);
+        let path = sh.target.path(&self.substitute(&ev.url)?);
         let method = match (&ev.method, ev.kind) {
             (Some(m), _) => m.to_string(),
             (None, Kind::ReqPost) => "POST".into(),
@@ -310,20 +314,21 @@ impl Player<'_> {
         let body = sh.bodies[i].clone().unwrap_or_default();
         let req = b
             .body(Full::new(body))
-            .map_err(|e| format!("bad request {method} {path}: {e}"))?;
+            .map_err(|e| Cause::Recording(format!("bad request {method} {path}: {e}")))?;
         Ok((method, path, req))
     }
 
-    async fn ws_open(&mut self, ev: &Event) -> Result<(), String> {
+    async fn ws_open(&mut self, ev: &Event) -> Result<(), Failure> {
         if self.ws.is_some() {
-            return Err("WS_OPEN while a WebSocket is already open".into());
+            return Err(
+                Cause::Recording("WS_OPEN while a WebSocket is already open".into()).into(),
+            );
         }
         let sh = self.sh;
-        let url = sh.target.ws_url(&self.tokens.substitute(&ev.url)?);
-        let mut req = url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| format!("bad WebSocket URL {url}: {e}"))?;
+        let url = sh.target.ws_url(&self.substitute(&ev.url)?);
+        let detail = |c: Cause| Failure::from(c).request(None, &url);
+        let mut req = (url.as_str().into_client_request())
+            .map_err(|e| detail(Cause::Recording(format!("bad WebSocket URL: {e}"))))?;
         let h = req.headers_mut();
         h.insert(
             hyper::header::USER_AGENT,
@@ -337,19 +342,41 @@ impl Player<'_> {
         for (k, v) in &sh.headers {
             h.insert(k, v.clone());
         }
-        let tcp = TcpStream::connect(&sh.target.authority)
-            .await
-            .map_err(|e| format!("connect {}: {e}", sh.target.authority))?;
-        let _ = tcp.set_nodelay(true);
+        let tcp = target::connect(&sh.target).await.map_err(detail)?;
         // Small buffers: thousands of idle users must stay cheap.
         let cfg = WebSocketConfig::default()
             .read_buffer_size(4096)
             .write_buffer_size(0);
         let (ws, _) = tokio_tungstenite::client_async_with_config(req, tcp, Some(cfg))
             .await
-            .map_err(|e| format!("WebSocket handshake {url}: {e}"))?;
+            .map_err(|e| detail(handshake_failure(e)))?;
         self.ws = Some(ws);
         Ok(())
+    }
+}
+
+/// A background stream's outcome, with the event it belongs to.
+fn stream_result(
+    done: Result<(At, Result<(), Failure>), tokio::task::JoinError>,
+) -> Result<(), Failure> {
+    let (at, r) = done.map_err(|e| Cause::Internal(format!("event stream task: {e}")))?;
+    r.map_err(|f| f.at(at))
+}
+
+fn no_response(timeout: Duration) -> Cause {
+    Cause::Timeout(format!(
+        "no response within {timeout:?} (--message-timeout)"
+    ))
+}
+
+/// A refused WebSocket upgrade is a wrong status (101 expected); anything else a connect error.
+fn handshake_failure(e: tokio_tungstenite::tungstenite::Error) -> Cause {
+    match e {
+        tokio_tungstenite::tungstenite::Error::Http(resp) => Cause::WrongStatus {
+            expected: 101,
+            got: resp.status().as_u16(),
+        },
+        e => Cause::ConnectError(format!("WebSocket handshake: {e}")),
     }
 }
 

@@ -16,6 +16,12 @@ pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
         r.failure_rate * 100.0,
         if r.interrupted { "  [interrupted]" } else { "" }
     );
+    if !r.failures_by_kind.is_empty() {
+        let kinds: Vec<String> = (r.failures_by_kind.iter())
+            .map(|(k, n)| format!("{} {n}", k.name()))
+            .collect();
+        let _ = writeln!(s, "Failures by kind: {}", kinds.join(", "));
+    }
     for f in r.failures.iter().take(5) {
         let _ = writeln!(s, "  {:>6} x {}", f.count, f.reason);
     }

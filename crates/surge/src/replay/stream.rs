@@ -1,5 +1,6 @@
 //! A recorded streaming response (SSE) played in the background of a session.
 
+use crate::failure::Cause;
 use crate::recording::StreamEnd;
 use crate::target;
 use http_body_util::BodyExt;
@@ -14,7 +15,7 @@ pub(super) async fn play_stream(
     end: StreamEnd,
     hold: Duration,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     let deadline = Instant::now()
         + match end {
             StreamEnd::Client => hold,
@@ -26,20 +27,18 @@ pub(super) async fn play_stream(
             _ = sleep_until(deadline) => {
                 return match end {
                     StreamEnd::Client => Ok(()),
-                    StreamEnd::Server => Err(format!(
+                    StreamEnd::Server => Err(Cause::Timeout(format!(
                         "event stream not ended by the server within {hold:?} + {timeout:?} (--message-timeout)"
-                    )),
+                    ))),
                 };
             }
             f = s.body.frame() => match f {
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(format!("event stream broke: {e}")),
+                Some(Err(e)) => return Err(Cause::Closed(format!("event stream broke: {e}"))),
                 None => {
                     return match end {
                         StreamEnd::Server => Ok(()),
-                        StreamEnd::Client => Err(format!(
-                            "event stream ended by the server before the recorded {hold:?}"
-                        )),
+                        StreamEnd::Client => Err(Cause::StreamEndedEarly { recorded: hold }),
                     };
                 }
             }

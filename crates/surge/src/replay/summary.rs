@@ -2,6 +2,8 @@
 
 use super::{ReplayArgs, Shared};
 use crate::checks::{CheckResult, Scope};
+use crate::failure::FailureKind;
+use crate::recording::Kind;
 use crate::stats::{self, Summary};
 use crate::timefmt;
 use serde::Serialize;
@@ -30,6 +32,9 @@ pub struct RunSummary {
     pub interrupted: bool,
     pub sessions: SessionCounts,
     pub failure_rate: f64,
+    /// Failed sessions per kind of failure (`timeout`, `wrong_status`, `closed`, ...).
+    pub failures_by_kind: BTreeMap<FailureKind, u64>,
+    /// Failed sessions grouped by kind and recording line, most frequent first.
     pub failures: Vec<FailureCount>,
     /// Per event type (REQ_HOME, WS_RECV, ...): durations in ms.
     pub events: BTreeMap<String, Summary>,
@@ -49,9 +54,17 @@ pub struct SessionCounts {
     pub failed: u64,
 }
 
-/// One failure reason and how many sessions failed with it.
+/// Sessions that failed the same way at the same recording line: the kind, where (line, event
+/// type, URL), the first such failure's readable reason, and how many.
 #[derive(Serialize, Debug)]
 pub struct FailureCount {
+    pub kind: FailureKind,
+    /// recording.log line (0: before the first event).
+    pub line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<Kind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     pub reason: String,
     pub count: u64,
 }
@@ -73,15 +86,21 @@ pub(super) fn summarize(
     } else {
         failed as f64 / started as f64
     };
-    let mut failures: Vec<FailureCount> = agg
-        .failures
-        .iter()
-        .map(|(r, c)| FailureCount {
-            reason: r.clone(),
-            count: *c,
+    let mut failures: Vec<FailureCount> = (agg.failures.iter())
+        .map(|(&(kind, line), (f, count))| FailureCount {
+            kind,
+            line,
+            event: f.at.map(|a| a.kind),
+            url: f.url.clone(),
+            reason: f.to_string(),
+            count: *count,
         })
         .collect();
     failures.sort_by_key(|f| std::cmp::Reverse(f.count));
+    let mut failures_by_kind = BTreeMap::new();
+    for f in &failures {
+        *failures_by_kind.entry(f.kind).or_insert(0) += f.count;
+    }
     let mut checks_out = vec![CheckResult {
         check: format!("failure_rate<={}", args.max_failure_rate),
         value: failure_rate,
@@ -121,6 +140,7 @@ pub(super) fn summarize(
             failed,
         },
         failure_rate,
+        failures_by_kind,
         failures,
         events: agg
             .per_kind

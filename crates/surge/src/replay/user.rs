@@ -2,6 +2,7 @@
 
 use super::player::Player;
 use super::Shared;
+use crate::failure::{Cause, Failure};
 use crate::output::{RowEvent, SessionLog};
 use crate::target::{Conn, CookieJar};
 use crate::timefmt;
@@ -62,7 +63,7 @@ async fn run_session(
     sh.running.fetch_add(1, Ordering::Relaxed);
     let mut log = SessionLog::new(sid, w, iteration);
     log.push(RowEvent::SessionCreate, 0);
-    let mut line = 0u32;
+    let mut at = None;
     let result = {
         let mut player = Player {
             sh,
@@ -73,18 +74,21 @@ async fn run_session(
             pending: VecDeque::new(),
             streams: tokio::task::JoinSet::new(),
         };
-        let play = player.play(&mut log, &mut line);
+        let play = player.play(&mut log, &mut at);
         tokio::select! {
             r = play => r,
-            _ = stopped(stop) => Err("interrupted (SIGINT)".to_string()),
+            _ = stopped(stop) => Err(Failure::from(Cause::Interrupted)),
         }
     };
     let ok = result.is_ok();
     match result {
         Ok(()) => log.push(RowEvent::Done, 0),
-        Err(reason) => {
-            log.push(RowEvent::Fail, line);
-            log.failure = Some(reason);
+        Err(mut failure) => {
+            if let Some(a) = at {
+                failure = failure.at(a);
+            }
+            log.push(RowEvent::Fail, failure.line());
+            log.failure = Some(failure);
         }
     }
     let write = log.write(&sh.out_dir, &sh.comment_lines);

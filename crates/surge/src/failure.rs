@@ -1,0 +1,229 @@
+//! Why a replayed session failed, as a typed value: the cause (what summary.json counts by kind),
+//! the recording event it happened at and the request it made. One readable line of it goes into
+//! the CSV's PLAYBACK_FAIL comment, where shinycannon writes its reason.
+
+use crate::recording::Kind;
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::time::Duration;
+
+/// What went wrong. The text a variant carries is the readable detail (with the bound or the
+/// error the OS or peer gave); the variant is the kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// Nothing came within the bound (`--message-timeout`): a response head, a piece of a body,
+    /// an expected message, or the end of an event stream the server should have ended.
+    Timeout(String),
+    /// The response status differs from the recorded one (200 and 304 count as one; a WebSocket
+    /// upgrade expects 101).
+    WrongStatus { expected: u16, got: u16 },
+    /// The server closed or broke the connection, the WebSocket or the SockJS session.
+    Closed(String),
+    /// An event stream the browser closed when recorded was ended by the server sooner.
+    StreamEndedEarly { recorded: Duration },
+    /// TCP connect or the HTTP / WebSocket handshake failed.
+    ConnectError(String),
+    /// A message arrived but lacks what the recording needs next (session id, upload job id).
+    UnexpectedMessage(String),
+    /// A `${PLACEHOLDER}` of the recording has no value in this session.
+    Placeholder(String),
+    /// The recording cannot be played as written (WS_SEND with no WebSocket open, a bad URL).
+    Recording(String),
+    /// The run was stopped (Ctrl-C) while the session was playing.
+    Interrupted,
+    /// A bug in surge (a background task panicked).
+    Internal(String),
+}
+
+/// The kind of a [`Cause`]: the key summary.json counts failures by (`"timeout"`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FailureKind {
+    Timeout,
+    WrongStatus,
+    Closed,
+    StreamEndedEarly,
+    ConnectError,
+    UnexpectedMessage,
+    Placeholder,
+    Recording,
+    Interrupted,
+    Internal,
+}
+
+impl FailureKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [FailureKind; 10] = [
+        FailureKind::Timeout,
+        FailureKind::WrongStatus,
+        FailureKind::Closed,
+        FailureKind::StreamEndedEarly,
+        FailureKind::ConnectError,
+        FailureKind::UnexpectedMessage,
+        FailureKind::Placeholder,
+        FailureKind::Recording,
+        FailureKind::Interrupted,
+        FailureKind::Internal,
+    ];
+
+    /// The name in summary.json and the text summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::Timeout => "timeout",
+            FailureKind::WrongStatus => "wrong_status",
+            FailureKind::Closed => "closed",
+            FailureKind::StreamEndedEarly => "stream_ended_early",
+            FailureKind::ConnectError => "connect_error",
+            FailureKind::UnexpectedMessage => "unexpected_message",
+            FailureKind::Placeholder => "placeholder",
+            FailureKind::Recording => "recording",
+            FailureKind::Interrupted => "interrupted",
+            FailureKind::Internal => "internal",
+        }
+    }
+}
+
+impl Serialize for FailureKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl Cause {
+    /// Its kind.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            Cause::Timeout(_) => FailureKind::Timeout,
+            Cause::WrongStatus { .. } => FailureKind::WrongStatus,
+            Cause::Closed(_) => FailureKind::Closed,
+            Cause::StreamEndedEarly { .. } => FailureKind::StreamEndedEarly,
+            Cause::ConnectError(_) => FailureKind::ConnectError,
+            Cause::UnexpectedMessage(_) => FailureKind::UnexpectedMessage,
+            Cause::Placeholder(_) => FailureKind::Placeholder,
+            Cause::Recording(_) => FailureKind::Recording,
+            Cause::Interrupted => FailureKind::Interrupted,
+            Cause::Internal(_) => FailureKind::Internal,
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cause::Timeout(s)
+            | Cause::Closed(s)
+            | Cause::ConnectError(s)
+            | Cause::UnexpectedMessage(s)
+            | Cause::Placeholder(s)
+            | Cause::Recording(s)
+            | Cause::Internal(s) => f.write_str(s),
+            Cause::WrongStatus { expected, got } => write!(f, "status {got}, expected {expected}"),
+            Cause::StreamEndedEarly { recorded } => write!(
+                f,
+                "event stream ended by the server before the recorded {recorded:?}"
+            ),
+            Cause::Interrupted => f.write_str("interrupted (SIGINT)"),
+        }
+    }
+}
+
+/// The recording event being played.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    pub kind: Kind,
+    /// recording.log line (the CSV's `input_line_number`).
+    pub line: u32,
+}
+
+/// A failed session: the cause, where in the recording, and the request (method and URL as
+/// sent; WebSocket opens have a URL only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub cause: Cause,
+    pub at: Option<At>,
+    pub method: Option<String>,
+    pub url: Option<String>,
+}
+
+impl From<Cause> for Failure {
+    fn from(cause: Cause) -> Failure {
+        Failure {
+            cause,
+            at: None,
+            method: None,
+            url: None,
+        }
+    }
+}
+
+impl Failure {
+    /// The failure with the event it happened at (kept if already set: a background stream's).
+    pub fn at(mut self, at: At) -> Failure {
+        self.at.get_or_insert(at);
+        self
+    }
+
+    /// The failure with the request it happened in.
+    pub fn request(mut self, method: Option<&str>, url: &str) -> Failure {
+        self.method = method.map(str::to_string);
+        self.url = Some(url.to_string());
+        self
+    }
+
+    /// The recording line, 0 when the session failed before its first event.
+    pub fn line(&self) -> u32 {
+        self.at.map_or(0, |a| a.line)
+    }
+}
+
+/// `REQ_GET line 8: status 500, expected 200: GET /events`: where, what, which request.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(at) = self.at {
+            write!(f, "{} line {}: ", at.kind, at.line)?;
+        }
+        write!(f, "{}", self.cause)?;
+        match (&self.method, &self.url) {
+            (Some(m), Some(u)) => write!(f, ": {m} {u}"),
+            (None, Some(u)) => write!(f, ": {u}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_as_one_line_with_where_and_what() {
+        let f = Failure::from(Cause::WrongStatus {
+            expected: 200,
+            got: 500,
+        })
+        .request(Some("GET"), "/events")
+        .at(At {
+            kind: Kind::ReqGet,
+            line: 8,
+        });
+        assert_eq!(
+            f.to_string(),
+            "REQ_GET line 8: status 500, expected 200: GET /events"
+        );
+        assert_eq!((f.cause.kind(), f.line()), (FailureKind::WrongStatus, 8));
+        // A stream's own line is kept when the session adds the event it was at.
+        let g = f.clone().at(At {
+            kind: Kind::WsSend,
+            line: 12,
+        });
+        assert_eq!(g.line(), 8);
+        let i = Failure::from(Cause::Interrupted);
+        assert_eq!(
+            (i.to_string().as_str(), i.line()),
+            ("interrupted (SIGINT)", 0)
+        );
+        assert_eq!(
+            serde_json::to_string(&FailureKind::StreamEndedEarly).unwrap(),
+            "\"stream_ended_early\""
+        );
+    }
+}

@@ -1,6 +1,6 @@
 // Sessions as gantt rows: one row per session, a rectangle per event coloured by class. Two
 // variants: x = time since the run started (with warm-up / cool-down shaded), or x = time since
-// the session's own start (with the threshold line), rows ordered by start, duration or page load.
+// the session's own start (with the page-load limit line), rows ordered by start, duration or page load.
 //
 // 1,000 sessions × 100 events is 100k rectangles: drawn as one path per class (rebuilt on zoom)
 // instead of one element per event, which took ECharts ~2 s per chart (an SVG path string was

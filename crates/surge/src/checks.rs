@@ -4,6 +4,7 @@
 use crate::recording::Kind;
 use crate::timefmt::parse_duration;
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::str::FromStr;
 
@@ -88,11 +89,16 @@ impl FromStr for Threshold {
 }
 
 /// Outcome of one check, as printed and stored in summary.json.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[schemars(deny_unknown_fields)]
 pub struct CheckResult {
+    /// The check as given (`p95<2s`, `failure_rate<=0.05`).
     pub check: String,
+    /// The measured value (ms, or a rate).
     pub value: f64,
+    /// The limit (ms, or a rate).
     pub limit: f64,
+    /// The check passed.
     pub ok: bool,
 }
 

@@ -3,7 +3,9 @@
 //! the CSV's PLAYBACK_FAIL comment, where shinycannon writes its reason.
 
 use crate::recording::Kind;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -85,6 +87,21 @@ impl FailureKind {
 impl Serialize for FailureKind {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
+    }
+}
+
+/// The names, as a string enum (summary.json's schema).
+impl JsonSchema for FailureKind {
+    fn schema_name() -> Cow<'static, str> {
+        "FailureKind".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<&str> = FailureKind::ALL.iter().map(|k| k.name()).collect();
+        json_schema!({
+            "description": "Why a session failed.",
+            "type": "string",
+            "enum": names,
+        })
     }
 }
 

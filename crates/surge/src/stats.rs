@@ -1,6 +1,7 @@
 //! Latency histograms (HdrHistogram) and the percentile summary both `bench` and `replay` print.
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// A histogram of non-negative integer values (µs for bench, ms for replay), 3 significant digits.
@@ -9,16 +10,25 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Percentiles of one histogram, already divided into the printed unit.
-#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+#[schemars(deny_unknown_fields)]
 pub struct Summary {
+    /// Values recorded.
     pub count: u64,
+    /// Their mean.
     pub mean: f64,
+    /// Median.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile.
     pub p95: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// 99.9th percentile.
     #[serde(rename = "p99.9")]
     pub p999: f64,
+    /// Largest value.
     pub max: f64,
 }
 

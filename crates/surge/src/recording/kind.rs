@@ -3,7 +3,9 @@
 //! summary.json's `events` keys, `--threshold` scopes and the report's classes all use these names;
 //! serde reads and writes them, so no module spells them as strings.
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 use std::str::FromStr;
 
 /// The event types of shinyloadtest's recording format; `name()` is what files print.
@@ -133,6 +135,21 @@ impl Serialize for Kind {
 impl<'de> Deserialize<'de> for Kind {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
         String::deserialize(d)?.parse().map_err(de::Error::custom)
+    }
+}
+
+/// The names, as a string enum (summary.json's schema).
+impl JsonSchema for Kind {
+    fn schema_name() -> Cow<'static, str> {
+        "Kind".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        json_schema!({
+            "description": "A shinyloadtest event type.",
+            "type": "string",
+            "enum": names,
+        })
     }
 }
 

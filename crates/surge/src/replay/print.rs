@@ -38,7 +38,7 @@ pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
         );
     };
     for (k, v) in &r.events {
-        row(k, v);
+        row(k.name(), v);
     }
     row("all events", &r.overall);
     row("session", &r.session_duration);

@@ -6,66 +6,98 @@ use crate::failure::FailureKind;
 use crate::recording::Kind;
 use crate::stats::{self, Summary};
 use crate::timefmt;
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// summary.json: the machine-readable result of a run.
-#[derive(Serialize, Debug)]
+/// summary.json: the machine-readable result of a run. Its JSON Schema, generated from this type,
+/// is committed as `schemas/surge-summary.schema.json` (tests/summary_json.rs keeps them equal and
+/// validates real runs against it).
+#[derive(Serialize, JsonSchema, Debug)]
+#[schemars(deny_unknown_fields)]
 pub struct RunSummary {
+    /// `surge <version>`.
     pub tool: String,
+    /// The recording.log replayed.
     pub recording: String,
+    /// `--target`.
     pub target: String,
+    /// `--users`.
     pub users: u32,
+    /// Delay between user starts (ms).
     pub start_interval_ms: u64,
+    /// `--loaded-duration` (ms).
     pub loaded_duration_ms: u64,
+    /// `--think-time`: recorded, none or x<factor>.
     pub think_time: String,
+    /// `--message-timeout` (ms).
     pub message_timeout_ms: u64,
-    /// Unix ms: run start, end of warm-up (last user started), planned end of the loaded phase, end.
+    /// Unix ms: run start.
     pub started_at_ms: i64,
+    /// Unix ms: end of warm-up (the last user started).
     pub warmup_end_ms: i64,
+    /// Unix ms: planned end of the loaded phase.
     pub loaded_end_ms: i64,
+    /// Unix ms: end of the run.
     pub finished_at_ms: i64,
+    /// `finished_at_ms - started_at_ms`.
     pub duration_ms: i64,
+    /// The recorded session's own length (first to last event begin, ms).
     pub recording_duration_ms: i64,
+    /// Stopped by Ctrl-C.
     pub interrupted: bool,
+    /// Sessions started, completed and failed.
     pub sessions: SessionCounts,
+    /// failed / started (0 when none started).
     pub failure_rate: f64,
     /// Failed sessions per kind of failure (`timeout`, `wrong_status`, `closed`, ...).
     pub failures_by_kind: BTreeMap<FailureKind, u64>,
     /// Failed sessions grouped by kind and recording line, most frequent first.
     pub failures: Vec<FailureCount>,
     /// Per event type (REQ_HOME, WS_RECV, ...): durations in ms.
-    pub events: BTreeMap<String, Summary>,
+    pub events: BTreeMap<Kind, Summary>,
     /// All events together, ms.
     pub overall: Summary,
     /// Whole completed sessions, ms.
     pub session_duration: Summary,
+    /// `--max-failure-rate` and each `--threshold`, evaluated.
     pub checks: Vec<CheckResult>,
+    /// Every check passed (exit status 0 unless interrupted).
     pub ok: bool,
 }
 
 /// Session counts of a run.
-#[derive(Serialize, Debug)]
+#[derive(Serialize, JsonSchema, Debug)]
+#[schemars(deny_unknown_fields)]
 pub struct SessionCounts {
+    /// Sessions begun (completed + failed).
     pub started: u64,
+    /// Sessions that played to their end (PLAYBACK_DONE).
     pub completed: u64,
+    /// Sessions that failed (PLAYBACK_FAIL), interrupted ones included.
     pub failed: u64,
 }
 
 /// Sessions that failed the same way at the same recording line: the kind, where (line, event
 /// type, URL), the first such failure's readable reason, and how many.
-#[derive(Serialize, Debug)]
+#[derive(Serialize, JsonSchema, Debug)]
+#[schemars(deny_unknown_fields)]
 pub struct FailureCount {
+    /// What went wrong.
     pub kind: FailureKind,
     /// recording.log line (0: before the first event).
     pub line: u32,
+    /// The recording event's type (absent before the first event).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<Kind>,
+    /// The request's URL as sent (absent for failures outside a request).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The first such failure's readable line, as in the CSV's PLAYBACK_FAIL comment.
     pub reason: String,
+    /// How many sessions failed so.
     pub count: u64,
 }
 
@@ -145,7 +177,7 @@ pub(super) fn summarize(
         events: agg
             .per_kind
             .iter()
-            .map(|(k, h)| (k.name().to_string(), stats::summarize(h, 1.0)))
+            .map(|(k, h)| (*k, stats::summarize(h, 1.0)))
             .collect(),
         overall: stats::summarize(&agg.overall, 1.0),
         session_duration: stats::summarize(&agg.session, 1.0),

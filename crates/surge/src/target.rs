@@ -1,12 +1,12 @@
 //! The replay target: base URL parsing, one keep-alive HTTP/1 connection per simulated user (hyper's
-//! connection API, no pool), and a per-user cookie jar.
+//! connection API, no pool, over `net`'s no-delay, quick-ACK sockets), and a per-user cookie jar.
 
+use crate::net;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, Response, Uri};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 /// Where requests go: `http://host:port/prefix`.
 #[derive(Debug, Clone)]
@@ -86,10 +86,9 @@ impl Conn {
             }
         }
         if self.sender.is_none() {
-            let tcp = TcpStream::connect(&target.authority)
+            let tcp = net::connect(&target.authority)
                 .await
                 .map_err(|e| format!("connect {}: {e}", target.authority))?;
-            let _ = tcp.set_nodelay(true);
             // A small read-buffer cap keeps thousands of idle keep-alive users cheap: uncapped,
             // hyper grows each buffer towards 400 KB after a large asset (measured 184 KB/user at
             // 10,000 users replaying cranwhales).
@@ -135,10 +134,9 @@ pub async fn open_stream(
     target: &Target,
     req: Request<Full<Bytes>>,
 ) -> Result<(hyper::http::response::Parts, Stream), String> {
-    let tcp = TcpStream::connect(&target.authority)
+    let tcp = net::connect(&target.authority)
         .await
         .map_err(|e| format!("connect {}: {e}", target.authority))?;
-    let _ = tcp.set_nodelay(true);
     let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
         .max_buf_size(16 * 1024)
         .handshake(TokioIo::new(tcp))

@@ -15,14 +15,13 @@ use hyper::header::HeaderValue;
 use hyper::Request;
 use std::collections::VecDeque;
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::time::{sleep_until, Instant};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-type Ws = WebSocketStream<TcpStream>;
+type Ws = WebSocketStream<crate::net::Stream>;
 
 /// The state of one session being played: a few strings, one HTTP connection, one WebSocket, and
 /// the streaming responses (SSE) playing in the background (aborted when the session is dropped).
@@ -337,10 +336,9 @@ impl Player<'_> {
         for (k, v) in &sh.headers {
             h.insert(k, v.clone());
         }
-        let tcp = TcpStream::connect(&sh.target.authority)
+        let tcp = crate::net::connect(&sh.target.authority)
             .await
             .map_err(|e| format!("connect {}: {e}", sh.target.authority))?;
-        let _ = tcp.set_nodelay(true);
         // Small buffers: thousands of idle users must stay cheap.
         let cfg = WebSocketConfig::default()
             .read_buffer_size(4096)

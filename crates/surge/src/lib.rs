@@ -6,6 +6,7 @@ pub mod bench;
 pub mod checks;
 pub mod h1;
 pub mod har;
+pub mod logging;
 pub mod net;
 pub mod output;
 pub mod record;

@@ -63,7 +63,11 @@ fn shiny_assets_replay_without_delayed_ack_stalls() {
     );
     let completed = s["sessions"]["completed"].as_u64().unwrap() as usize;
     let mut d = req_get_durations(&run);
-    assert_eq!(d.len(), completed * gets, "every session replayed every asset");
+    assert_eq!(
+        d.len(),
+        completed * gets,
+        "every session replayed every asset"
+    );
     let m = median(&mut d);
     eprintln!("replayed REQ_GET median {m} ms over {} requests", d.len());
     assert!(

@@ -51,6 +51,7 @@ pub const DEBUG_LOG: &str = "debug.log";
 pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), String> {
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .with_filter(Targets::new().with_target("surge", level.filter()));
     let file = match debug_file {
@@ -62,7 +63,6 @@ pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), String> {
                     .with_writer(Mutex::new(f))
                     .with_ansi(false)
                     .with_target(false)
-                    .with_thread_names(true)
                     .with_filter(Targets::new().with_target("surge", LevelFilter::DEBUG)),
             )
         }

@@ -19,22 +19,15 @@ pub struct Target {
 
 impl Target {
     /// Parses `http://host[:port][/prefix]`; https is refused (surge replays to local servers).
+    /// Errors start with the URL; callers put the flag it came from in front.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| format!("--target {url}: not a URL ({e})"))?;
+        let uri: Uri = url.parse().map_err(|e| format!("{url}: not a URL ({e})"))?;
         match uri.scheme_str() {
             Some("http") => {}
-            Some(s) => {
-                return Err(format!(
-                    "--target {url}: scheme {s} not supported (use http)"
-                ))
-            }
-            None => return Err(format!("--target {url}: missing http://")),
+            Some(s) => return Err(format!("{url}: scheme {s} not supported (use http)")),
+            None => return Err(format!("{url}: missing http://")),
         }
-        let host = uri
-            .host()
-            .ok_or_else(|| format!("--target {url}: no host"))?;
+        let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
         let port = uri.port_u16().unwrap_or(80);
         Ok(Target {
             authority: format!("{host}:{port}"),

@@ -163,7 +163,7 @@ pub fn parse_minutes(s: &str) -> Result<std::time::Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("minutes \"{s}\": expected a number such as 2 or 0.5"))?;
-    if !m.is_finite() || m < 0.0 || m > 1e6 {
+    if !(0.0..=1e6).contains(&m) {
         return Err(format!("minutes \"{s}\": must be between 0 and 1000000"));
     }
     Ok(std::time::Duration::from_secs_f64(m * 60.0))

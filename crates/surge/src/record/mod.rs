@@ -53,7 +53,7 @@ pub struct RecordArgs {
 
 /// Runs the proxy until the browser closes the session's WebSocket or Ctrl-C; exit status 0.
 pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
-    let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
+    let target = Target::parse(&args.target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
     let client = Client::builder(TokioExecutor::new()).build(Connector);
     let target_type = match args.target_type.as_str() {
         "auto" => detect(&client, &target).await?,

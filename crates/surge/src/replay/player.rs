@@ -91,10 +91,19 @@ impl Player<'_> {
                 log.push("PLAYBACK_SLEEPBEFORE_END", ev.line);
             }
             log.push(ev.kind.start_name(), ev.line);
+            let t = Instant::now();
             self.handle(i, ev)
                 .await
                 .map_err(|e| format!("{} line {}: {e}", ev.kind.name(), ev.line))?;
             log.push(ev.kind.end_name(), ev.line);
+            tracing::debug!(
+                "session {} line {}: {} {} {:.1} ms",
+                log.session,
+                ev.line,
+                ev.kind.name(),
+                ev.url,
+                t.elapsed().as_secs_f64() * 1000.0
+            );
             prev_begin = Some(ev.begin_ms);
         }
         // The session is over when its streams are (each is bounded by its own deadline).

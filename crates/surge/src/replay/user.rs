@@ -29,6 +29,7 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
         _ = sleep_until(start) => {}
         _ = stopped(&mut stop) => return,
     }
+    tracing::info!("user {w} started");
     let mut rng = (u64::from(w) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ timefmt::now_ms() as u64;
     let mut iteration = 0;
     loop {
@@ -49,6 +50,7 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
             }
         }
     }
+    tracing::info!("user {w} stopped after {iteration} sessions");
 }
 
 async fn run_session(
@@ -80,9 +82,18 @@ async fn run_session(
         }
     };
     let ok = result.is_ok();
+    let who = format!("session {sid} (user {w}, iteration {iteration})");
     match result {
-        Ok(()) => log.push("PLAYBACK_DONE", 0),
+        Ok(()) => {
+            tracing::info!("{who} done");
+            log.push("PLAYBACK_DONE", 0);
+        }
         Err(reason) => {
+            if *stop.borrow() {
+                tracing::info!("{who} {reason}");
+            } else {
+                tracing::warn!("{who} failed: {reason}");
+            }
             log.push("PLAYBACK_FAIL", line);
             log.failure = Some(reason);
         }

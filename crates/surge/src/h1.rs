@@ -51,6 +51,8 @@ pub struct Conn {
     buf: Vec<u8>,
     pos: usize,
     len: usize,
+    /// This response has already needed a read: quick-ACK before the next one (`net`).
+    rearm: bool,
 }
 
 /// How the body's end is found.
@@ -70,6 +72,7 @@ impl Conn {
             buf: vec![0; BUF],
             pos: 0,
             len: 0,
+            rearm: false,
         })
     }
 
@@ -77,6 +80,7 @@ impl Conn {
     /// request was a HEAD (no body follows whatever the headers say).
     pub async fn exchange(&mut self, request: &[u8], head: bool) -> Result<Response, Error> {
         self.tcp.write_all(request).await?;
+        self.rearm = false;
         let mut got_any = self.len > self.pos;
         loop {
             let (status, framing, keep_alive, used) = match self.parse_head(head)? {
@@ -195,8 +199,14 @@ impl Conn {
                 return Err(Error::Invalid("head larger than 256 KiB"));
             }
         }
+        // A response that spans reads (httpuv: head, then body) must not wait for our delayed
+        // ACK; one that arrives in one read (nginx) costs no extra syscall.
+        if self.rearm {
+            crate::net::quickack(&self.tcp);
+        }
         let n = self.tcp.read(&mut self.buf[self.len..]).await?;
         self.len += n;
+        self.rearm = true;
         Ok(n)
     }
 

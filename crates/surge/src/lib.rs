@@ -7,6 +7,8 @@ pub mod checks;
 pub mod failure;
 pub mod h1;
 pub mod har;
+pub mod logging;
+pub mod net;
 pub mod output;
 pub mod record;
 pub mod recording;

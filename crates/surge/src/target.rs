@@ -1,13 +1,13 @@
 //! The replay target: base URL parsing, one keep-alive HTTP/1 connection per simulated user (hyper's
-//! connection API, no pool), and a per-user cookie jar.
+//! connection API, no pool, over `net`'s no-delay, quick-ACK sockets), and a per-user cookie jar.
 
 use crate::failure::Cause;
+use crate::net;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, Response, Uri};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 /// Where requests go: `http://host:port/prefix`.
 #[derive(Debug, Clone)]
@@ -20,22 +20,15 @@ pub struct Target {
 
 impl Target {
     /// Parses `http://host[:port][/prefix]`; https is refused (surge replays to local servers).
+    /// Errors start with the URL; callers put the flag it came from in front.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| format!("--target {url}: not a URL ({e})"))?;
+        let uri: Uri = url.parse().map_err(|e| format!("{url}: not a URL ({e})"))?;
         match uri.scheme_str() {
             Some("http") => {}
-            Some(s) => {
-                return Err(format!(
-                    "--target {url}: scheme {s} not supported (use http)"
-                ))
-            }
-            None => return Err(format!("--target {url}: missing http://")),
+            Some(s) => return Err(format!("{url}: scheme {s} not supported (use http)")),
+            None => return Err(format!("{url}: missing http://")),
         }
-        let host = uri
-            .host()
-            .ok_or_else(|| format!("--target {url}: no host"))?;
+        let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
         let port = uri.port_u16().unwrap_or(80);
         Ok(Target {
             authority: format!("{host}:{port}"),
@@ -114,13 +107,11 @@ impl Conn {
     }
 }
 
-/// A TCP connection to the target (no Nagle delay).
-pub async fn connect(target: &Target) -> Result<TcpStream, Cause> {
-    let tcp = TcpStream::connect(&target.authority)
+/// A TCP connection to the target: no Nagle delay, quick ACKs (see `net`).
+pub async fn connect(target: &Target) -> Result<net::Stream, Cause> {
+    net::connect(&target.authority)
         .await
-        .map_err(|e| Cause::ConnectError(format!("connect {}: {e}", target.authority)))?;
-    let _ = tcp.set_nodelay(true);
-    Ok(tcp)
+        .map_err(|e| Cause::ConnectError(format!("connect {}: {e}", target.authority)))
 }
 
 fn handshake_error(target: &Target, e: hyper::Error) -> Cause {

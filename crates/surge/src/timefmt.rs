@@ -125,6 +125,31 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(s.trim()).map_err(|e| format!("duration \"{s}\": {e}"))
 }
 
+/// `--start-interval`: a plain number is milliseconds (shinycannon's unit); with a unit suffix it
+/// is a duration as in [`parse_duration`] (`2s`, `500ms`).
+pub fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let ms: u64 = t
+            .parse()
+            .map_err(|_| format!("interval \"{s}\": too large"))?;
+        return Ok(std::time::Duration::from_millis(ms));
+    }
+    parse_duration(t)
+}
+
+/// `--loaded-duration-minutes`: shinycannon's unit, minutes, possibly fractional (`0.5`).
+pub fn parse_minutes(s: &str) -> Result<std::time::Duration, String> {
+    let m: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("minutes \"{s}\": expected a number such as 2 or 0.5"))?;
+    if !(0.0..=1e6).contains(&m) {
+        return Err(format!("minutes \"{s}\": must be between 0 and 1000000"));
+    }
+    Ok(std::time::Duration::from_secs_f64(m * 60.0))
+}
+
 #[cfg(test)]
 mod duration_tests {
     #[test]
@@ -140,5 +165,23 @@ mod duration_tests {
         assert!(e.starts_with("duration \"30\": time unit needed"), "{e}");
         assert!(parse_duration("3 fortnights").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn shinycannon_units() {
+        use super::{parse_interval, parse_minutes};
+        use std::time::Duration;
+        assert_eq!(parse_interval("250").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_interval("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_interval("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_interval("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_interval("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_interval("2x").is_err());
+        assert!(parse_interval("").is_err());
+        assert_eq!(parse_minutes("2").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_minutes("0.05").unwrap(), Duration::from_secs(3));
+        assert!(parse_minutes("-1").is_err());
+        assert!(parse_minutes("5m").is_err());
+        assert!(parse_minutes("NaN").is_err());
     }
 }

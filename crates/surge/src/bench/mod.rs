@@ -21,7 +21,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Command-line options of `surge bench`.
@@ -366,10 +365,9 @@ async fn connect(plan: &Plan) -> Result<Conn, String> {
             .map(Conn::H1)
             .map_err(|e| format!("connect: {:?}", e.kind()));
     }
-    let tcp = TcpStream::connect(&plan.authority)
+    let tcp = crate::net::connect(&plan.authority)
         .await
         .map_err(|e| format!("connect: {:?}", e.kind()))?;
-    let _ = tcp.set_nodelay(true);
     let (s, c) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
         .await
         .map_err(|e| format!("handshake: {}", error_kind(&e)))?;

@@ -13,6 +13,7 @@ mod state;
 mod tap;
 mod ws;
 
+use crate::net::Connector;
 use crate::recording::{self, TARGET_HTTP, TARGET_SHINY};
 use crate::target::Target;
 use crate::tokens::Placeholders;
@@ -22,7 +23,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use state::{Log, State};
 use std::collections::HashMap;
@@ -52,8 +53,8 @@ pub struct RecordArgs {
 
 /// Runs the proxy until the browser closes the session's WebSocket or Ctrl-C; exit status 0.
 pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
-    let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let target = Target::parse(&args.target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
+    let client = Client::builder(TokioExecutor::new()).build(Connector);
     let target_type = match args.target_type.as_str() {
         "auto" => detect(&client, &target).await?,
         t => t.to_string(),
@@ -98,6 +99,7 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
         tokio::select! {
             acc = listener.accept() => {
                 let Ok((tcp, _)) = acc else { continue };
+                let _ = tcp.set_nodelay(true);
                 let st = state.clone();
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| handle(st.clone(), req));
@@ -124,7 +126,7 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
 /// Shiny or not, from the target's home page. Reads until "shiny" shows up, 256 KB, the end, or
 /// 3 s of waiting (a page may stream or never end).
 async fn detect(
-    client: &Client<HttpConnector, Full<Bytes>>,
+    client: &Client<Connector, Full<Bytes>>,
     target: &Target,
 ) -> anyhow::Result<String> {
     let uri = format!("http://{}{}/", target.authority, target.base_path);

@@ -1,13 +1,14 @@
 //! What a recording session holds: recording.log (with events held back while a home page
 //! streams), the placeholders learnt so far, and the requests whose responses still stream.
 
+use crate::net::Connector;
 use crate::recording::{EventLine, Kind, StreamEnd};
 use crate::target::Target;
 use crate::timefmt::{format_iso, now_ms};
 use crate::tokens::Placeholders;
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::client::legacy::Client;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,7 +35,7 @@ pub(super) struct State {
     pub events: AtomicU32,
     pub next_req: AtomicU64,
     pub open: Mutex<HashMap<u64, OpenReq>>,
-    pub client: Client<HttpConnector, Full<Bytes>>,
+    pub client: Client<Connector, Full<Bytes>>,
     pub done: watch::Sender<bool>,
 }
 

@@ -54,8 +54,8 @@ pub(super) async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Res
         }
     }
     let begin = now_ms();
-    let upstream = match tokio_tungstenite::connect_async(up_req).await {
-        Ok((ws, _)) => ws,
+    let upstream = match crate::net::ws_connect(up_req).await {
+        Ok(ws) => ws,
         Err(e) => {
             return text_response(StatusCode::BAD_GATEWAY, format!("WebSocket to {url}: {e}"))
         }

@@ -2,28 +2,38 @@
 
 use super::ThinkTime;
 use crate::checks::{self, Threshold};
-use crate::timefmt::parse_duration;
+use crate::logging::LogLevel;
+use crate::timefmt::{parse_duration, parse_interval, parse_minutes};
 use hyper::header::{HeaderName, HeaderValue};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Command-line options of `surge replay` (names follow shinycannon where it has one).
+/// Command-line options of `surge replay`. shinycannon's command line works unchanged
+/// (`RECORDING APP-URL --workers N --loaded-duration-minutes X --start-interval MS ...`), next to
+/// surge's own spellings (`--target`, `--users`, `--loaded-duration 5m`, `--start-interval 2s`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReplayArgs {
     /// recording.log to replay (from `surge record`, `surge import-har` or shinyloadtest)
     pub recording: PathBuf,
-    /// Base URL of the app under test, e.g. http://127.0.0.1:3838/
-    #[arg(long)]
-    pub target: String,
+    /// Base URL of the app under test, e.g. http://127.0.0.1:3838/ (or --target)
+    #[arg(value_name = "APP-URL")]
+    pub app_url: Option<String>,
+    /// Base URL of the app under test (instead of APP-URL)
+    #[arg(long, value_name = "URL", conflicts_with = "app_url")]
+    pub target: Option<String>,
     /// Number of simulated users (shinycannon's --workers)
-    #[arg(long, alias = "workers", default_value_t = 1)]
+    #[arg(long, visible_alias = "workers", default_value_t = 1)]
     pub users: u32,
-    /// Delay between user starts (default: recording length / users)
-    #[arg(long, value_parser = parse_duration)]
+    /// Delay between user starts: 2s, 500ms, or a plain number of milliseconds as in shinycannon
+    /// (default: recording length / users)
+    #[arg(long, value_parser = parse_interval)]
     pub start_interval: Option<Duration>,
-    /// How long to keep all users looping after the last one started
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
-    pub loaded_duration: Duration,
+    /// How long to keep all users looping after the last one started, e.g. 5m (default 0)
+    #[arg(long, value_parser = parse_duration, conflicts_with = "loaded_duration_minutes")]
+    pub loaded_duration: Option<Duration>,
+    /// The same in minutes, possibly fractional (shinycannon's flag)
+    #[arg(long, value_name = "MINUTES", value_parser = parse_minutes, allow_negative_numbers = true)]
+    pub loaded_duration_minutes: Option<Duration>,
     /// Run directory (default: test-logs-<time>)
     #[arg(long)]
     pub output_dir: Option<PathBuf>,
@@ -48,6 +58,32 @@ pub struct ReplayArgs {
     /// Print summary.json to stdout instead of the text summary
     #[arg(long)]
     pub json: bool,
+    /// Also write every log line, down to debug, into debug.log in the run directory
+    #[arg(long)]
+    pub debug_log: bool,
+    /// Least severe log line printed on stderr
+    #[arg(long, value_enum, ignore_case = true, default_value_t = LogLevel::Warn)]
+    pub log_level: LogLevel,
+}
+
+impl ReplayArgs {
+    /// The app's base URL, from APP-URL or --target.
+    pub fn app_url(&self) -> anyhow::Result<&str> {
+        match (&self.app_url, &self.target) {
+            (Some(u), _) => Ok(u),
+            (None, Some(t)) => Ok(t),
+            (None, None) => anyhow::bail!(
+                "no app to replay against: give its URL after the recording (APP-URL) or as --target URL"
+            ),
+        }
+    }
+
+    /// The loaded phase: --loaded-duration or --loaded-duration-minutes (default 0).
+    pub fn loaded_duration(&self) -> Duration {
+        self.loaded_duration
+            .or(self.loaded_duration_minutes)
+            .unwrap_or(Duration::ZERO)
+    }
 }
 
 /// The `-H 'Name: value'` flags as headers; a malformed one is an error naming it.

@@ -17,6 +17,7 @@ mod summary;
 mod think;
 mod user;
 
+use crate::logging;
 use crate::output;
 use crate::recording::Recording;
 use crate::target::Target;
@@ -65,8 +66,14 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs a replay; returns the process exit status.
 pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
+    let url = args.app_url()?;
+    let flag = if args.app_url.is_some() {
+        "APP-URL"
+    } else {
+        "--target"
+    };
+    let target = Target::parse(url).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
     let rec = Recording::load(&args.recording)?;
-    let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
     if args.users == 0 {
         anyhow::bail!("--users must be at least 1");
     }
@@ -80,11 +87,18 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
     });
     output::prepare_dir(&out_dir, args.overwrite_output).map_err(anyhow::Error::msg)?;
     output::copy_recording(&rec, &out_dir).map_err(anyhow::Error::msg)?;
+    let debug_log = args.debug_log.then(|| out_dir.join(logging::DEBUG_LOG));
+    logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
 
     let interval = args.start_interval.unwrap_or_else(|| {
         Duration::from_millis((rec.duration_ms() / i64::from(args.users)).max(0) as u64)
     });
-    let comment_lines = comment_lines(&args, &out_dir, interval);
+    let comment_lines = comment_lines(&args, url, &out_dir, interval);
+    tracing::info!(
+        "{} users, one every {interval:?}, loaded phase {:?} after the last start; target {url}",
+        args.users,
+        args.loaded_duration()
+    );
     let started_at_ms = timefmt::now_ms();
     let t0 = Instant::now();
     let warmup = interval * (args.users - 1);
@@ -99,7 +113,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
         comment_lines,
         t0,
         interval,
-        loaded_end: t0 + warmup + args.loaded_duration,
+        loaded_end: t0 + warmup + args.loaded_duration(),
         next_session: AtomicU32::new(0),
         running: AtomicU32::new(0),
         done: AtomicU32::new(0),
@@ -146,17 +160,19 @@ fn load_bodies(rec: &Recording) -> anyhow::Result<Vec<Option<Bytes>>> {
 
 /// The two `#` lines heading every session CSV: the command line and the run's settings in
 /// shinycannon's JSON shape.
-fn comment_lines(args: &ReplayArgs, out_dir: &Path, interval: Duration) -> String {
+fn comment_lines(args: &ReplayArgs, url: &str, out_dir: &Path, interval: Duration) -> String {
     let argv: Vec<String> = std::env::args().skip(2).collect();
     let config = serde_json::json!({
         "tool": format!("surge {}", env!("CARGO_PKG_VERSION")),
-        "appUrl": args.target,
+        "appUrl": url,
         "recordingPath": args.recording.display().to_string(),
         "outputDir": out_dir.display().to_string(),
         "overwriteOutput": args.overwrite_output,
         "workers": args.users,
         "startIntervalMs": interval.as_millis() as u64,
-        "loadedDurationMinutes": args.loaded_duration.as_secs_f64() / 60.0,
+        "loadedDurationMinutes": args.loaded_duration().as_secs_f64() / 60.0,
+        "debugLog": args.debug_log,
+        "logLevel": args.log_level.name(),
         "thinkTime": args.think_time.name(),
         "messageTimeoutMs": args.message_timeout.as_millis() as u64,
     });

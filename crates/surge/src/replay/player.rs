@@ -17,14 +17,13 @@ use hyper::Request;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::time::{sleep_until, Instant};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-type Ws = WebSocketStream<TcpStream>;
+type Ws = WebSocketStream<crate::net::Stream>;
 
 /// The state of one session being played: a few strings, one HTTP connection, one WebSocket, and
 /// the streaming responses (SSE) playing in the background (aborted when the session is dropped).
@@ -101,8 +100,17 @@ impl Player<'_> {
                 log.push(RowEvent::SleepEnd, ev.line);
             }
             log.push(RowEvent::Start(ev.kind), ev.line);
+            let t = Instant::now();
             self.handle(i, ev).await.map_err(|f| f.at(here))?;
             log.push(RowEvent::End(ev.kind), ev.line);
+            tracing::debug!(
+                "session {} line {}: {} {} {:.1} ms",
+                log.session,
+                ev.line,
+                ev.kind.name(),
+                ev.url,
+                t.elapsed().as_secs_f64() * 1000.0
+            );
             prev_begin = Some(ev.begin_ms);
         }
         // The session is over when its streams are (each is bounded by its own deadline).

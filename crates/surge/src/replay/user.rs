@@ -30,6 +30,7 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
         _ = sleep_until(start) => {}
         _ = stopped(&mut stop) => return,
     }
+    tracing::info!("user {w} started");
     let mut rng = (u64::from(w) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ timefmt::now_ms() as u64;
     let mut iteration = 0;
     loop {
@@ -50,6 +51,7 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
             }
         }
     }
+    tracing::info!("user {w} stopped after {iteration} sessions");
 }
 
 async fn run_session(
@@ -81,11 +83,20 @@ async fn run_session(
         }
     };
     let ok = result.is_ok();
+    let who = format!("session {sid} (user {w}, iteration {iteration})");
     match result {
-        Ok(()) => log.push(RowEvent::Done, 0),
+        Ok(()) => {
+            tracing::info!("{who} done");
+            log.push(RowEvent::Done, 0);
+        }
         Err(mut failure) => {
             if let Some(a) = at {
                 failure = failure.at(a);
+            }
+            if *stop.borrow() {
+                tracing::info!("{who} {failure}");
+            } else {
+                tracing::warn!("{who} failed: {failure}");
             }
             log.push(RowEvent::Fail, failure.line());
             log.failure = Some(failure);

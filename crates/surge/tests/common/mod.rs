@@ -89,8 +89,15 @@ pub fn start_shiny() -> (Proc, u16) {
 
 /// `start_shiny` with extra environment variables for R (e.g. SURGE_SESSION_LOG, see app.R).
 pub fn start_shiny_env(env: &[(&str, &Path)]) -> (Proc, u16) {
+    start_shiny_app("shiny-app", env)
+}
+
+/// Starts the Shiny app in `tests/fixtures/<fixture>` with Rscript on a free port.
+pub fn start_shiny_app(fixture: &str, env: &[(&str, &Path)]) -> (Proc, u16) {
     let port = free_port();
-    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shiny-app");
+    let app = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
     let child = Command::new("Rscript")
         .arg("-e")
         .arg(format!(

@@ -1,0 +1,75 @@
+//! Replay's log lines, shinycannon's way: `--log-level` (debug, info, warn, error; default warn)
+//! filters what reaches stderr, and `--debug-log` also writes every line down to DEBUG into
+//! `debug.log` in the run directory. Only surge's own events are logged (no HTTP-library noise).
+//! The progress line and the final summary are not log lines: they always print.
+
+use std::path::Path;
+use std::sync::Mutex;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::prelude::*;
+
+/// `--log-level`: the least severe level printed on stderr.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    #[default]
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    fn filter(self) -> LevelFilter {
+        match self {
+            LogLevel::Debug => LevelFilter::DEBUG,
+            LogLevel::Info => LevelFilter::INFO,
+            LogLevel::Warn => LevelFilter::WARN,
+            LogLevel::Error => LevelFilter::ERROR,
+        }
+    }
+
+    /// The name shinycannon's config JSON uses (`logLevel`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "DEBUG",
+            LogLevel::Info => "INFO",
+            LogLevel::Warn => "WARN",
+            LogLevel::Error => "ERROR",
+        }
+    }
+}
+
+/// File name of `--debug-log`'s output inside the run directory (shinycannon's).
+pub const DEBUG_LOG: &str = "debug.log";
+
+/// Installs the process-wide log subscriber: stderr at `level`, plus every surge line down to
+/// DEBUG into `debug_file` when given. The first call in a process wins (a library caller may
+/// already have installed one); the file is created either way, so `--debug-log` always leaves it.
+///
+/// # Errors
+/// The debug log file cannot be created.
+pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), String> {
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .with_filter(Targets::new().with_target("surge", level.filter()));
+    let file = match debug_file {
+        None => None,
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(Mutex::new(f))
+                    .with_ansi(false)
+                    .with_target(false)
+                    .with_filter(Targets::new().with_target("surge", LevelFilter::DEBUG)),
+            )
+        }
+    };
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(file)
+        .try_init();
+    Ok(())
+}

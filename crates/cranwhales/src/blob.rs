@@ -22,13 +22,21 @@ const FORMAT2: u32 = u32::MAX;
 /// [`pack`] packs; `DayTables::whale_downloads` yields them.
 #[derive(Clone, Copy)]
 pub struct DownloadRef<'a> {
+    /// Seconds since midnight (UTC): rows are kept in time order, so format 2 stores deltas.
     pub secs: u32,
+    /// The package downloaded.
     pub package: &'a str,
+    /// Its version; missing in some log rows.
     pub version: Option<&'a str>,
+    /// Bytes sent.
     pub size: u64,
+    /// R version of the client, from its user agent when it had one.
     pub r_version: Option<&'a str>,
+    /// R's architecture (`x86_64`, `aarch64`, ...).
     pub r_arch: Option<&'a str>,
+    /// R's OS (`linux-gnu`, `mingw32`, ...).
     pub r_os: Option<&'a str>,
+    /// Two-letter country code from the client's address.
     pub country: Option<&'a str>,
 }
 

@@ -27,14 +27,23 @@ pub const HEADER: [&str; 10] = [
 
 /// Column positions, named so the ingest code reads like the header.
 pub mod col {
+    /// `date`: `YYYY-MM-DD`.
     pub const DATE: usize = 0;
+    /// `time`: `HH:MM:SS`, UTC.
     pub const TIME: usize = 1;
+    /// `size`: bytes sent.
     pub const SIZE: usize = 2;
+    /// `r_version`; `r_arch` is the column after it.
     pub const R_VERSION: usize = 3;
+    /// `r_os`.
     pub const R_OS: usize = 5;
+    /// `package`.
     pub const PACKAGE: usize = 6;
+    /// `version` of the package.
     pub const VERSION: usize = 7;
+    /// `country`: two-letter code.
     pub const COUNTRY: usize = 8;
+    /// `ip_id`: the day's anonymised downloader number (a whale's key).
     pub const IP_ID: usize = 9;
 }
 

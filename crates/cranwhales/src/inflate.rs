@@ -11,8 +11,10 @@ use std::io::{self, BufReader, Read};
 
 /// A reader of the decompressed bytes of a (possibly multi-member) gzip stream.
 pub enum Gunzip<R: Read> {
+    /// ISA-L (built only when `build.rs` found libisal-dev).
     #[cfg(isal)]
     Isal(isal::Decoder<R>),
+    /// flate2 with zlib-rs: the portable fallback.
     Zlib(Box<flate2::bufread::MultiGzDecoder<BufReader<R>>>),
 }
 

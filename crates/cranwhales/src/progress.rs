@@ -8,21 +8,33 @@ use serde::Serialize;
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Event {
     /// Bytes of the `.csv.gz` received so far; `total` from Content-Length when known.
-    Downloading { done: u64, total: Option<u64> },
+    Downloading {
+        /// Bytes so far.
+        done: u64,
+        /// Content-Length, when the server sent one.
+        total: Option<u64>,
+    },
     /// Compressed bytes consumed and rows parsed so far.
     Parsing {
+        /// Compressed bytes consumed.
         bytes: u64,
+        /// The file's size, when known.
         total: Option<u64>,
+        /// Rows parsed.
         rows: u64,
     },
     /// Writing the day's tables in one transaction.
     Storing,
     /// The day is committed and visible.
-    Done { rows: u64 },
+    Done {
+        /// Rows the day holds.
+        rows: u64,
+    },
 }
 
 /// Receives progress events; called from the ingesting thread, so it must be cheap and thread-safe.
 pub trait Progress: Send + Sync {
+    /// Takes one event; must return quickly (it runs on the ingest thread).
     fn event(&self, event: Event);
 }
 

@@ -17,10 +17,18 @@ use crate::progress::{Event, Progress};
 pub enum SourceError {
     /// The upstream server has no log for the date (HTTP 404).
     #[error("{url}: no log for this date upstream (HTTP 404)")]
-    NotFound { url: String },
+    NotFound {
+        /// The URL asked for.
+        url: String,
+    },
     /// The download could not start, failed, or stopped half way.
     #[error("{url}: download failed: {reason}")]
-    Download { url: String, reason: String },
+    Download {
+        /// The URL asked for.
+        url: String,
+        /// What went wrong, as the HTTP client or the file system said it.
+        reason: String,
+    },
 }
 
 /// The public mirror of CRAN's package-download logs.
@@ -34,6 +42,7 @@ pub const DEFAULT_CACHE_DIR: &str = "data/cache";
 pub struct SourceConfig {
     /// Base URL, without the trailing `/{YYYY}/{date}.csv.gz`.
     pub base_url: String,
+    /// Where downloads are kept, one `{date}.csv.gz` each; a file here is always complete.
     pub cache_dir: PathBuf,
 }
 

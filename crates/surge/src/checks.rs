@@ -11,8 +11,11 @@ use std::str::FromStr;
 /// Which statistic a threshold looks at.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stat {
+    /// `pNN`: the quantile NN/100 (`p95` → 0.95).
     Quantile(f64),
+    /// `max`: the slowest.
     Max,
+    /// `mean`: the average.
     Mean,
 }
 
@@ -43,9 +46,13 @@ impl FromStr for Scope {
 /// A latency threshold such as `p95<2s`, `REQ_HOME:p99<500ms`, `session:max<60s`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
+    /// Which latencies are looked at.
     pub scope: Scope,
+    /// Which statistic of them.
     pub stat: Stat,
+    /// The statistic must stay below this (ms).
     pub limit_ms: f64,
+    /// As the user wrote it, to name the check in the output and summary.json.
     pub text: String,
 }
 

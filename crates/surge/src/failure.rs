@@ -18,11 +18,19 @@ pub enum Cause {
     Timeout(String),
     /// The response status differs from the recorded one (200 and 304 count as one; a WebSocket
     /// upgrade expects 101).
-    WrongStatus { expected: u16, got: u16 },
+    WrongStatus {
+        /// As recorded.
+        expected: u16,
+        /// As answered now.
+        got: u16,
+    },
     /// The server closed or broke the connection, the WebSocket or the SockJS session.
     Closed(String),
     /// An event stream the browser closed when recorded was ended by the server sooner.
-    StreamEndedEarly { recorded: Duration },
+    StreamEndedEarly {
+        /// How long the stream stayed open when recorded.
+        recorded: Duration,
+    },
     /// TCP connect or the HTTP / WebSocket handshake failed.
     ConnectError(String),
     /// A message arrived but lacks what the recording needs next (session id, upload job id).
@@ -40,15 +48,25 @@ pub enum Cause {
 /// The kind of a [`Cause`]: the key summary.json counts failures by (`"timeout"`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FailureKind {
+    /// [`Cause::Timeout`] (`"timeout"`).
     Timeout,
+    /// [`Cause::WrongStatus`] (`"wrong_status"`).
     WrongStatus,
+    /// [`Cause::Closed`] (`"closed"`).
     Closed,
+    /// [`Cause::StreamEndedEarly`] (`"stream_ended_early"`).
     StreamEndedEarly,
+    /// [`Cause::ConnectError`] (`"connect_error"`).
     ConnectError,
+    /// [`Cause::UnexpectedMessage`] (`"unexpected_message"`).
     UnexpectedMessage,
+    /// [`Cause::Placeholder`] (`"placeholder"`).
     Placeholder,
+    /// [`Cause::Recording`] (`"recording"`).
     Recording,
+    /// [`Cause::Interrupted`] (`"interrupted"`).
     Interrupted,
+    /// [`Cause::Internal`] (`"internal"`).
     Internal,
 }
 
@@ -146,6 +164,7 @@ impl fmt::Display for Cause {
 /// The recording event being played.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct At {
+    /// Its type, so failures can be told apart by what was being played.
     pub kind: Kind,
     /// recording.log line (the CSV's `input_line_number`).
     pub line: u32,
@@ -155,9 +174,13 @@ pub struct At {
 /// sent; WebSocket opens have a URL only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// What went wrong (its kind is what summary.json counts).
     pub cause: Cause,
+    /// The event being played; none when the session failed before its first.
     pub at: Option<At>,
+    /// HTTP method of the request that failed, when it was one.
     pub method: Option<String>,
+    /// URL as sent (placeholders filled), the detail kept beside the kind.
     pub url: Option<String>,
 }
 

@@ -25,6 +25,7 @@ pub enum Error {
     /// The bytes received are not an HTTP/1.x response.
     #[error("invalid response: {0}")]
     Invalid(&'static str),
+    /// The socket failed (reset, refused, ...): its kind only, so errors compare equal in tests.
     #[error("io: {0:?}")]
     Io(std::io::ErrorKind),
 }
@@ -38,6 +39,7 @@ impl From<std::io::Error> for Error {
 /// What `bench` records of one response.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Response {
+    /// Status code, so bench can count non-2xx answers.
     pub status: u16,
     /// Body bytes after de-chunking.
     pub body_bytes: u64,

@@ -11,10 +11,14 @@ use tracing_subscriber::prelude::*;
 /// `--log-level`: the least severe level printed on stderr.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogLevel {
+    /// Every event played, with its time.
     Debug,
+    /// Users starting and stopping, sessions ending.
     Info,
     #[default]
+    /// Failed sessions and why (the default).
     Warn,
+    /// Errors only: the quietest.
     Error,
 }
 

@@ -12,13 +12,20 @@ pub enum Expect {
     /// Non-JSON payload (e.g. SockJS `o`): compared as a string after placeholder substitution.
     Raw(Box<str>),
     /// JSON object: matched by the hash of its sorted top-level keys; `keys` is for error messages.
-    Keys { hash: u64, keys: Box<str> },
+    Keys {
+        /// Hash of the sorted keys, compared with [`Received::keys_hash`].
+        hash: u64,
+        /// The keys as text, for the failure message.
+        keys: Box<str>,
+    },
 }
 
 /// One received, non-ignorable message reduced to what replay needs (no payload kept: memory).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Received {
+    /// Hash of the sorted top-level keys of a JSON message, compared with [`Expect::Keys`].
     pub keys_hash: u64,
+    /// The payload when it is not JSON (SockJS frames), compared with [`Expect::Raw`].
     pub raw: Option<Box<str>>,
     /// `config.sessionId` of an init message.
     pub session_id: Option<Box<str>>,

@@ -126,6 +126,7 @@ fn request_error(target: &Target, e: hyper::Error) -> Cause {
 /// A streaming response (SSE) on a connection of its own, as a browser opens it; dropping it closes
 /// the connection.
 pub struct Stream {
+    /// The response body, read by the player as events arrive.
     pub body: hyper::body::Incoming,
     conn: tokio::task::JoinHandle<()>,
     _sender: SendRequest<Full<Bytes>>,

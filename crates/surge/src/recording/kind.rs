@@ -11,16 +11,27 @@ use std::str::FromStr;
 /// The event types of shinyloadtest's recording format; `name()` is what files print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
+    /// `REQ_HOME`: the app's page, which starts a session (replay learns `${WORKER}` from it).
     ReqHome,
+    /// `REQ_GET`: any other GET (assets, API calls).
     ReqGet,
+    /// `REQ_POST`: a POST, its body in `datafile` (uploads).
     ReqPost,
+    /// `REQ_TOK`: the GET of `__token__` whose answer becomes `${TOKEN}` (RStudio Connect).
     ReqTok,
+    /// `REQ_SINF`: SockJS's `info` request before its WebSocket opens.
     ReqSinf,
+    /// `WS_OPEN`: the app's WebSocket opens.
     WsOpen,
+    /// `WS_SEND`: a message the browser sent.
     WsSend,
+    /// `WS_RECV`: a message the server sent, expected again by its keys.
     WsRecv,
+    /// `WS_RECV_INIT`: the server's first message, with the session id (`${SESSION}`).
     WsRecvInit,
+    /// `WS_RECV_BEGIN_UPLOAD`: the answer to an upload request, with its job id (`${UPLOAD_JOB_ID}`).
     WsRecvBeginUpload,
+    /// `WS_CLOSE`: the browser closed the WebSocket.
     WsClose,
 }
 
@@ -158,7 +169,9 @@ impl JsonSchema for Kind {
 /// `server` (the server ended it: it must end within that time plus the message timeout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamEnd {
+    /// `client`: the browser closed it; the server must keep it open that long.
     Client,
+    /// `server`: the server ended it; it must end within that time plus the message timeout.
     Server,
 }
 

@@ -18,21 +18,30 @@ use std::path::{Path, PathBuf};
 /// ignored by shinyloadtest) marks a `text/event-stream` response and who ended it.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct EventLine {
+    /// `type`: what the line records.
     #[serde(rename = "type")]
     pub kind: Kind,
+    /// When it began (ISO-8601, ms).
     pub begin: String,
+    /// When its response ended (HTTP events).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
+    /// Recorded status, which replay expects again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// Path and query (placeholders in place of live values).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// A WebSocket message as sent or received (placeholders in place of live values).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// File beside the recording holding a POST body.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datafile: Option<String>,
+    /// HTTP method when it is neither GET nor POST.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+    /// Who ended a `text/event-stream` response.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamEnd>,
 }
@@ -57,16 +66,25 @@ impl EventLine {
 /// A parsed event; `expect` is precomputed for received messages so replay does no per-user parsing.
 #[derive(Debug)]
 pub struct Event {
+    /// What is played.
     pub kind: Kind,
     /// 1-based line number in recording.log (the CSV `input_line_number`).
     pub line: u32,
+    /// Recorded start (Unix ms): think times are the gaps between these.
     pub begin_ms: i64,
+    /// Recorded end (Unix ms), for how long a stream stays open.
     pub end_ms: Option<i64>,
+    /// Status replay expects (0 when not an HTTP event, or lenient and missing).
     pub status: u16,
+    /// URL template; placeholders filled per session.
     pub url: Box<str>,
+    /// Message template for WS_SEND; the recorded text for received ones.
     pub message: Box<str>,
+    /// POST body file, resolved against the recording's directory.
     pub datafile: Option<PathBuf>,
+    /// HTTP method when neither GET nor POST.
     pub method: Option<Box<str>>,
+    /// What a received message must look like.
     pub expect: Option<Expect>,
     /// Set for a streaming response (SSE): replay plays it in the background.
     pub stream: Option<StreamEnd>,
@@ -75,10 +93,15 @@ pub struct Event {
 /// A whole recording: header values plus events (in play order), shared read-only by all users.
 #[derive(Debug)]
 pub struct Recording {
+    /// Where it was read from (errors, and `datafile` paths are relative to it).
     pub path: PathBuf,
+    /// `# version:` of the header.
     pub version: Option<String>,
+    /// `# target_url:` the app as recorded; replay's default target.
     pub target_url: Option<String>,
+    /// `# target_type:` (`R/Shiny`, `surge/http`, ...).
     pub target_type: Option<String>,
+    /// In play order.
     pub events: Vec<Event>,
 }
 
@@ -97,8 +120,11 @@ pub enum Mode {
 /// A bad recording: says which file, which line and what is wrong.
 #[derive(Debug)]
 pub struct RecordingError {
+    /// The recording file.
     pub path: PathBuf,
+    /// 1-based line (0: the file as a whole).
     pub line: u32,
+    /// What is wrong there.
     pub msg: String,
 }
 

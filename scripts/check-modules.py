@@ -10,7 +10,9 @@ Checks, per crate:
      `#[cfg(test)]` blocks is an edge from the file's module to the module it names; an edge
      a::x → b::y counts between the siblings just below their common ancestor (x → y inside a
      when a == b, a → b otherwise); a parent using its child (or a child its parent) is
-     containment, not a dependency. Any cycle among siblings is reported.
+     containment, not a dependency. Any cycle among siblings is reported;
+  4. no std lock is `.unwrap()`ped outside `#[cfg(test)]`: the lock-poisoning policy
+     (ARCHITECTURE.md) says for each lock whether a poisoned one is taken back or panics, and why.
 
 Exit status 1 if anything is flagged; one line per finding, then a summary.
 Usage: scripts/check-modules.py [--list] [--edges] [ROOT]
@@ -24,6 +26,7 @@ from collections import defaultdict
 
 MAX_LINES = 600
 MAX_FN = 100
+BARE_LOCK_RE = re.compile(r"\.(?:lock|read|write)\(\)\s*\.unwrap\(\)")
 
 FN_RE = re.compile(
     r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?"
@@ -265,6 +268,9 @@ def check_crate(crate_dir, problems, listing):
             problems.append(f"{rel}:{first}: fn {fn} is {length} lines (max {MAX_FN})")
         spans = test_spans(code)
         prod = "".join(ch if not any(a <= i <= b for a, b in spans) or ch == "\n" else " " for i, ch in enumerate(code)) if spans else code
+        for m in BARE_LOCK_RE.finditer(prod):
+            line = prod.count("\n", 0, m.start()) + 1
+            problems.append(f"{rel}:{line}: lock().unwrap(): follow the lock-poisoning policy")
         here = mod if mod != ("main",) else ()
         for p in use_paths(prod):
             target = resolve(here, p, mods)
@@ -307,7 +313,7 @@ def main():
     files = len(listing)
     print(
         f"check-modules: {files} files in {len(crates)} crates; "
-        f"max {MAX_LINES} lines a file, {MAX_FN} a function, no sibling import cycles: "
+        f"max {MAX_LINES} lines a file, {MAX_FN} a function, no sibling import cycles, no lock().unwrap(): "
         + ("ok" if not problems else f"{len(problems)} problem(s)")
     )
     return 1 if problems else 0

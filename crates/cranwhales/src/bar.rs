@@ -2,7 +2,7 @@
 //! a second, plus one per phase) when stderr is piped or redirected.
 
 use std::io::IsTerminal;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -83,7 +83,7 @@ impl Bar {
     }
 
     fn log(&self, event: &Event) {
-        let mut p = self.plain.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = self.plain.lock().unwrap_or_else(PoisonError::into_inner);
         let phase = match event {
             Event::Downloading { .. } => "downloading",
             Event::Parsing { .. } => "reading",

@@ -218,7 +218,7 @@ impl Pool {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().expect("pool lock")
+        self.inner.lock().expect("pool lock poisoned")
     }
 
     /// Starts `--min` workers and waits until they are ready.

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -253,7 +253,7 @@ impl Worker {
 
     /// Last output lines joined with " | ".
     pub fn tail_text(&self) -> String {
-        let t = self.tail.lock().expect("tail lock");
+        let t = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
         t.iter().cloned().collect::<Vec<_>>().join(" | ")
     }
 
@@ -278,7 +278,7 @@ pub struct Probe {
 
 impl Probe {
     fn tail_text(&self) -> String {
-        let t = self.tail.lock().expect("tail lock");
+        let t = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
         t.iter().cloned().collect::<Vec<_>>().join(" | ")
     }
 
@@ -294,7 +294,7 @@ impl Probe {
         let start = Instant::now();
         let mut exited = self.exited.clone();
         let reason = Mutex::new(format!("port {} does not accept connections", self.port));
-        let set = |r: String| *reason.lock().expect("reason lock") = r;
+        let set = |r: String| *reason.lock().unwrap_or_else(PoisonError::into_inner) = r;
         let probe = async {
             let mut delay = Duration::from_millis(10);
             loop {
@@ -320,7 +320,7 @@ impl Probe {
                 Err(WorkerError::ExitedEarly { id: self.id, status, tail: self.tail_text() })
             }
             _ = tokio::time::sleep(timeout.saturating_sub(start.elapsed())) => {
-                let reason = reason.lock().expect("reason lock").clone();
+                let reason = reason.lock().unwrap_or_else(PoisonError::into_inner).clone();
                 Err(WorkerError::NotReady { id: self.id, timeout, reason, tail: self.tail_text() })
             }
         }
@@ -398,7 +398,7 @@ fn emit(line: &mut Vec<u8>, id: u64, out: &OutputSink, tail: &Mutex<VecDeque<Str
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end_matches(['\n', '\r']);
     out.send(format!("[worker {id}] {text}\n"));
-    let mut t = tail.lock().expect("tail lock");
+    let mut t = tail.lock().unwrap_or_else(PoisonError::into_inner);
     if t.len() == TAIL_LINES {
         t.pop_front();
     }

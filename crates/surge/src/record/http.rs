@@ -87,11 +87,11 @@ pub(super) async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<Pro
         _ => 0,
     };
     if home {
-        st.file.lock().expect("file lock").homes_open += 1;
+        st.log().homes_open += 1;
     }
     let id = open.map(|o| {
         let id = st.next_req.fetch_add(1, Ordering::Relaxed);
-        st.open.lock().expect("open lock").insert(id, o);
+        st.open_reqs().insert(id, o);
         id
     });
     let tap = Tap {

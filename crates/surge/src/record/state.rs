@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
 /// recording.log and the events held back while a home page streams.
@@ -46,11 +46,30 @@ pub(super) struct OpenReq {
     pub pq: String,
 }
 
+/// The locks, per the workspace's poisoning policy (ARCHITECTURE.md): a panic mid-update of the
+/// log or the placeholders could lose an event or leave the placeholders unsorted, so those panic;
+/// the open requests change one insert or remove at a time, so that map is taken back.
+impl State {
+    /// recording.log, its held events and open pages (which must agree).
+    pub fn log(&self) -> MutexGuard<'_, Log> {
+        self.file.lock().expect("recording.log lock poisoned")
+    }
+
+    /// The requests whose responses still stream, by id.
+    pub fn open_reqs(&self) -> MutexGuard<'_, HashMap<u64, OpenReq>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn tokens(&self) -> MutexGuard<'_, Placeholders> {
+        self.tokens.lock().expect("placeholders lock poisoned")
+    }
+}
+
 impl State {
     /// Appends an event, or holds it while a home page is still streaming: the page's event comes
     /// first (replay learns `${WORKER}` from it), though the browser fetched assets meanwhile.
     pub fn write(&self, ev: &EventLine) {
-        let mut log = self.file.lock().expect("file lock");
+        let mut log = self.log();
         if log.homes_open > 0 {
             log.held.push(ev.clone());
         } else {
@@ -71,7 +90,7 @@ impl State {
 
     /// Writes a home page's event, then what was held while it streamed (once no page is open).
     pub fn write_home(&self, ev: &EventLine) {
-        let mut log = self.file.lock().expect("file lock");
+        let mut log = self.log();
         log.homes_open = log.homes_open.saturating_sub(1);
         self.append(&mut log, ev);
         if log.homes_open == 0 {
@@ -83,22 +102,19 @@ impl State {
 
     /// `s` with the live values learnt so far replaced by their placeholders.
     pub fn apply(&self, s: &str) -> String {
-        self.tokens.lock().expect("tokens lock").apply(s)
+        self.tokens().apply(s)
     }
 
     /// Learns a live value to write back as `placeholder`.
     pub fn add_token(&self, value: &str, placeholder: &'static str) {
-        self.tokens
-            .lock()
-            .expect("tokens lock")
-            .add(value, placeholder);
+        self.tokens().add(value, placeholder);
     }
 }
 
 impl State {
     /// Writes the event of a finished request (once; later calls for the same id do nothing).
     pub fn close_req(&self, id: u64, head: &[u8], by_server: bool) {
-        let Some(OpenReq { mut ev, pq }) = self.open.lock().expect("open lock").remove(&id) else {
+        let Some(OpenReq { mut ev, pq }) = self.open_reqs().remove(&id) else {
             return;
         };
         if ev.kind == Kind::ReqTok {
@@ -122,13 +138,7 @@ impl State {
 
     /// Writes the events of requests still streaming when the recording stops (ended by the client).
     pub fn close_all(&self) {
-        let ids: Vec<u64> = self
-            .open
-            .lock()
-            .expect("open lock")
-            .keys()
-            .copied()
-            .collect();
+        let ids: Vec<u64> = self.open_reqs().keys().copied().collect();
         for id in ids {
             self.close_req(id, &[], false);
         }

@@ -57,11 +57,6 @@ impl<R: Read> Read for Gunzip<R> {
     }
 }
 
-/// True when this build inflates with ISA-L.
-pub fn has_isal() -> bool {
-    cfg!(isal)
-}
-
 #[cfg(isal)]
 pub mod isal {
     //! The ISA-L decoder behind [`super::Gunzip`].
@@ -307,7 +302,7 @@ mod tests {
         let installed = std::path::Path::new("/usr/include/isa-l/igzip_lib.h").exists()
             && option_env!("CRANWHALES_NO_ISAL").is_none();
         assert_eq!(
-            has_isal(),
+            cfg!(isal),
             installed,
             "build.rs should find ISA-L exactly when it is installed"
         );

@@ -1,13 +1,14 @@
 //! `surge report` on broken run directories: one error naming the file, line and field, and no
 //! report file written.
 
+mod common;
+
+use common::{fresh_dir, report_args, report_model};
 use std::{
     path::{Path, PathBuf},
     process::Command,
-    time::Duration,
 };
-
-use surge::report::{build, ReportArgs};
+use surge::report::build;
 
 const HEAD: &str = "# surge test\n# {}\nsession_id,worker_id,iteration,event,timestamp,input_line_number,comment\n";
 const REC: &str = "# version: 1\n# target_url: http://127.0.0.1:1\n# target_type: R/Shiny\n\
@@ -16,9 +17,8 @@ const REC: &str = "# version: 1\n# target_url: http://127.0.0.1:1\n# target_type
 
 /// A run directory with the given recording and session files.
 fn run_dir(tag: &str, rec: &str, sessions: &[(&str, &str)]) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-bad-{tag}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("sessions")).unwrap();
+    let dir = fresh_dir(&format!("report-bad-{tag}"));
+    std::fs::create_dir(dir.join("sessions")).unwrap();
     std::fs::write(dir.join("recording.log"), rec).unwrap();
     for (name, body) in sessions {
         std::fs::write(dir.join("sessions").join(name), format!("{HEAD}{body}")).unwrap();
@@ -27,15 +27,7 @@ fn run_dir(tag: &str, rec: &str, sessions: &[(&str, &str)]) -> PathBuf {
 }
 
 fn err(dir: &Path) -> String {
-    let a = ReportArgs {
-        runs: vec![dir.to_path_buf()],
-        names: vec![],
-        output: PathBuf::from("x.html"),
-        page_load_limit: Duration::from_secs(10),
-        allow_mixed: false,
-        json: true,
-    };
-    match build(&a) {
+    match build(&report_args(vec![dir.to_path_buf()], &[])) {
         Ok(_) => panic!("{} should be refused", dir.display()),
         Err(e) => e.to_string(),
     }
@@ -48,15 +40,9 @@ const GOOD: &str = "0,0,0,PLAYER_SESSION_CREATE,1000,0,\n0,0,0,REQ_HOME_START,10
 #[test]
 fn small_valid_run() {
     let d = run_dir("valid", REC, &[("0_0_0.csv", GOOD)]);
-    let a = ReportArgs {
-        runs: vec![d],
-        names: vec!["mine".into()],
-        output: PathBuf::from("x.html"),
-        page_load_limit: Duration::from_millis(120),
-        allow_mixed: false,
-        json: true,
-    };
-    let m: serde_json::Value = serde_json::from_str(&build(&a).unwrap().content).unwrap();
+    let mut a = report_args(vec![d], &["mine"]);
+    a.page_load_limit = std::time::Duration::from_millis(120);
+    let m = report_model(&a);
     let s = &m["runs"][0]["summary"];
     assert_eq!(s["sessions"], 1);
     assert_eq!(s["events"], 2);
@@ -190,15 +176,7 @@ fn report_reads_recordings_leniently() {
             .ends_with(":5: REQ_GET event lacks field url"),
         "{strict}"
     );
-    let a = ReportArgs {
-        runs: vec![d],
-        names: vec![],
-        output: PathBuf::from("x.html"),
-        page_load_limit: Duration::from_secs(10),
-        allow_mixed: false,
-        json: true,
-    };
-    let m: serde_json::Value = serde_json::from_str(&build(&a).unwrap().content).unwrap();
+    let m = report_model(&report_args(vec![d], &[]));
     assert_eq!(m["runs"][0]["summary"]["events"], 2);
     assert_eq!(m["recordings"][0]["kind"][1], "REQ_GET");
     assert_eq!(m["recordings"][0]["label"][1], "");

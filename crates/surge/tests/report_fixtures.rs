@@ -1,54 +1,21 @@
 //! `surge report` on the real shinycannon runs in ../shared/data/shinyloadtest: every number the
 //! report states is checked against a count made here, straight from the CSV files.
 
+mod common;
+
+use common::{fresh_dir, report_args, report_model, shared, unzip_run};
+use serde_json::Value;
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
     process::Command,
-    time::Duration,
 };
-
-use serde_json::Value;
-use surge::report::{build, ReportArgs, ReportError};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `$CRANWHALES_TEST_DATA/shinyloadtest` (set by `make test`), else ../shared beside the repo.
-fn fixtures() -> PathBuf {
-    match std::env::var_os("CRANWHALES_TEST_DATA") {
-        Some(root) => PathBuf::from(root).join("shinyloadtest"),
-        None => repo().join("../shared/data/shinyloadtest"),
-    }
-}
+use surge::report::{build, ReportError};
 
 /// Unzips a fixture run into a fresh directory of its own; returns the run directory.
 fn unzip(name: &str, tag: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{tag}-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let zip = fixtures().join("runs").join(format!("{name}.zip"));
-    let st = Command::new("unzip")
-        .args(["-q", "-o"])
-        .arg(&zip)
-        .arg("-d")
-        .arg(&dir)
-        .status()
-        .expect("unzip (apt package unzip) must be installed");
-    assert!(st.success(), "unzip {}", zip.display());
-    dir.join(name)
-}
-
-fn args(runs: Vec<PathBuf>, names: &[&str], json: bool) -> ReportArgs {
-    ReportArgs {
-        runs,
-        names: names.iter().map(|s| s.to_string()).collect(),
-        output: PathBuf::from("unused.html"),
-        page_load_limit: Duration::from_secs(10),
-        allow_mixed: false,
-        json,
-    }
+    let zip = shared().join("runs").join(format!("{name}.zip"));
+    unzip_run(&zip, &fresh_dir(&format!("report-{tag}-{name}")))
 }
 
 /// What the CSV files say, counted without the report's code.
@@ -117,8 +84,7 @@ fn pct(v: &mut [i64], p: f64) -> i64 {
 }
 
 fn model(runs: Vec<PathBuf>, names: &[&str]) -> Value {
-    let built = build(&args(runs, names, true)).unwrap();
-    serde_json::from_str(&built.content).unwrap()
+    report_model(&report_args(runs, names))
 }
 
 fn check_run(run: &Value, c: &Counted, what: &str) {
@@ -178,7 +144,7 @@ fn every_fixture_run_states_its_counts() {
         assert_eq!(m["runs"][0]["name"], name);
         let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     }
-    let label = fixtures().join("label-run");
+    let label = shared().join("label-run");
     let c = count(&label);
     let m = model(vec![label], &[]);
     check_run(&m["runs"][0], &c, "label-run");
@@ -231,7 +197,7 @@ fn compares_two_runs_of_one_recording() {
 fn different_recordings_are_refused_or_flagged() {
     let a = unzip("sliders", "mixed");
     let b = unzip("widgets", "mixed");
-    let err = build(&args(vec![a.clone(), b.clone()], &[], true))
+    let err = build(&report_args(vec![a.clone(), b.clone()], &[]))
         .err()
         .unwrap();
     assert!(matches!(err, ReportError::MixedRecordings { .. }), "{err}");
@@ -240,9 +206,9 @@ fn different_recordings_are_refused_or_flagged() {
         msg.contains("\"sliders\"") && msg.contains("\"widgets\"") && msg.contains("--allow-mixed"),
         "{msg}"
     );
-    let mut a2 = args(vec![a.clone(), b.clone()], &[], true);
+    let mut a2 = report_args(vec![a.clone(), b.clone()], &[]);
     a2.allow_mixed = true;
-    let m: Value = serde_json::from_str(&build(&a2).unwrap().content).unwrap();
+    let m = report_model(&a2);
     assert_eq!(m["same_recording"], false);
     assert_eq!(m["recordings"].as_array().unwrap().len(), 2);
     assert_eq!(m["runs"][1]["recording"], 1);

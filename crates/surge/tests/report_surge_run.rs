@@ -1,69 +1,21 @@
 //! `surge report` on a fresh `surge replay` run (not only shinycannon's): a small plain-HTTP app on
 //! loopback, a hand-written recording (page, two assets, one slow API call), 4 users.
 
-use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::{TcpListener, TcpStream},
-    path::{Path, PathBuf},
-    process::Command,
-    time::Duration,
-};
+mod common;
 
-use serde_json::Value;
-use surge::report::{build, ReportArgs};
+use common::{fresh_dir, report_args, report_model, start_http};
+use std::{path::PathBuf, process::Command, time::Duration};
 
 const API_DELAY_MS: u64 = 40;
 
-/// Answers every request with 200; `/api/` paths after API_DELAY_MS. Keep-alive aware.
-fn serve(stream: TcpStream) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-        let mut len = 0usize;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h == "\r\n" {
-                break;
-            }
-            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                len = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; len];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
+/// Answers every request with 200; `/api/` paths after API_DELAY_MS.
+fn start_app() -> u16 {
+    start_http(|path| {
         if path.starts_with("/api/") {
             std::thread::sleep(Duration::from_millis(API_DELAY_MS));
         }
-        let reply = "ok";
-        let resp = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{reply}",
-            reply.len()
-        );
-        if out.write_all(resp.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-fn start_app() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            std::thread::spawn(move || serve(s));
-        }
-    });
-    port
+        Some("200 OK")
+    })
 }
 
 fn recording(port: u16) -> String {
@@ -79,19 +31,12 @@ fn recording(port: u16) -> String {
     )
 }
 
-fn tmp(tag: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-surge-{tag}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Replay 4 users with surge, then report: counts match the CSVs, classes are right (2 assets and
 /// 1 API call per session) and the API call's p50 includes the server's delay.
 #[test]
 fn report_of_a_fresh_surge_replay() {
     let port = start_app();
-    let dir = tmp("replay");
+    let dir = fresh_dir("report-surge-replay");
     let rec = dir.join("recording.log");
     std::fs::write(&rec, recording(port)).unwrap();
     let run = dir.join("run");
@@ -136,15 +81,9 @@ fn report_of_a_fresh_surge_replay() {
         })
         .sum();
 
-    let args = ReportArgs {
-        runs: vec![run.clone()],
-        names: vec!["fresh".into()],
-        output: dir.join("unused.html"),
-        page_load_limit: Duration::from_secs(1),
-        allow_mixed: false,
-        json: true,
-    };
-    let m: Value = serde_json::from_str(&build(&args).unwrap().content).unwrap();
+    let mut args = report_args(vec![run.clone()], &["fresh"]);
+    args.page_load_limit = Duration::from_secs(1);
+    let m = report_model(&args);
     let s = &m["runs"][0]["summary"];
     let n = files.len();
     assert!(n >= 4, "{n} sessions");

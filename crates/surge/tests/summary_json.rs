@@ -3,17 +3,16 @@
 //! one 500, one connection closed, one that never answers) writes a summary that validates against
 //! it and counts each failure by kind, grouped by kind + line with the URL as detail.
 
+mod common;
+
+use common::{fresh_dir, start_http};
+use serde_json::{json, Value};
 use std::{
-    io::{BufRead, BufReader, Write},
-    net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
     process::Command,
     sync::atomic::{AtomicU32, Ordering},
-    sync::Arc,
     time::Duration,
 };
-
-use serde_json::{json, Value};
 
 fn schema_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/surge-summary.schema.json")
@@ -37,52 +36,22 @@ fn committed_schema_is_generated_from_the_rust_type() {
 }
 
 /// `/api` answers the n-th request by mode n % 4: 200, 500, close without answering, never answer.
-fn serve(stream: TcpStream, api: Arc<AtomicU32>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                break;
-            }
-        }
-        let status = if line.contains(" /api") {
-            match api.fetch_add(1, Ordering::SeqCst) % 4 {
-                0 => "200 OK",
-                1 => "500 Internal Server Error",
-                2 => return,
-                _ => {
-                    std::thread::sleep(Duration::from_secs(3));
-                    return;
-                }
-            }
-        } else {
-            "200 OK"
-        };
-        let resp =
-            format!("HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok");
-        if out.write_all(resp.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
 fn start_app() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let api = Arc::new(AtomicU32::new(0));
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let api = api.clone();
-            std::thread::spawn(move || serve(s, api));
+    let api = AtomicU32::new(0);
+    start_http(move |path| {
+        if !path.starts_with("/api") {
+            return Some("200 OK");
         }
-    });
-    port
+        match api.fetch_add(1, Ordering::SeqCst) % 4 {
+            0 => Some("200 OK"),
+            1 => Some("500 Internal Server Error"),
+            2 => None,
+            _ => {
+                std::thread::sleep(Duration::from_secs(3));
+                None
+            }
+        }
+    })
 }
 
 const RECORDING: &str = "# version: 1\n# target_url: http://127.0.0.1:1\n# target_type: surge/http\n\
@@ -92,9 +61,7 @@ const RECORDING: &str = "# version: 1\n# target_url: http://127.0.0.1:1\n# targe
 #[test]
 fn failures_are_counted_by_kind_and_the_summary_validates() {
     let port = start_app();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("summary-json");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("summary-json");
     let rec = dir.join("recording.log");
     std::fs::write(&rec, RECORDING).unwrap();
     let run = dir.join("run");

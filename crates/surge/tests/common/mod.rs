@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -275,29 +275,112 @@ impl Drop for TempDir {
 
 /// Unzips every shinycannon run of the fixtures into `dir`; returns the run directories.
 pub fn unzip_runs(dir: &Path) -> Vec<PathBuf> {
-    let mut runs = Vec::new();
     let mut zips: Vec<_> = std::fs::read_dir(shared().join("runs"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "zip"))
         .collect();
     zips.sort();
-    for z in zips {
-        let stem = z.file_stem().unwrap().to_string_lossy().to_string();
-        let out = dir.join(&stem);
-        let st = Command::new("unzip")
-            .arg("-q")
-            .arg(&z)
-            .arg("-d")
-            .arg(&out)
-            .status()
-            .expect("unzip not installed");
-        assert!(st.success(), "unzip {} failed", z.display());
-        // Each zip holds one directory with recording.log and sessions/.
-        let rec = find_file(&out, "recording.log").expect("zip has a recording.log");
-        runs.push(rec.parent().unwrap().to_path_buf());
+    zips.iter()
+        .map(|z| unzip_run(z, &dir.join(z.file_stem().unwrap())))
+        .collect()
+}
+
+/// Unzips one shinycannon run (a zip holding one directory with recording.log and sessions/) into
+/// `into`; returns that run directory.
+pub fn unzip_run(zip: &Path, into: &Path) -> PathBuf {
+    let st = Command::new("unzip")
+        .args(["-q", "-o"])
+        .arg(zip)
+        .arg("-d")
+        .arg(into)
+        .status()
+        .expect("unzip (apt package unzip) must be installed");
+    assert!(st.success(), "unzip {} failed", zip.display());
+    let rec = find_file(into, "recording.log").expect("zip has a recording.log");
+    rec.parent().unwrap().to_path_buf()
+}
+
+/// An empty directory of this name under Cargo's tmp dir for integration tests (what an earlier
+/// run left there removed first).
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `surge report`'s arguments for `runs` as the command line's defaults give them, asking for the
+/// JSON data model.
+pub fn report_args(runs: Vec<PathBuf>, names: &[&str]) -> surge::report::ReportArgs {
+    surge::report::ReportArgs {
+        runs,
+        names: names.iter().map(|s| s.to_string()).collect(),
+        output: PathBuf::from("unused.html"),
+        page_load_limit: Duration::from_secs(10),
+        allow_mixed: false,
+        json: true,
     }
-    runs
+}
+
+/// The report's data model of `args`, parsed (the report must build).
+pub fn report_model(args: &surge::report::ReportArgs) -> serde_json::Value {
+    serde_json::from_str(&surge::report::build(args).unwrap().content).unwrap()
+}
+
+/// A plain HTTP/1.1 app on loopback, keep-alive aware; returns its port. `answer` gets each
+/// request's path (on that connection's thread, so it may sleep) and returns the status line to
+/// answer with a text body `ok`, or `None` to close the connection without answering.
+pub fn start_http<F>(answer: F) -> u16
+where
+    F: Fn(&str) -> Option<&'static str> + Send + Sync + 'static,
+{
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let answer = std::sync::Arc::new(answer);
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let answer = answer.clone();
+            std::thread::spawn(move || serve_http(s, &*answer));
+        }
+    });
+    port
+}
+
+fn serve_http(stream: TcpStream, answer: &dyn Fn(&str) -> Option<&'static str>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h == "\r\n" {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let Some(status) = answer(line.split_whitespace().nth(1).unwrap_or("/")) else {
+            return;
+        };
+        let resp =
+            format!("HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok");
+        if out.write_all(resp.as_bytes()).is_err() {
+            return;
+        }
+    }
 }
 
 /// First file named `name` below `dir`.

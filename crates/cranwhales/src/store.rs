@@ -7,8 +7,6 @@
 //!
 //! `Store` owns one connection: it is `Send` but not `Sync`. Open one per thread (or per
 //! `spawn_blocking` call); opening is cheap (a file open and a schema-version read).
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,5 @@
 //! The shapes a day is served in: what `cranwhales show --json` prints and `GET /api/days/...`
 //! returns. Built once from the store and immutable afterwards, so the server can cache them.
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,6 @@
 //! The run directory, laid out exactly like shinycannon's (so shinyloadtest's report and `surge report`
 //! read it): `recording.log` (+ POST bodies), `sessions/<session>_<worker>_<iteration>.csv`, plus
 //! surge's `summary.json`. A session's CSV is written whole when the session ends (no half files).
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 use crate::failure::Failure;
 use crate::recording::{Kind, Recording};

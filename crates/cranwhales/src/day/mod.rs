@@ -6,8 +6,6 @@
 //!
 //! Modules: `builder` (the one pass), `interner` (strings → ids), `ips` (per-downloader
 //! totals), `rank` (top 100), `whales` (their tables), `pack` (their stored blobs).
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 mod builder;
 mod interner;

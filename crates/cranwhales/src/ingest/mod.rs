@@ -5,8 +5,6 @@
 //! the decompressed text is never held whole (see `day` for what memory grows with).
 //! Nothing is written to the store until the whole file has been read and checked, so bad input
 //! leaves the store as it was.
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 //!
 //! Modules: `reader` (the reading thread), `parser` (the parsing thread), `error`.

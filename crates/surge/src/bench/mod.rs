@@ -3,8 +3,6 @@
 //! as is for every exchange); `--http2` uses hyper's h2c client with a reused request template.
 //! Closed model by default; `--rate` is an open model whose latency is measured from each request's
 //! intended send time (no coordinated omission).
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 mod print;
 

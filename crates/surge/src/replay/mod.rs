@@ -6,8 +6,6 @@
 //! Modules, along the run: `flags`, `think` (pauses), `user` (one user's loop of sessions),
 //! `player` (one session) and `stream` (SSE in the background), `aggregate` (results as
 //! sessions end), `summary` (summary.json), `print` (text), `progress`.
-// TEMPORARY (issue 14): until this module's public items have doc comments.
-#![allow(missing_docs)]
 
 mod aggregate;
 mod flags;

@@ -45,8 +45,10 @@ web/node_modules: web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
 	@touch $@
 
+# Debug binaries exactly as `cargo test --workspace` builds them (same features, dev-dependencies
+# included), so the suites after test-rust reuse its build instead of compiling everything again.
 build: web
-	$(CARGO) build --workspace --bins $(TEST_FEATURES)
+	$(CARGO) test --workspace --no-run $(TEST_FEATURES)
 
 release: web
 	$(CARGO) build --workspace --release --bins

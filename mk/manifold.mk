@@ -5,9 +5,8 @@ TEST_TARGETS +=
 # loaded by surge replay: stickiness, then one host stopped mid-run (crates/manifold/tests/haproxy.rs).
 .PHONY: test-manifold-haproxy
 TEST_TARGETS += test-manifold-haproxy
-test-manifold-haproxy:
-	$(CARGO) build -p surge --bin surge
-	$(CARGO) test -p manifold --test haproxy -- --ignored --nocapture
+test-manifold-haproxy: build
+	$(CARGO) test --workspace $(TEST_FEATURES) --test haproxy -- --ignored --nocapture
 
 .PHONY: bench-manifold
 # Side-by-side benchmark: one plumber vs manifold vs valve vs faucet; installs oha/valve/faucet if missing.

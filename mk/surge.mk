@@ -5,8 +5,7 @@ TEST_TARGETS +=
 # file, counts checked, screenshots in artifacts/surge-report/.
 .PHONY: test-surge-report bench-report
 TEST_TARGETS += test-surge-report
-test-surge-report: web
-	$(CARGO) build -p surge --bin surge
+test-surge-report: build
 	node web/e2e/surge-report.mjs
 
 # Synthetic 1,000 sessions x 100 events: time and size of `surge report` (release build).
@@ -18,8 +17,7 @@ bench-report: web
 # scripts run as pods would, with the real surge against a Shiny app on loopback, then merged.
 .PHONY: test-surge-deploy
 TEST_TARGETS += test-surge-deploy
-test-surge-deploy: web
-	$(CARGO) build -p surge --bin surge
+test-surge-deploy: build
 	.venv/bin/python deploy/check.py
 
 .PHONY: bench-surge

@@ -3,7 +3,7 @@
 //! surge replays a Shiny session recorded in Chromium (`fixtures/shiny-replay`) through HAProxy.
 //!
 //! Needs Debian's haproxy and the surge binary beside manifold's, so plain `cargo test` skips it;
-//! `make test-manifold-haproxy` (part of `make test`) builds surge and runs it.
+//! `make test-manifold-haproxy` (part of `make test`) runs it after the workspace test build.
 //!
 //! Evidence comes from three independent records: HAProxy's request log (which host, which
 //! cookies, its own cookie verdict), manifold's per-worker counters, and the R processes' own

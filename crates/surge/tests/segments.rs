@@ -687,7 +687,15 @@ fn bad_segments_are_refused_with_one_line() {
         a
     };
     std::fs::create_dir_all(p("empty")).unwrap();
-    let cases: [(Vec<String>, String); 7] = [
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(p("a2"))
+        .arg(p("killed"))
+        .status()
+        .unwrap()
+        .success());
+    std::fs::remove_file(p("killed/summary.json")).unwrap();
+    let cases: [(Vec<String>, String); 8] = [
         (
             vec![s("a1")],
             format!("segment 2/2 missing (got 1 of 2: {})", s("a1")),
@@ -715,6 +723,10 @@ fn bad_segments_are_refused_with_one_line() {
         (
             vec![s("a1"), s("empty")],
             format!("{}: not a run directory", s("empty")),
+        ),
+        (
+            vec![s("a1"), s("killed")],
+            "a segment without summary.json was stopped before it finished".into(),
         ),
     ];
     for (inputs, want) in &cases {

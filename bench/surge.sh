@@ -3,7 +3,9 @@
 # connections and duration, generator pinned to CPU 0, nginx (1 worker) pinned to CPU 1 — printing
 # req/s, p99 and generator CPU time per request, plus ratio lines; (2) a 10,000-user replay of a real
 # cranwhales recording (made here through `surge record` + headless Chromium) reporting surge's peak
-# RSS per session. Everything on 127.0.0.1; every process started here is stopped on exit.
+# RSS per session; (3) one --rate plan as 2 segments (one process per CPU, `surge merge`) vs 1
+# process on both CPUs: merged p99 vs single p99 and request counts. Everything on 127.0.0.1;
+# every process started here is stopped on exit. PART=gen|replay|segments runs one part.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -23,7 +25,7 @@ fi
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" surge
 
-# ---------- 1. generators vs nginx ----------  (PART=replay runs only part 2, PART=gen only part 1)
+# ---------- nginx for parts 1 and 3 ----------
 if [ "${PART:-all}" != replay ]; then
 PORT="$(free_port)"
 mkdir -p "$TMP/www" "$TMP/nginx/logs"
@@ -46,6 +48,10 @@ taskset -c 1 nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" &
 PIDS+=($!)
 wait_port "$PORT"
 URL="http://127.0.0.1:$PORT/index.html"
+fi
+
+# ---------- 1. generators vs nginx ----------  (PART=gen: only this part)
+if [ "${PART:-all}" = all ] || [ "${PART:-all}" = gen ]; then
 echo "== nginx 1 worker on CPU 1 serving $(wc -c < "$TMP/www/index.html") bytes at $URL; generators on CPU 0, -c $CONNS, ${DUR}s"
 
 
@@ -114,8 +120,63 @@ PY
 
 fi
 
-# ---------- 2. 10,000-user replay memory ----------
-[ "${PART:-all}" != gen ] || exit 0
+# ---------- 3. one plan as 2 segments on 2 CPUs vs 1 process ----------  (PART=segments: only this)
+# The same open-model plan (SEG_RATE req/s for SEG_DUR s, SEG_CONNS connections in all): once by one
+# process allowed both CPUs, once as --segment 1/2 on CPU 0 + --segment 2/2 on CPU 1 with one
+# --start-at, joined by `surge merge` (histograms added exactly). nginx stays on CPU 1 for both.
+# Alternating order, SEG_ROUNDS rounds; the ratio is the median of the per-round ratios.
+if [ "${PART:-all}" = all ] || [ "${PART:-all}" = segments ]; then
+SEG_RATE="${SEG_RATE:-4000}"; SEG_DUR="${SEG_DUR:-3}"; SEG_CONNS="${SEG_CONNS:-40}"; SEG_ROUNDS="${SEG_ROUNDS:-8}"
+echo
+echo "== one plan (--rate $SEG_RATE, ${SEG_DUR}s, -c $SEG_CONNS): 2 segments (CPU 0 | CPU 1) + surge merge vs 1 process (CPUs 0,1); nginx on CPU 1"
+: > "$TMP/seg.tsv"
+for r in $(seq 1 "$SEG_ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then order="one seg"; else order="seg one"; fi
+  for m in $order; do
+    if [ "$m" = one ]; then
+      taskset -c 0,1 "$SURGE" bench --rate "$SEG_RATE" -d "${SEG_DUR}s" -c "$SEG_CONNS" --json "$URL" > "$TMP/one.json"
+    else
+      at="$(date -u -d '+1 sec' +%Y-%m-%dT%H:%M:%S.%3NZ)"
+      segpids=()
+      for k in 1 2; do
+        taskset -c $((k - 1)) "$SURGE" bench --rate "$SEG_RATE" -d "${SEG_DUR}s" -c $((SEG_CONNS / 2)) \
+          --segment "$k/2" --start-at "$at" --json "$URL" > "$TMP/seg$k.json" &
+        segpids+=($!)
+      done
+      wait "${segpids[@]}"
+      "$SURGE" merge "$TMP/seg1.json" "$TMP/seg2.json" -o "$TMP/merged.json" --overwrite-output > /dev/null
+    fi
+  done
+  python3 - "$TMP" "$r" >> "$TMP/seg.tsv" <<'PY'
+import json, sys
+tmp, r = sys.argv[1], sys.argv[2]
+one, seg = json.load(open(f"{tmp}/one.json")), json.load(open(f"{tmp}/merged.json"))
+parts = [json.load(open(f"{tmp}/seg{k}.json")) for k in (1, 2)]
+print("\t".join(map(str, [r, one["requests"], seg["requests"], one["ok"], seg["ok"],
+      one["latency_ms"]["p99"], seg["latency_ms"]["p99"], one["late_starts"], seg["late_starts"],
+      max(p["late_start_ms"] for p in parts)])))
+PY
+done
+python3 - "$TMP/seg.tsv" "$SEG_RATE" "$SEG_DUR" <<'PY'
+import statistics, sys
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+planned = round(float(sys.argv[2]) * float(sys.argv[3]))
+ratios, lost = [], 0
+for r, n1, n2, ok1, ok2, p1, p2, late1, late2, barrier in rows:
+    ratios.append(float(p2) / float(p1))
+    lost += abs(int(n1) - int(n2))
+    print(f"round {r}: 1 process {n1} requests ({ok1} ok) p99 {float(p1):.3f} ms | 2 segments merged "
+          f"{n2} requests ({ok2} ok) p99 {float(p2):.3f} ms | late sends {late1} vs {late2}, "
+          f"segments' late start {barrier} ms")
+print()
+print(f"ratio: 2 segments merged / 1 process p99 = {statistics.median(ratios):.3f} "
+      f"(target 0.95..1.05; median of {len(ratios)} rounds)")
+print(f"requests: planned {planned} per run; 1 process vs merged differ by {lost} over {len(rows)} rounds (target 0)")
+PY
+fi
+
+# ---------- 2. 10,000-user replay memory ----------  (PART=replay: only this part)
+[ "${PART:-all}" = all ] || [ "${PART:-all}" = replay ] || exit 0
 echo
 echo "== cranwhales: record a real UI session (surge record + headless Chromium), replay with $USERS users"
 CW="$TARGET_DIR/release/cranwhales"

@@ -4,7 +4,7 @@
 
 use crate::recording::Kind;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
@@ -105,6 +105,16 @@ impl FailureKind {
 impl Serialize for FailureKind {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
+    }
+}
+
+/// Read back by name (`surge merge` reads the segments' summary.json).
+impl<'de> Deserialize<'de> for FailureKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        (FailureKind::ALL.into_iter())
+            .find(|k| k.name() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown failure kind {name:?}")))
     }
 }
 

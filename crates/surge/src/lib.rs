@@ -9,6 +9,7 @@ pub mod failure;
 pub mod h1;
 pub mod har;
 pub mod logging;
+pub mod merge;
 pub mod net;
 #[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod output;
@@ -18,6 +19,7 @@ pub mod recording;
 pub mod replay;
 #[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod report;
+pub mod segment;
 pub mod shiny;
 pub mod stats;
 pub mod target;

@@ -27,6 +27,8 @@ enum Command {
     ImportHar(surge::har::ImportArgs),
     /// Replay a recording with many simulated users (shinycannon-compatible output)
     Replay(surge::replay::ReplayArgs),
+    /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
+    Merge(surge::merge::MergeArgs),
     /// One self-contained HTML report for one run or a comparison of runs
     Report(surge::report::ReportArgs),
 }
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Record(a) => rt.block_on(surge::record::run(a)),
         Command::ImportHar(a) => surge::har::run(a),
         Command::Replay(a) => rt.block_on(surge::replay::run(a)),
+        Command::Merge(a) => surge::merge::run(a),
         Command::Report(a) => surge::report::run(a).map(|()| 0).map_err(Into::into),
     };
     surge::exit_code(result, cli.verbose)

@@ -2,7 +2,7 @@
 
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A histogram of non-negative integer values (µs for bench, ms for replay), 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
@@ -10,7 +10,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Percentiles of one histogram, already divided into the printed unit.
-#[derive(Serialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
 #[schemars(deny_unknown_fields)]
 pub struct Summary {
     /// Values recorded.
@@ -50,6 +50,31 @@ pub fn summarize(h: &Histogram<u64>, div: f64) -> Summary {
     }
 }
 
+/// A histogram in HdrHistogram's standard compressed form (V2 + deflate), base64: bench's
+/// `--json` carries it so `surge merge` adds segments' histograms exactly.
+pub fn encode(h: &Histogram<u64>) -> String {
+    use base64::Engine as _;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::Serializer::serialize(
+        &mut hdrhistogram::serialization::V2DeflateSerializer::new(),
+        h,
+        &mut bytes,
+    )
+    .expect("serializing into memory");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The histogram of `encode`'s text; an error says why it is not one.
+pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram: {e:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +90,22 @@ mod tests {
         assert_eq!(s.p50, 500.0);
         assert_eq!(s.p99, 990.0);
         assert_eq!(s.max, 1000.0);
+    }
+
+    #[test]
+    fn encoded_histograms_add_up_exactly() {
+        let (mut a, mut b, mut all) = (new_histogram(), new_histogram(), new_histogram());
+        for v in 1..=20_000u64 {
+            let x = v * v % 1_000_003;
+            (if v % 2 == 0 { &mut a } else { &mut b })
+                .record(x)
+                .unwrap();
+            all.record(x).unwrap();
+        }
+        let mut merged = decode(&encode(&a)).unwrap();
+        merged.add(decode(&encode(&b)).unwrap()).unwrap();
+        assert_eq!(merged, all);
+        assert_eq!(summarize(&merged, 1.0), summarize(&all, 1.0));
+        assert!(decode("bm90IGEgaGlzdG9ncmFt").is_err());
     }
 }

@@ -104,8 +104,8 @@ fn open_model_keeps_rate_and_measures_from_intended_time() {
     assert_eq!(code, Some(0));
     assert_eq!(r["model"], "open");
     let ok = r["ok"].as_u64().unwrap();
-    // 400 req/s for 2 s = 800 scheduled sends.
-    assert!((760..=800).contains(&ok), "sent {ok}");
+    // 400 req/s for 2 s = 800 scheduled sends, every one sent (late ones too).
+    assert_eq!(ok, 800, "{r}");
     assert_eq!(access_lines(&n) as u64, ok);
     assert!(r["late_starts"].as_u64().unwrap() < 40, "{r}");
 }

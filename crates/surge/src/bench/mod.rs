@@ -5,17 +5,23 @@
 //! intended send time (no coordinated omission).
 
 mod print;
+mod report;
+mod schedule;
+
+pub use print::bench_text;
+pub use report::{merge, BenchReport};
 
 use crate::h1;
-use crate::stats::{self, Summary};
-use crate::timefmt::parse_duration;
+use crate::segment::{Segment, Start};
+use crate::stats;
+use crate::timefmt::{self, parse_duration};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde::Serialize;
+use schedule::{closed_over, open_slot, schedule, Slot, BEHIND};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -40,6 +46,13 @@ pub struct BenchArgs {
     /// Open model: requests per second in total, latency measured from the intended send time
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Send only segment K of N of the --rate schedule: requests K-1, K-1+N, ... at their
+    /// planned times (`surge merge` joins the segments' --json results)
+    #[arg(long, value_name = "K/N")]
+    pub segment: Option<String>,
+    /// Start the schedule at this instant (RFC 3339), e.g. on every generator host
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// HTTP method
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
@@ -63,26 +76,6 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-/// Result of a bench run (printed as text or JSON).
-#[derive(Serialize, Debug, Clone)]
-pub struct BenchReport {
-    pub url: String,
-    pub model: &'static str,
-    pub connections: usize,
-    pub rate: Option<f64>,
-    pub duration_s: f64,
-    pub requests: u64,
-    pub ok: u64,
-    pub errors: BTreeMap<String, u64>,
-    pub status_codes: BTreeMap<u16, u64>,
-    pub rps: f64,
-    /// Latency in ms.
-    pub latency_ms: Summary,
-    /// Open model: requests that started more than 10 ms after their intended time.
-    pub late_starts: u64,
-    pub bytes_received: u64,
-}
-
 struct Plan {
     uri: Uri,
     authority: String,
@@ -98,8 +91,15 @@ struct Plan {
     timeout: Duration,
     deadline: Option<Instant>,
     remaining: Option<AtomicI64>,
-    period: Option<Duration>,
+    /// Open model: requests per second of the whole plan, and the plan's request count (-n).
+    rate: Option<f64>,
+    limit: Option<u64>,
+    /// Open model: the schedule's end + `--timeout`; requests still unsent then are errors.
+    cutoff: Option<Instant>,
+    /// This process's share of the schedule (1/1 without --segment).
+    segment: Segment,
     conns: usize,
+    start: Start,
     t0: Instant,
     stop: AtomicBool,
     done: AtomicU64,
@@ -127,6 +127,9 @@ const LATE: Duration = Duration::from_millis(10);
 /// Runs the benchmark and prints the report; exit status 1 if every request failed.
 pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let plan = Arc::new(make_plan(&args)?);
+    if let Some(line) = plan.start.late_line("requests whose send time has passed") {
+        eprintln!("{line}");
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for id in 0..plan.conns {
         tasks.spawn(conn_loop(plan.clone(), id));
@@ -142,32 +145,56 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     loop {
         tokio::select! {
             r = tasks.join_next() => match r {
-                Some(Ok(s)) => merge(&mut all, s),
+                Some(Ok(s)) => fold(&mut all, s),
                 Some(Err(e)) => *all.errors.entry(format!("task: {e}")).or_insert(0) += 1,
                 None => break,
             },
             _ = tick.tick() => {
                 if let Some(b) = &bar { b.set_position(progress_pos(&plan)); }
             }
-            _ = &mut sigint => plan.stop.store(true, Ordering::Relaxed),
+            // A completed future must not be polled again: the branch is off once it fired.
+            _ = &mut sigint, if !plan.stop.load(Ordering::Relaxed) => {
+                plan.stop.store(true, Ordering::Relaxed)
+            }
         }
     }
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let report = bench_report(&args, &plan, all);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", print::bench_text(&report));
+    }
+    Ok(if report.ok == 0 { 1 } else { 0 })
+}
+
+/// The run's result from the connections' folded statistics.
+fn bench_report(args: &BenchArgs, plan: &Plan, mut all: ConnStats) -> BenchReport {
     let elapsed = plan.t0.elapsed().as_secs_f64();
     let hist = all.hist.take().unwrap_or_else(stats::new_histogram);
     let ok = hist.len();
     let errs: u64 = all.errors.values().sum();
-    let report = BenchReport {
+    BenchReport {
         url: args.url.clone(),
         model: if args.rate.is_some() {
             "open"
         } else {
             "closed"
-        },
+        }
+        .into(),
         connections: plan.conns,
         rate: args.rate,
+        planned_duration_s: plan.deadline.map(|d| (d - plan.t0).as_secs_f64()),
+        planned_requests: args.requests,
+        segment: args.segment.as_ref().map(|_| plan.segment.to_string()),
+        start_at: args
+            .start_at
+            .as_ref()
+            .map(|_| timefmt::format_iso(plan.start.unix_ms)),
+        late_start_ms: plan.start.late.as_millis() as u64,
+        started_at_ms: plan.start.unix_ms,
         duration_s: elapsed,
         requests: ok + errs,
         ok,
@@ -177,13 +204,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         latency_ms: stats::summarize(&hist, 1000.0),
         late_starts: all.late,
         bytes_received: all.bytes,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", print::bench_text(&report));
+        merged_segments: None,
+        histogram_us: stats::encode(&hist),
     }
-    Ok(if report.ok == 0 { 1 } else { 0 })
 }
 
 fn progress_pos(plan: &Plan) -> u64 {
@@ -211,7 +234,7 @@ fn progress_bar(args: &BenchArgs) -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
-fn merge(all: &mut ConnStats, s: ConnStats) {
+fn fold(all: &mut ConnStats, s: ConnStats) {
     if let (Some(a), Some(h)) = (all.hist.as_mut(), s.hist.as_ref()) {
         let _ = a.add(h);
     }
@@ -287,14 +310,8 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         (Some(_), None) => None,
         (_, d) => Some(d.unwrap_or(Duration::from_secs(10))),
     };
-    let period = match args.rate {
-        Some(r) if r > 0.0 && r.is_finite() => {
-            Some(Duration::from_secs_f64(args.connections as f64 / r))
-        }
-        Some(r) => anyhow::bail!("--rate {r}: must be a positive number"),
-        None => None,
-    };
-    let t0 = Instant::now();
+    let (segment, start) = schedule(args)?;
+    let t0 = start.t0;
     Ok(Plan {
         uri: request_uri,
         authority,
@@ -307,9 +324,23 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         keepalive: !args.no_keepalive,
         timeout: args.timeout,
         deadline: duration.map(|d| t0 + d),
-        remaining: args.requests.map(|n| AtomicI64::new(n as i64)),
-        period,
+        // The open model stops at the plan's request count (`limit`), closed at the shared count.
+        remaining: (args.rate.is_none())
+            .then_some(args.requests)
+            .flatten()
+            .map(|n| AtomicI64::new(n as i64)),
+        rate: args.rate,
+        limit: args.requests,
+        cutoff: args.rate.map(|r| {
+            let end = duration.map_or_else(
+                || t0 + Duration::from_secs_f64(args.requests.unwrap_or(0) as f64 / r),
+                |d| t0 + d,
+            );
+            end + args.timeout
+        }),
+        segment: segment.unwrap_or(Segment { index: 1, count: 1 }),
         conns: args.connections,
+        start,
         t0,
         stop: AtomicBool::new(false),
         done: AtomicU64::new(0),
@@ -455,7 +486,12 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
     // every time.
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
-    // The closed model starts the next request at the previous one's end time.
+    // Everyone waits for the plan's start (`--start-at`; Ctrl-C ends the wait); then the closed
+    // model starts the next request at the previous one's end time.
+    while Instant::now() < plan.t0 && !plan.stop.load(Ordering::Relaxed) {
+        let tick = Instant::now() + Duration::from_millis(100);
+        tokio::time::sleep_until(plan.t0.min(tick)).await;
+    }
     let mut now = Instant::now();
     loop {
         if plan.stop.load(Ordering::Relaxed) {
@@ -466,21 +502,24 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 break;
             }
         }
-        let (start, sent) = match plan.period {
-            Some(p) => {
-                // Connection `id` owns slots id, id+C, id+2C, ... of the global schedule.
-                let intended = plan.t0 + p.mul_f64(k as f64 + id as f64 / plan.conns as f64);
-                k += 1;
-                if plan.deadline.is_some_and(|d| intended >= d) {
-                    break;
+        let (start, sent) = match plan.rate {
+            Some(rate) => match open_slot(&plan, rate, id, k) {
+                Slot::End => break,
+                Slot::Behind => {
+                    k += 1;
+                    *st.errors.entry(BEHIND.into()).or_insert(0) += 1;
+                    continue;
                 }
-                tokio::time::sleep_until(intended).await;
-                let sent = Instant::now();
-                if sent.saturating_duration_since(intended) > LATE {
-                    st.late += 1;
+                Slot::Send(intended) => {
+                    k += 1;
+                    tokio::time::sleep_until(intended).await;
+                    let sent = Instant::now();
+                    if sent.saturating_duration_since(intended) > LATE {
+                        st.late += 1;
+                    }
+                    (intended, sent)
                 }
-                (intended, sent)
-            }
+            },
             None => (now, now),
         };
         if conn.is_none() {
@@ -491,7 +530,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                     // Avoid a hot loop against a refused port.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     now = Instant::now();
-                    if plan.deadline.is_some_and(|d| now >= d) {
+                    if closed_over(&plan, now) {
                         break;
                     }
                     continue;
@@ -521,7 +560,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
             }
         }
         plan.done.fetch_add(1, Ordering::Relaxed);
-        if plan.deadline.is_some_and(|d| now >= d) {
+        if closed_over(&plan, now) {
             break;
         }
     }

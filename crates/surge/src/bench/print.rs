@@ -14,6 +14,19 @@ pub fn bench_text(r: &BenchReport) -> String {
         r.rate.map(|x| format!(", {x} req/s")).unwrap_or_default(),
         r.connections
     );
+    if let Some(seg) = &r.segment {
+        let _ = writeln!(s, "Segment:      {seg} of the schedule");
+    }
+    if let Some(n) = r.merged_segments {
+        let _ = writeln!(s, "Merged:       {n} segments");
+    }
+    if let Some(at) = &r.start_at {
+        let late = match r.late_start_ms {
+            0 => String::new(),
+            ms => format!(" (started {ms} ms late)"),
+        };
+        let _ = writeln!(s, "Start at:     {at}{late}");
+    }
     let _ = writeln!(s, "Duration:     {:.2} s", r.duration_s);
     let _ = writeln!(s, "Requests:     {} ({} ok)", r.requests, r.ok);
     let _ = writeln!(s, "Requests/sec: {:.1}", r.rps);

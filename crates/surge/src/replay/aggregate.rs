@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
 /// Run-wide latency histograms (ms) and failures, filled as sessions end.
-pub(super) struct Aggregate {
+pub struct Aggregate {
     pub per_kind: BTreeMap<Kind, Histogram<u64>>,
     pub overall: Histogram<u64>,
     pub session: Histogram<u64>,
@@ -18,8 +18,15 @@ pub(super) struct Aggregate {
     pub write_errors: u64,
 }
 
+impl Default for Aggregate {
+    fn default() -> Self {
+        Aggregate::new()
+    }
+}
+
 impl Aggregate {
-    pub(super) fn new() -> Self {
+    /// An empty aggregate.
+    pub fn new() -> Self {
         Aggregate {
             per_kind: BTreeMap::new(),
             overall: stats::new_histogram(),
@@ -31,18 +38,39 @@ impl Aggregate {
 
     /// Adds one finished session's durations and outcome to the run aggregate.
     pub(super) fn record(&mut self, log: &SessionLog, write_failed: bool) {
-        let agg = self;
         if write_failed {
-            agg.write_errors += 1;
+            self.write_errors += 1;
         }
+        let rows = log.rows.iter().map(|r| (r.event, r.ts));
+        self.add_session(rows, log.failure.is_none());
+        if let Some(f) = &log.failure {
+            self.failures
+                .entry((f.cause.kind(), f.line()))
+                .or_insert_with(|| (f.clone(), 0))
+                .1 += 1
+        }
+    }
+
+    /// Adds one session's durations given as its rows (event, Unix ms): `<TYPE>_START` ..
+    /// `<TYPE>_END` pairs are event durations, a completed session's first to last row its
+    /// length. `surge merge` feeds the rows it reads back from CSVs, so merged histograms are the
+    /// ones one process would have built. Failures are counted by the caller.
+    pub fn add_session(
+        &mut self,
+        rows: impl IntoIterator<Item = (RowEvent, i64)>,
+        completed: bool,
+    ) {
         let mut open: Option<(Kind, i64)> = None;
-        for r in &log.rows {
-            match (r.event, open) {
-                (RowEvent::Start(k), _) => open = Some((k, r.ts)),
-                (RowEvent::End(k), Some((o, ts))) if k == o => {
-                    let d = (r.ts - ts).max(0) as u64;
-                    let _ = agg.overall.record(d);
-                    let _ = agg
+        let (mut first, mut last) = (None, None);
+        for (event, ts) in rows {
+            first.get_or_insert(ts);
+            last = Some(ts);
+            match (event, open) {
+                (RowEvent::Start(k), _) => open = Some((k, ts)),
+                (RowEvent::End(k), Some((o, start))) if k == o => {
+                    let d = (ts - start).max(0) as u64;
+                    let _ = self.overall.record(d);
+                    let _ = self
                         .per_kind
                         .entry(k)
                         .or_insert_with(stats::new_histogram)
@@ -52,18 +80,8 @@ impl Aggregate {
                 _ => {}
             }
         }
-        match &log.failure {
-            None => {
-                if let (Some(a), Some(b)) = (log.rows.first(), log.rows.last()) {
-                    let _ = agg.session.record((b.ts - a.ts).max(0) as u64);
-                }
-            }
-            Some(f) => {
-                agg.failures
-                    .entry((f.cause.kind(), f.line()))
-                    .or_insert_with(|| (f.clone(), 0))
-                    .1 += 1
-            }
+        if let (true, Some(a), Some(b)) = (completed, first, last) {
+            let _ = self.session.record((b - a).max(0) as u64);
         }
     }
 }

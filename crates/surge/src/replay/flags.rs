@@ -34,6 +34,14 @@ pub struct ReplayArgs {
     /// The same in minutes, possibly fractional (shinycannon's flag)
     #[arg(long, value_name = "MINUTES", value_parser = parse_minutes, allow_negative_numbers = true)]
     pub loaded_duration_minutes: Option<Duration>,
+    /// Run only segment K of N of this plan: users K-1, K-1+N, K-1+2N, ... (ids and start times
+    /// stay the plan's; `surge merge` joins the segments' run directories)
+    #[arg(long, value_name = "K/N")]
+    pub segment: Option<String>,
+    /// Start the plan at this instant (RFC 3339, e.g. 2026-05-01T12:00:00Z): every generator of
+    /// a segmented run waits for it; a late start is reported
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Run directory (default: test-logs-<time>)
     #[arg(long)]
     pub output_dir: Option<PathBuf>,

@@ -20,9 +20,9 @@ mod user;
 use crate::logging;
 use crate::output;
 use crate::recording::Recording;
+use crate::segment::{self, Segment, Start};
 use crate::target::Target;
 use crate::timefmt;
-use aggregate::Aggregate;
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use std::path::{Path, PathBuf};
@@ -32,9 +32,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+pub use aggregate::Aggregate;
 pub use flags::ReplayArgs;
 pub use print::replay_text;
-pub use summary::{FailureCount, RunSummary, SessionCounts};
+pub use summary::{from_aggregate, FailureCount, Head, RunSummary, SessionCounts};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.
@@ -47,7 +48,11 @@ struct Shared {
     message_timeout: Duration,
     out_dir: PathBuf,
     comment_lines: String,
+    /// The plan's start (`--start-at` or now); user w starts at t0 + w × interval.
+    start: Start,
     t0: Instant,
+    segment: Option<Segment>,
+    start_at: Option<i64>,
     interval: Duration,
     loaded_end: Instant,
     next_session: AtomicU32,
@@ -77,6 +82,21 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
     if args.users == 0 {
         anyhow::bail!("--users must be at least 1");
     }
+    let (segment, start_at) =
+        segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())
+            .map_err(anyhow::Error::msg)?;
+    let users: Vec<u32> = match segment {
+        Some(s) => s.users(args.users).collect(),
+        None => (0..args.users).collect(),
+    };
+    if users.is_empty() {
+        anyhow::bail!(
+            "--segment {}: the plan has {} users, so this segment has none (use at most {} segments)",
+            args.segment.as_deref().unwrap_or_default(),
+            args.users,
+            args.users
+        );
+    }
     let bodies = load_bodies(&rec)?;
     let headers = flags::parse_headers(&args.headers)?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| {
@@ -93,14 +113,17 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
     let interval = args.start_interval.unwrap_or_else(|| {
         Duration::from_millis((rec.duration_ms() / i64::from(args.users)).max(0) as u64)
     });
-    let comment_lines = comment_lines(&args, url, &out_dir, interval);
+    let comment_lines = comment_lines(&args, url, &out_dir, interval, segment, start_at);
     tracing::info!(
         "{} users, one every {interval:?}, loaded phase {:?} after the last start; target {url}",
         args.users,
         args.loaded_duration()
     );
-    let started_at_ms = timefmt::now_ms();
-    let t0 = Instant::now();
+    let start = Start::at(start_at);
+    if let Some(line) = start.late_line("users whose start time has passed") {
+        eprintln!("{line}");
+    }
+    let t0 = start.t0;
     let warmup = interval * (args.users - 1);
     let sh = Arc::new(Shared {
         rec,
@@ -111,7 +134,10 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
         message_timeout: args.message_timeout,
         out_dir: out_dir.clone(),
         comment_lines,
+        start,
         t0,
+        segment,
+        start_at,
         interval,
         loaded_end: t0 + warmup + args.loaded_duration(),
         next_session: AtomicU32::new(0),
@@ -120,9 +146,9 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
         failed: AtomicU32::new(0),
         agg: Mutex::new(Aggregate::new()),
     });
-    let interrupted = run_users(&sh, args.users).await;
+    let interrupted = run_users(&sh, &users).await;
 
-    let summary = summary::summarize(&sh, &args, started_at_ms, warmup, interrupted);
+    let summary = summary::summarize(&sh, &args, interrupted);
     let json = serde_json::to_string_pretty(&summary)?;
     std::fs::write(out_dir.join("summary.json"), format!("{json}\n"))?;
     if args.json {
@@ -159,10 +185,17 @@ fn load_bodies(rec: &Recording) -> anyhow::Result<Vec<Option<Bytes>>> {
 }
 
 /// The two `#` lines heading every session CSV: the command line and the run's settings in
-/// shinycannon's JSON shape.
-fn comment_lines(args: &ReplayArgs, url: &str, out_dir: &Path, interval: Duration) -> String {
+/// shinycannon's JSON shape. A segment adds `segment` ("K/N") and `startAt`, which `surge merge` and `surge report` read.
+fn comment_lines(
+    args: &ReplayArgs,
+    url: &str,
+    out_dir: &Path,
+    interval: Duration,
+    segment: Option<Segment>,
+    start_at: Option<i64>,
+) -> String {
     let argv: Vec<String> = std::env::args().skip(2).collect();
-    let config = serde_json::json!({
+    let mut config = serde_json::json!({
         "tool": format!("surge {}", env!("CARGO_PKG_VERSION")),
         "appUrl": url,
         "recordingPath": args.recording.display().to_string(),
@@ -176,12 +209,18 @@ fn comment_lines(args: &ReplayArgs, url: &str, out_dir: &Path, interval: Duratio
         "thinkTime": args.think_time.name(),
         "messageTimeoutMs": args.message_timeout.as_millis() as u64,
     });
+    if let Some(s) = segment {
+        config["segment"] = s.to_string().into();
+    }
+    if let Some(ms) = start_at {
+        config["startAt"] = timefmt::format_iso(ms).into();
+    }
     format!("# {}\n# {}\n", argv.join(" "), config)
 }
 
 /// Starts every user (and the progress line and the Ctrl-C watcher) and waits for all of
 /// them; true if the run was interrupted.
-async fn run_users(sh: &Arc<Shared>, users: u32) -> bool {
+async fn run_users(sh: &Arc<Shared>, users: &[u32]) -> bool {
     let (stop_tx, stop_rx) = watch::channel(false);
     let stop_tx = Arc::new(stop_tx);
     let sigint = {
@@ -193,9 +232,9 @@ async fn run_users(sh: &Arc<Shared>, users: u32) -> bool {
             }
         })
     };
-    let progress = tokio::spawn(progress::progress(sh.clone(), users));
+    let progress = tokio::spawn(progress::progress(sh.clone(), users.len() as u32));
     let mut workers = tokio::task::JoinSet::new();
-    for w in 0..users {
+    for &w in users {
         workers.spawn(user::worker(sh.clone(), w, stop_rx.clone()));
     }
     while workers.join_next().await.is_some() {}

@@ -7,6 +7,21 @@ use std::path::Path;
 /// Human-readable replay result.
 pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
     let mut s = String::new();
+    if let Some(seg) = &r.segment {
+        let users = r.segment_users.unwrap_or(0);
+        let _ = writeln!(s, "Segment {seg} of the plan: {users} of {} users", r.users);
+    }
+    if let Some(n) = r.merged_segments {
+        let _ = writeln!(s, "Merged from {n} segments ({} users)", r.users);
+    }
+    if r.late_start_ms > 0 {
+        let at = r.start_at.as_deref().unwrap_or("?");
+        let _ = writeln!(
+            s,
+            "Late start: {} ms after --start-at {at}",
+            r.late_start_ms
+        );
+    }
     let _ = writeln!(
         s,
         "Sessions: {} started, {} completed, {} failed ({:.1}%){}",

@@ -1,16 +1,16 @@
 //! summary.json: the machine-readable result of a run, and computing it from the aggregate.
 
+use super::aggregate::Aggregate;
 use super::{ReplayArgs, Shared};
-use crate::checks::{CheckResult, Scope};
+use crate::checks::{CheckResult, Scope, Threshold};
 use crate::failure::FailureKind;
 use crate::recording::Kind;
 use crate::stats::{self, Summary};
 use crate::timefmt;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 /// summary.json: the machine-readable result of a run. Its JSON Schema, generated from this type,
 /// is committed as `schemas/surge-summary.schema.json` (tests/summary_json.rs keeps them equal and
@@ -48,6 +48,16 @@ pub struct RunSummary {
     pub recording_duration_ms: i64,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
+    /// `K/N` for one segment of a plan (`--segment`); null for a whole run.
+    pub segment: Option<String>,
+    /// `--start-at`: the instant every generator started the plan (RFC 3339); null without it.
+    pub start_at: Option<String>,
+    /// How long after `--start-at` this process got to start (0: on time).
+    pub late_start_ms: u64,
+    /// Users this segment ran (of `users` in the plan); null for a whole run.
+    pub segment_users: Option<u32>,
+    /// For a run made by `surge merge`: how many segments it joins; else null.
+    pub merged_segments: Option<u32>,
     /// Sessions started, completed and failed.
     pub sessions: SessionCounts,
     /// failed / started (0 when none started).
@@ -82,7 +92,7 @@ pub struct SessionCounts {
 
 /// Sessions that failed the same way at the same recording line: the kind, where (line, event
 /// type, URL), the first such failure's readable reason, and how many.
-#[derive(Serialize, JsonSchema, Debug)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 #[schemars(deny_unknown_fields)]
 pub struct FailureCount {
     /// What went wrong.
@@ -101,24 +111,53 @@ pub struct FailureCount {
     pub count: u64,
 }
 
+/// The plan and timing of a run: everything in summary.json that is not computed from the
+/// sessions' results (a replay fills it from its flags, `surge merge` from the segments').
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub recording: String,
+    pub target: String,
+    pub users: u32,
+    pub start_interval_ms: u64,
+    pub loaded_duration_ms: u64,
+    pub think_time: String,
+    pub message_timeout_ms: u64,
+    pub started_at_ms: i64,
+    pub warmup_ms: i64,
+    pub finished_at_ms: i64,
+    pub recording_duration_ms: i64,
+    pub interrupted: bool,
+    pub segment: Option<String>,
+    pub start_at: Option<String>,
+    pub late_start_ms: u64,
+    pub segment_users: Option<u32>,
+    pub merged_segments: Option<u32>,
+}
+
 /// The summary of a finished (or interrupted) run.
-pub(super) fn summarize(
-    sh: &Shared,
-    args: &ReplayArgs,
-    started_at_ms: i64,
-    warmup: Duration,
-    interrupted: bool,
-) -> RunSummary {
+pub(super) fn summarize(sh: &Shared, args: &ReplayArgs, interrupted: bool) -> RunSummary {
     let agg = sh.agg.lock().expect("aggregate lock");
-    let done = u64::from(sh.done.load(Ordering::Relaxed));
-    let failed = u64::from(sh.failed.load(Ordering::Relaxed));
-    let started = done + failed;
-    let failure_rate = if started == 0 {
-        0.0
-    } else {
-        failed as f64 / started as f64
+    let warmup = sh.interval * (args.users - 1);
+    let head = Head {
+        recording: args.recording.display().to_string(),
+        target: args.app_url().unwrap_or_default().to_string(),
+        users: args.users,
+        start_interval_ms: sh.interval.as_millis() as u64,
+        loaded_duration_ms: args.loaded_duration().as_millis() as u64,
+        think_time: args.think_time.name(),
+        message_timeout_ms: args.message_timeout.as_millis() as u64,
+        started_at_ms: sh.start.unix_ms,
+        warmup_ms: warmup.as_millis() as i64,
+        finished_at_ms: timefmt::now_ms(),
+        recording_duration_ms: sh.rec.duration_ms(),
+        interrupted,
+        segment: sh.segment.map(|s| s.to_string()),
+        start_at: sh.start_at.map(timefmt::format_iso),
+        late_start_ms: sh.start.late.as_millis() as u64,
+        segment_users: sh.segment.map(|s| s.users(args.users).count() as u32),
+        merged_segments: None,
     };
-    let mut failures: Vec<FailureCount> = (agg.failures.iter())
+    let failures = (agg.failures.iter())
         .map(|(&(kind, line), (f, count))| FailureCount {
             kind,
             line,
@@ -128,19 +167,40 @@ pub(super) fn summarize(
             count: *count,
         })
         .collect();
+    let done = u64::from(sh.done.load(Ordering::Relaxed));
+    let failed = u64::from(sh.failed.load(Ordering::Relaxed));
+    let checks = (args.max_failure_rate, args.thresholds.as_slice());
+    from_aggregate(head, &agg, (done, failed), failures, checks)
+}
+
+/// summary.json from a run's head, its aggregate, its (completed, failed) session counts and its
+/// failures, with the checks (`--max-failure-rate`, `--threshold`s) evaluated.
+pub fn from_aggregate(
+    head: Head,
+    agg: &Aggregate,
+    (done, failed): (u64, u64),
+    mut failures: Vec<FailureCount>,
+    (max_failure_rate, thresholds): (f64, &[Threshold]),
+) -> RunSummary {
+    let started = done + failed;
+    let failure_rate = if started == 0 {
+        0.0
+    } else {
+        failed as f64 / started as f64
+    };
     failures.sort_by_key(|f| std::cmp::Reverse(f.count));
     let mut failures_by_kind = BTreeMap::new();
     for f in &failures {
         *failures_by_kind.entry(f.kind).or_insert(0) += f.count;
     }
     let mut checks_out = vec![CheckResult {
-        check: format!("failure_rate<={}", args.max_failure_rate),
+        check: format!("failure_rate<={max_failure_rate}"),
         value: failure_rate,
-        limit: args.max_failure_rate,
-        ok: failure_rate <= args.max_failure_rate && started > 0,
+        limit: max_failure_rate,
+        ok: failure_rate <= max_failure_rate && started > 0,
     }];
     let empty = stats::new_histogram();
-    for t in &args.thresholds {
+    for t in thresholds {
         let h = match t.scope {
             Scope::All => &agg.overall,
             Scope::Session => &agg.session,
@@ -149,23 +209,28 @@ pub(super) fn summarize(
         checks_out.push(t.eval(h));
     }
     let ok = checks_out.iter().all(|c| c.ok);
-    let finished_at_ms = timefmt::now_ms();
+    let h = head;
     RunSummary {
         tool: format!("surge {}", env!("CARGO_PKG_VERSION")),
-        recording: args.recording.display().to_string(),
-        target: args.app_url().unwrap_or_default().to_string(),
-        users: args.users,
-        start_interval_ms: sh.interval.as_millis() as u64,
-        loaded_duration_ms: args.loaded_duration().as_millis() as u64,
-        think_time: args.think_time.name(),
-        message_timeout_ms: args.message_timeout.as_millis() as u64,
-        started_at_ms,
-        warmup_end_ms: started_at_ms + warmup.as_millis() as i64,
-        loaded_end_ms: started_at_ms + (warmup + args.loaded_duration()).as_millis() as i64,
-        finished_at_ms,
-        duration_ms: finished_at_ms - started_at_ms,
-        recording_duration_ms: sh.rec.duration_ms(),
-        interrupted,
+        recording: h.recording,
+        target: h.target,
+        users: h.users,
+        start_interval_ms: h.start_interval_ms,
+        loaded_duration_ms: h.loaded_duration_ms,
+        think_time: h.think_time,
+        message_timeout_ms: h.message_timeout_ms,
+        started_at_ms: h.started_at_ms,
+        warmup_end_ms: h.started_at_ms + h.warmup_ms,
+        loaded_end_ms: h.started_at_ms + h.warmup_ms + h.loaded_duration_ms as i64,
+        finished_at_ms: h.finished_at_ms,
+        duration_ms: h.finished_at_ms - h.started_at_ms,
+        recording_duration_ms: h.recording_duration_ms,
+        interrupted: h.interrupted,
+        segment: h.segment,
+        start_at: h.start_at,
+        late_start_ms: h.late_start_ms,
+        segment_users: h.segment_users,
+        merged_segments: h.merged_segments,
         sessions: SessionCounts {
             started,
             completed: done,

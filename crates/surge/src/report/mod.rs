@@ -9,6 +9,7 @@ pub mod html;
 pub mod lines;
 pub mod load;
 pub mod model;
+pub mod segments;
 pub mod stats;
 
 use std::{
@@ -124,14 +125,13 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     }
     let runtime_js = if args.json { "" } else { runtime()? };
     let page_load_limit_ms = args.page_load_limit.as_millis() as i64;
-    let mut runs = Vec::with_capacity(args.runs.len());
-    for (i, dir) in args.runs.iter().enumerate() {
-        let name = args.names.get(i).cloned().unwrap_or_else(|| {
-            dir.canonicalize()
-                .ok()
-                .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| dir.display().to_string())
-        });
+    let mut loaded = Vec::with_capacity(args.runs.len());
+    for dir in &args.runs {
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string());
         let t = Instant::now();
         let run = load::load_run(dir, name)?;
         let events: usize = run.sessions.iter().map(|s| s.events.len()).sum();
@@ -142,7 +142,19 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
             events,
             t.elapsed().as_secs_f64()
         ));
-        runs.push(run);
+        loaded.push((run, segments::tag_of(dir)?));
+    }
+    // Segments of one plan given directly are one run (joined like `surge merge` does).
+    let mut runs = segments::join(loaded)?;
+    if args.names.len() > runs.len() {
+        return Err(ReportError::Usage(format!(
+            "{} --name given for {} runs (the segments of one plan are one run)",
+            args.names.len(),
+            runs.len()
+        )));
+    }
+    for (run, name) in runs.iter_mut().zip(&args.names) {
+        run.name = name.clone();
     }
     if !args.allow_mixed {
         for r in &runs[1..] {

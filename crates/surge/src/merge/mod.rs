@@ -1,0 +1,170 @@
+//! `surge merge`: one result from the segments of one plan (`--segment K/N` runs on several
+//! hosts). Run directories (`surge replay`) become one run directory that `surge report` and
+//! shinyloadtest read as one run; bench `--json` results become one bench result. Inputs that are
+//! not exactly the segments 1..N of one plan (and, for replays, of one recording) are refused
+//! with a one-line error, and nothing is written.
+//!
+//! `read` (a segment directory), `write` (the merged directory and its summary.json).
+
+mod read;
+mod write;
+
+use crate::bench::{self, BenchReport};
+use crate::replay;
+use crate::segment;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Command-line options of `surge merge`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// The segments: run directories of `surge replay --segment`, or `surge bench --segment
+    /// --json` result files
+    #[arg(required = true, value_name = "RUN_DIR|BENCH_JSON")]
+    pub inputs: Vec<PathBuf>,
+    /// Where to write the merged run directory (or bench JSON file)
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Replace the output if it exists
+    #[arg(long)]
+    pub overwrite_output: bool,
+    /// Print the merged summary as JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Merges; returns the exit status (0: merged; the merged checks are in its summary).
+pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
+    if args.output.exists() && !args.overwrite_output {
+        anyhow::bail!(
+            "output {} already exists (use --overwrite-output)",
+            args.output.display()
+        );
+    }
+    let out_canon = args.output.canonicalize().ok();
+    let is_output = |i: &&PathBuf| out_canon.is_some() && i.canonicalize().ok() == out_canon;
+    if let Some(i) = args.inputs.iter().find(is_output) {
+        anyhow::bail!("output {} is one of the inputs", i.display());
+    }
+    if let Some(missing) = args.inputs.iter().find(|p| !p.exists()) {
+        anyhow::bail!("{}: no such run directory or file", missing.display());
+    }
+    let dirs = args.inputs.iter().filter(|p| p.is_dir()).count();
+    if dirs == args.inputs.len() {
+        runs(&args)
+    } else if dirs == 0 {
+        benches(&args)
+    } else {
+        anyhow::bail!("give either run directories (replay) or bench JSON files, not both")
+    }
+}
+
+/// Run directories of `surge replay --segment` → one run directory.
+fn runs(args: &MergeArgs) -> anyhow::Result<u8> {
+    let mut parts = (args.inputs.iter())
+        .map(|d| read::part(d))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(anyhow::Error::msg)?;
+    check_parts(&parts).map_err(anyhow::Error::msg)?;
+    parts.sort_by_key(|p| p.tag.segment.index);
+    let sessions = write::in_start_order(&parts);
+    let summary = write::summary(&parts, &sessions).map_err(anyhow::Error::msg)?;
+    write::run_dir(
+        &args.output,
+        args.overwrite_output,
+        &parts,
+        &sessions,
+        &summary,
+    )
+    .map_err(anyhow::Error::msg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "merged {} segments: {} sessions",
+            parts.len(),
+            sessions.len()
+        );
+        print!("{}", replay::replay_text(&summary, &args.output));
+    }
+    Ok(0)
+}
+
+/// The parts are the segments 1..N of one plan, of one recording, and no (worker, iteration)
+/// was run twice.
+fn check_parts(parts: &[read::Part]) -> Result<(), String> {
+    let tags: Vec<_> = parts
+        .iter()
+        .map(|p| (p.name.clone(), p.tag.clone()))
+        .collect();
+    segment::check_set(&tags)?;
+    let first = &parts[0];
+    for p in &parts[1..] {
+        if p.recording != first.recording {
+            return Err(format!(
+                "{} and {} replayed different recordings ({})",
+                p.name,
+                first.name,
+                first_difference(&first.recording, &p.recording)
+            ));
+        }
+    }
+    let mut seen: HashMap<(u32, u32), &Path> = HashMap::new();
+    for p in parts {
+        for s in &p.sessions {
+            if let Some(other) = seen.insert((s.worker, s.iteration), &s.path) {
+                return Err(format!(
+                    "worker {} iteration {} ran twice: {} and {}",
+                    s.worker,
+                    s.iteration,
+                    other.display(),
+                    s.path.display()
+                ));
+            }
+            if !p.tag.segment.owns(u64::from(s.worker)) {
+                return Err(format!(
+                    "{}: worker {} is not a user of segment {}",
+                    s.path.display(),
+                    s.worker,
+                    p.tag.segment
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    match la.iter().zip(&lb).position(|(x, y)| x != y) {
+        Some(i) => format!("recording.log differs at line {}", i + 1),
+        None => format!("recording.log has {} vs {} lines", la.len(), lb.len()),
+    }
+}
+
+/// `surge bench --segment --json` results → one bench result (JSON file).
+fn benches(args: &MergeArgs) -> anyhow::Result<u8> {
+    let mut parts = Vec::with_capacity(args.inputs.len());
+    for f in &args.inputs {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let r: BenchReport = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{name}: not a surge bench --json result ({e})"))?;
+        parts.push((name, r));
+    }
+    let merged = bench::merge(&parts).map_err(anyhow::Error::msg)?;
+    let json = serde_json::to_string_pretty(&merged)?;
+    let tmp = args.output.with_extension("merging");
+    std::fs::write(&tmp, format!("{json}\n"))
+        .and_then(|()| std::fs::rename(&tmp, &args.output))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow::anyhow!("{}: {e}", args.output.display())
+        })?;
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{}", bench::bench_text(&merged));
+    }
+    Ok(0)
+}

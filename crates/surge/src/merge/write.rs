@@ -1,0 +1,213 @@
+//! Writing the merged run directory: the segments' sessions renumbered in start order (comment
+//! lines kept, so each CSV still says which segment ran it, plus `"merged":true`), and summary.json
+//! recomputed from every session's rows with the replay's own aggregate.
+
+use super::read::{Part, SessionFile};
+use crate::checks::Threshold;
+use crate::failure::FailureKind;
+use crate::replay::{self, Aggregate, FailureCount, Head, RunSummary};
+use crate::timefmt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The sessions of all parts in start order (ties: segment, then the segment's own id), with
+/// their new ids 0, 1, 2, ...
+pub fn in_start_order(parts: &[Part]) -> Vec<&SessionFile> {
+    let mut all: Vec<(&SessionFile, u32)> = parts
+        .iter()
+        .flat_map(|p| p.sessions.iter().map(|s| (s, p.tag.segment.index)))
+        .collect();
+    all.sort_by_key(|(s, seg)| (s.start(), *seg, s.old_id));
+    all.into_iter().map(|(s, _)| s).collect()
+}
+
+/// summary.json of the merged run: histograms and counts from every session's rows, failures
+/// (typed, with their first reason) summed from the segments' summaries, checks re-evaluated on
+/// the merged numbers.
+pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, String> {
+    let mut agg = Aggregate::new();
+    let (mut done, mut failed) = (0, 0);
+    for s in sessions {
+        agg.add_session(s.events.iter().copied(), s.failure.is_none() && s.done);
+        if s.failure.is_some() {
+            failed += 1;
+        } else if s.done {
+            done += 1;
+        }
+    }
+    let (max_failure_rate, thresholds) = checks_of(&parts[0])?;
+    Ok(replay::from_aggregate(
+        head(parts, sessions),
+        &agg,
+        (done, failed),
+        failures(parts)?,
+        (max_failure_rate, &thresholds),
+    ))
+}
+
+/// The segments' failures grouped again by (kind, recording line): counts added, the detail of
+/// the lowest segment's.
+fn failures(parts: &[Part]) -> Result<Vec<FailureCount>, String> {
+    let mut by: BTreeMap<(FailureKind, u32), FailureCount> = BTreeMap::new();
+    for p in parts {
+        let list: Vec<FailureCount> = serde_json::from_value(p.summary["failures"].clone())
+            .map_err(|e| format!("{}/summary.json: failures: {e}", p.dir.display()))?;
+        for f in list {
+            match by.get_mut(&(f.kind, f.line)) {
+                Some(g) => g.count += f.count,
+                None => {
+                    by.insert((f.kind, f.line), f);
+                }
+            }
+        }
+    }
+    Ok(by.into_values().collect())
+}
+
+/// `--max-failure-rate` and `--threshold`s, read back from a segment's summary.json checks.
+fn checks_of(p: &Part) -> Result<(f64, Vec<Threshold>), String> {
+    let mut rate = 0.0;
+    let mut thresholds = Vec::new();
+    let checks = p.summary["checks"].as_array();
+    for c in checks.into_iter().flatten() {
+        let text = c["check"].as_str().unwrap_or_default();
+        match text.strip_prefix("failure_rate<=") {
+            Some(r) => {
+                rate = r
+                    .parse()
+                    .map_err(|_| format!("{}: check {text:?}", p.name))?
+            }
+            None => thresholds.push(text.parse().map_err(|e| format!("{}: {e}", p.name))?),
+        }
+    }
+    Ok((rate, thresholds))
+}
+
+/// The plan and times of the merged run: the plan from the segments' config line, its start
+/// (`--start-at`, else the earliest segment's), its end the last segment's.
+fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
+    let first = &parts[0];
+    let cfg = &first.config;
+    let int = |p: &Part, k: &str| p.summary[k].as_i64();
+    let start_at = cfg["startAt"].as_str().and_then(timefmt::parse_iso);
+    let earliest = parts.iter().filter_map(|p| int(p, "started_at_ms")).min();
+    let last_row = (sessions.iter())
+        .filter_map(|s| s.events.last().map(|e| e.1))
+        .max()
+        .unwrap_or(0);
+    let finished = parts.iter().filter_map(|p| int(p, "finished_at_ms")).max();
+    let users = cfg["workers"].as_u64().unwrap_or(0) as u32;
+    let interval = cfg["startIntervalMs"].as_u64().unwrap_or(0);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    Head {
+        recording: text(&cfg["recordingPath"]),
+        target: text(&cfg["appUrl"]),
+        users,
+        start_interval_ms: interval,
+        loaded_duration_ms: (cfg["loadedDurationMinutes"].as_f64().unwrap_or(0.0) * 60_000.0)
+            .round() as u64,
+        think_time: text(&cfg["thinkTime"]),
+        message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
+        started_at_ms: start_at.or(earliest).unwrap_or(0),
+        warmup_ms: (interval * u64::from(users.saturating_sub(1))) as i64,
+        finished_at_ms: finished.unwrap_or(last_row).max(last_row),
+        recording_duration_ms: int(first, "recording_duration_ms").unwrap_or(0),
+        interrupted: parts
+            .iter()
+            .any(|p| p.summary["interrupted"] == Value::Bool(true)),
+        segment: None,
+        start_at: start_at.map(timefmt::format_iso),
+        late_start_ms: (parts.iter())
+            .filter_map(|p| p.summary["late_start_ms"].as_u64())
+            .max()
+            .unwrap_or(0),
+        segment_users: None,
+        merged_segments: Some(parts.len() as u32),
+    }
+}
+
+/// Writes the merged run into `out` via a temporary sibling directory renamed at the end, so
+/// `out` is either the whole merged run or untouched.
+pub fn run_dir(
+    out: &Path,
+    overwrite: bool,
+    parts: &[Part],
+    sessions: &[&SessionFile],
+    summary: &RunSummary,
+) -> Result<(), String> {
+    let tmp = temp_sibling(out);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = fill(&tmp, parts, sessions, summary).and_then(|()| {
+        if overwrite && out.exists() {
+            std::fs::remove_dir_all(out).map_err(|e| format!("removing {}: {e}", out.display()))?;
+        }
+        std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display()))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn temp_sibling(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map_or("merged".into(), |n| n.to_string_lossy());
+    out.with_file_name(format!(".{name}.merging-{}", std::process::id()))
+}
+
+/// An I/O error as `path: error`.
+fn io(p: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", p.display())
+}
+
+fn fill(
+    dir: &Path,
+    parts: &[Part],
+    sessions: &[&SessionFile],
+    summary: &RunSummary,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir.join("sessions")).map_err(io(dir))?;
+    // recording.log and the POST bodies it names: the segments' copies are identical.
+    for e in std::fs::read_dir(&parts[0].dir).map_err(io(&parts[0].dir))? {
+        let src = e.map_err(io(&parts[0].dir))?.path();
+        let name = src.file_name().unwrap_or_default();
+        if src.is_file() && name != "summary.json" {
+            std::fs::copy(&src, dir.join(name)).map_err(io(&src))?;
+        }
+    }
+    for (id, s) in sessions.iter().enumerate() {
+        let path = (dir.join("sessions")).join(format!("{id}_{}_{}.csv", s.worker, s.iteration));
+        std::fs::write(&path, render(id, s)).map_err(io(&path))?;
+    }
+    let json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
+    let path = dir.join("summary.json");
+    std::fs::write(&path, format!("{json}\n")).map_err(io(&path))
+}
+
+/// A session's CSV under its new id: the segment's `#` lines (the JSON one marked merged), the
+/// header, and the rows unchanged apart from session_id.
+fn render(id: usize, s: &SessionFile) -> String {
+    let mut out = String::with_capacity(s.rows.iter().map(|r| r.len() + 8).sum::<usize>() + 512);
+    for (i, c) in s.comments.iter().enumerate() {
+        out.push('#');
+        match c.trim_end().strip_suffix('}') {
+            Some(json) if i == 1 => {
+                out.push_str(json);
+                out.push_str(",\"merged\":true}");
+            }
+            _ => out.push_str(c),
+        }
+        out.push('\n');
+    }
+    out.push_str(&crate::output::COLUMNS.join(","));
+    out.push('\n');
+    for r in &s.rows {
+        out.push_str(&id.to_string());
+        out.push(',');
+        out.push_str(r);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,302 @@
+//! Execution segments: one test plan spread over several generator processes (hosts).
+//!
+//! `--segment K/N` runs the share of segment K (1-based) of N of one plan; `--start-at` makes every
+//! generator start the plan at the same wall-clock instant. Shares are *interleaved*: user w
+//! (0-based, in start order) belongs to segment `w mod N + 1`, request k of the open-model bench
+//! schedule to segment `k mod N + 1`. So each generator ramps up with the plan and carries ~1/N of
+//! the load at every moment (contiguous blocks would put the whole early ramp on segment 1 and
+//! leave segment N idle until the end of the ramp). Ids, start times and the loaded phase stay
+//! the plan's, so merged runs have unique worker ids and the schedule of one big run.
+//!
+//! `Tag` is what a segment's run directory says about its plan (in the session CSVs' JSON comment
+//! line); `check_set` decides whether run directories are exactly the segments of one plan.
+
+use crate::timefmt;
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Segment K (1-based) of N of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Segment {
+    /// K, 1..=count.
+    pub index: u32,
+    /// N, at least 1.
+    pub count: u32,
+}
+
+impl FromStr for Segment {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Segment, String> {
+        let bad = |why: &str| format!("segment \"{s}\": {why}");
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| bad("expected K/N, e.g. 2/4"))?;
+        let num = |x: &str| {
+            x.trim()
+                .parse::<u32>()
+                .map_err(|_| bad("expected K/N, e.g. 2/4"))
+        };
+        let (index, count) = (num(k)?, num(n)?);
+        if count == 0 {
+            return Err(bad("N must be at least 1"));
+        }
+        if index == 0 || index > count {
+            return Err(bad(&format!("K must be 1..={count}")));
+        }
+        Ok(Segment { index, count })
+    }
+}
+
+impl fmt::Display for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Segment {
+    /// Whether item `i` of the plan (a user, or a request of the bench schedule) is this segment's.
+    pub fn owns(&self, i: u64) -> bool {
+        i % u64::from(self.count) == u64::from(self.index - 1)
+    }
+
+    /// The plan's index of this segment's `j`-th item (j = 0, 1, ...).
+    pub fn nth(&self, j: u64) -> u64 {
+        j * u64::from(self.count) + u64::from(self.index - 1)
+    }
+
+    /// The plan's user ids this segment runs, in start order.
+    pub fn users(&self, plan_users: u32) -> impl Iterator<Item = u32> {
+        (self.index - 1..plan_users).step_by(self.count as usize)
+    }
+}
+
+/// Parses `--start-at`: an RFC 3339 time (`2026-05-01T12:00:00Z`, `...T14:00:00.250+02:00`) as
+/// Unix ms.
+pub fn parse_start_at(s: &str) -> Result<i64, String> {
+    timefmt::parse_iso(s.trim()).ok_or_else(|| {
+        format!("start time \"{s}\": expected an RFC 3339 time, e.g. 2026-05-01T12:00:00Z")
+    })
+}
+
+/// `--segment` and `--start-at` as given on the command line, checked: each error is one line
+/// naming the flag.
+pub fn parse_flags(
+    segment: Option<&str>,
+    start_at: Option<&str>,
+) -> Result<(Option<Segment>, Option<i64>), String> {
+    let segment = match segment {
+        Some(s) => Some(
+            s.parse::<Segment>()
+                .map_err(|e| format!("--segment: {e}"))?,
+        ),
+        None => None,
+    };
+    let start_at = match start_at {
+        Some(s) => Some(parse_start_at(s).map_err(|e| format!("--start-at: {e}"))?),
+        None => None,
+    };
+    Ok((segment, start_at))
+}
+
+/// Where a run starts: the shared plan start (`--start-at`) or now, as a monotonic instant and
+/// as Unix ms, and how late this process is for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Start {
+    /// The plan's start on the monotonic clock (in the past for a late start).
+    pub t0: tokio::time::Instant,
+    /// The same instant as Unix ms.
+    pub unix_ms: i64,
+    /// How long after the plan's start this process got there (0 when on time).
+    pub late: Duration,
+}
+
+impl Start {
+    /// The start of the plan: `start_at_ms` (a barrier every generator waits for) or now.
+    pub fn at(start_at_ms: Option<i64>) -> Start {
+        let now = tokio::time::Instant::now();
+        let now_wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let Some(ms) = start_at_ms else {
+            return Start {
+                t0: now,
+                unix_ms: now_wall.as_millis() as i64,
+                late: Duration::ZERO,
+            };
+        };
+        let at = Duration::from_millis(ms.max(0) as u64);
+        match at.checked_sub(now_wall) {
+            Some(ahead) => Start {
+                t0: now + ahead,
+                unix_ms: ms,
+                late: Duration::ZERO,
+            },
+            None => {
+                let late = now_wall - at;
+                Start {
+                    t0: now.checked_sub(late).unwrap_or(now),
+                    unix_ms: ms,
+                    late,
+                }
+            }
+        }
+    }
+
+    /// The one stderr line of a late start (None when on time).
+    pub fn late_line(&self, what: &str) -> Option<String> {
+        (!self.late.is_zero()).then(|| {
+            format!(
+                "surge: late start: --start-at {} passed {:.3} s before this process was ready; {what} start at once",
+                timefmt::format_iso(self.unix_ms),
+                self.late.as_secs_f64()
+            )
+        })
+    }
+}
+
+/// What a segment's run directory says about its plan (keys of the CSV comment line's JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tag {
+    /// Which segment this run is.
+    pub segment: Segment,
+    /// The plan: (what, value) of users, start interval, loaded duration, think time, start
+    /// time and segment count.
+    pub plan: Vec<(&'static str, String)>,
+}
+
+impl Tag {
+    /// The tag of a session CSV's config JSON (`{"segment":"2/4","workers":…}`); None for a run
+    /// that is not a segment, or a merged run (`"merged"` key).
+    pub fn from_config(config: &serde_json::Value) -> Option<Result<Tag, String>> {
+        let seg = config.get("segment")?.as_str()?;
+        if config.get("merged").is_some() {
+            return None;
+        }
+        let segment = match seg.parse::<Segment>() {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let key = |k: &str| match config.get(k) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "none".to_string(),
+        };
+        let plan = vec![
+            ("users", key("workers")),
+            ("start interval (ms)", key("startIntervalMs")),
+            ("loaded duration (min)", key("loadedDurationMinutes")),
+            ("think time", key("thinkTime")),
+            ("--start-at", key("startAt")),
+            ("segment count", segment.count.to_string()),
+        ];
+        Some(Ok(Tag { segment, plan }))
+    }
+
+    /// The tag in the second `#` line of a session CSV's text, if it has one.
+    pub fn from_csv_head(text: &str) -> Option<Result<Tag, String>> {
+        let line = text.lines().take(2).find_map(|l| {
+            let l = l.strip_prefix('#')?.trim();
+            l.starts_with('{').then_some(l)
+        })?;
+        let config: serde_json::Value = serde_json::from_str(line).ok()?;
+        Tag::from_config(&config)
+    }
+}
+
+/// Checks that `runs` (name, tag) are exactly the segments 1..=N of one plan, each once; the
+/// error says which run differs, or which segment is duplicated or missing.
+pub fn check_set(runs: &[(String, Tag)]) -> Result<(), String> {
+    let Some((first_name, first)) = runs.first() else {
+        return Err("no segments given".into());
+    };
+    for (name, t) in &runs[1..] {
+        if let Some(((what, a), (_, b))) = t.plan.iter().zip(&first.plan).find(|(x, y)| x != y) {
+            return Err(format!(
+                "{name} (segment {}) and {first_name} (segment {}) are segments of different plans: {what} {a} vs {b}",
+                t.segment, first.segment
+            ));
+        }
+    }
+    let n = first.segment.count;
+    let mut seen: Vec<Option<&str>> = vec![None; n as usize];
+    for (name, t) in runs {
+        let slot = &mut seen[(t.segment.index - 1) as usize];
+        if let Some(other) = slot {
+            return Err(format!(
+                "segment {} given twice: {other} and {name}",
+                t.segment
+            ));
+        }
+        *slot = Some(name);
+    }
+    let missing: Vec<String> = (1..=n)
+        .filter(|k| seen[(k - 1) as usize].is_none())
+        .map(|k| format!("{k}/{n}"))
+        .collect();
+    if !missing.is_empty() {
+        let given: Vec<&str> = runs.iter().map(|(name, _)| name.as_str()).collect();
+        return Err(format!(
+            "segment{} {} missing (got {} of {n}: {})",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", "),
+            runs.len(),
+            given.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects() {
+        assert_eq!("2/4".parse::<Segment>(), Ok(Segment { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "1/0", "x", "2-4", "/4", "1/", "-1/4", "a/b"] {
+            assert!(bad.parse::<Segment>().is_err(), "{bad}");
+        }
+        assert!(parse_start_at("2026-05-01T12:00:00Z").is_ok());
+        assert!(parse_start_at("tomorrow").is_err());
+    }
+
+    #[test]
+    fn interleaved_shares_cover_the_plan_once() {
+        let n = 4;
+        let mut seen = vec![0; 10];
+        for k in 1..=n {
+            let s = Segment { index: k, count: n };
+            for w in s.users(10) {
+                assert!(s.owns(u64::from(w)));
+                seen[w as usize] += 1;
+            }
+            assert_eq!(s.nth(0), u64::from(k - 1));
+            assert_eq!(s.nth(2), u64::from(k - 1 + 2 * n));
+        }
+        assert_eq!(seen, vec![1; 10]);
+        let s = Segment { index: 2, count: 4 };
+        assert_eq!(s.users(10).collect::<Vec<_>>(), vec![1, 5, 9]);
+    }
+
+    fn tag(seg: &str, users: u32) -> (String, Tag) {
+        let cfg = serde_json::json!({"segment": seg, "workers": users, "startIntervalMs": 50});
+        (
+            format!("run{seg}"),
+            Tag::from_config(&cfg).unwrap().unwrap(),
+        )
+    }
+
+    #[test]
+    fn set_must_be_complete_and_of_one_plan() {
+        assert!(check_set(&[tag("1/2", 8), tag("2/2", 8)]).is_ok());
+        let e = check_set(&[tag("1/3", 8), tag("3/3", 8)]).unwrap_err();
+        assert!(e.contains("segment 2/3 missing"), "{e}");
+        let e = check_set(&[tag("1/2", 8), tag("1/2", 8)]).unwrap_err();
+        assert!(e.contains("segment 1/2 given twice"), "{e}");
+        let e = check_set(&[tag("1/2", 8), tag("2/2", 9)]).unwrap_err();
+        assert!(e.contains("different plans: users 9 vs 8"), "{e}");
+        let merged = serde_json::json!({"segment": "1/2", "merged": true});
+        assert!(Tag::from_config(&merged).is_none());
+    }
+}

@@ -6,7 +6,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so tests on a paused clock can move time.
+use tokio::time::Instant;
 
 use serde_json::json;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};

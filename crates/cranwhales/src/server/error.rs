@@ -46,7 +46,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut resp = (
             self.status,
-            axum::Json(serde_json::json!({ "error": self.message })),
+            axum::Json(super::wire::ErrorBody {
+                error: self.message,
+            }),
         )
             .into_response();
         resp.headers_mut()

@@ -9,7 +9,8 @@
 //! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (immutable
 //! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
 //! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
-//! (SIGTERM / Ctrl-C).
+//! (SIGTERM / Ctrl-C), `wire` (the API's own shapes; TypeScript types are generated from them and
+//! `crate::summary`).
 
 mod api;
 mod assets;
@@ -21,6 +22,7 @@ mod gate;
 mod http;
 mod limit;
 pub mod signal;
+pub mod wire;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -283,7 +283,8 @@ async fn client_that_stops_reading_is_disconnected() {
     assert!(start.elapsed() < Duration::from_secs(32));
 }
 
-/// Waits (real time, bounded) until the source holds a download of `date`.
+/// Waits (real time, bounded) until the source holds a download of `date`. A thread sleep, not
+/// tokio's: on the paused clock tokio's sleep would return at once (nothing else is pending).
 async fn until_held(source: &Source, date: &str) {
     for _ in 0..500 {
         if source.holding(date) {

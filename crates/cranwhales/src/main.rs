@@ -1,7 +1,10 @@
 //! The `cranwhales` command: a thin shell over the library.
 
+use std::time::Duration;
+
+use anyhow::Context;
 use clap::{Parser, Subcommand};
-use cranwhales::cli;
+use cranwhales::{cli, server};
 
 /// Finds the few downloaders behind a large share of CRAN's package downloads.
 #[derive(Parser)]
@@ -17,7 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the web UI and JSON API.
-    Serve(cranwhales::server::ServeArgs),
+    Serve(server::ServeArgs),
     /// Ingest days (local .csv.gz files or dates to download) into the database.
     Ingest(cli::IngestArgs),
     /// Print one day's summary: totals, hourly traffic, the top whales.
@@ -29,9 +32,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => tokio::runtime::Runtime::new()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(cranwhales::server::run(args))),
+        Command::Serve(args) => serve(args),
         Command::Ingest(args) => cli::ingest(args),
         Command::Show(args) => cli::show(args),
         Command::Days(args) => cli::days(args),
@@ -43,5 +44,61 @@ fn main() {
             eprintln!("error: {e:#}");
         }
         std::process::exit(1);
+    }
+}
+
+/// `cranwhales serve`: bind, print the URL, serve until a signal, drain.
+fn serve(args: server::ServeArgs) -> anyhow::Result<()> {
+    // Fetches, failures and stalls are logged to stderr (RUST_LOG overrides the level).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("cranwhales=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let rt = tokio::runtime::Runtime::new()?;
+    let result = rt.block_on(async {
+        let state = server::open(&args).await?;
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        println!(
+            "cranwhales: serving {} stored days on http://{addr}/",
+            state.stored_days()
+        );
+        tokio::select! {
+            r = server::run(listener, state, server::signal::nth(1)) => r,
+            _ = server::signal::nth(2) => {
+                tracing::warn!("second signal: stopping without waiting for requests in flight");
+                Ok(())
+            }
+        }
+    });
+    // An ingest still running on a blocking thread is abandoned: its day is never half-stored.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+#[cfg(test)]
+#[path = "../../../tests/readme_flags.rs"]
+mod readme_flags;
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every flag and default of this program is written in the README.
+    #[test]
+    fn every_flag_and_default_is_in_the_readme() {
+        let readme = include_str!("../../../README.md");
+        let missing = super::readme_flags::missing_from_readme(&super::Cli::command(), readme);
+        assert!(
+            missing.is_empty(),
+            "README.md lacks:\n{}",
+            missing.join("\n")
+        );
     }
 }

@@ -47,21 +47,26 @@ pub enum Error {
     Start(String),
 }
 
-/// Starts `--min` workers, then listens on `cfg.listen` and serves until `shutdown` resolves;
-/// then drains (new sessions refused for up to `--drain-timeout`, see [`drain`]), finishes
-/// in-flight requests and stops every worker. If `force` resolves during the drain,
-/// the workers are stopped at once.
+/// Starts `--min` workers, then serves on `listener` until `shutdown` resolves; then drains (new
+/// sessions refused for up to `--drain-timeout`, see [`drain`]), finishes in-flight requests and
+/// stops every worker. If `force` resolves during the drain, the workers are stopped at once.
+/// `main` binds the listener; tests pass one bound to port 0.
 ///
 /// Prints `manifold: listening on http://ADDR` to stderr once traffic is accepted.
 ///
 /// # Errors
-/// Workers cannot start, or the address cannot be bound.
+/// Invalid settings, or the `--min` workers cannot start.
 pub async fn run(
+    listener: tokio::net::TcpListener,
     cfg: Config,
     shutdown: impl Future<Output = ()>,
     force: impl Future<Output = ()>,
 ) -> Result<(), Error> {
     cfg.validate()?;
+    let addr = listener.local_addr().map_err(|source| Error::Bind {
+        addr: cfg.listen,
+        source,
+    })?;
     let output = worker::OutputSink::start();
     let pool = pool::Pool::new(cfg.clone(), output);
     tokio::pin!(shutdown);
@@ -76,20 +81,6 @@ pub async fn run(
         pool.shutdown().await;
         return Err(Error::Start(e));
     }
-    let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
-        Ok(l) => l,
-        Err(source) => {
-            pool.shutdown().await;
-            return Err(Error::Bind {
-                addr: cfg.listen,
-                source,
-            });
-        }
-    };
-    let addr = listener.local_addr().map_err(|source| Error::Bind {
-        addr: cfg.listen,
-        source,
-    })?;
     eprintln!(
         "manifold: listening on http://{addr} ({} worker(s) ready)",
         cfg.min

@@ -1,4 +1,4 @@
-//! `manifold` binary: parse flags, run the pool, print one line on error.
+//! `manifold` binary: parse flags, bind, run the pool, print one line on error.
 
 use clap::Parser;
 use manifold::{Cli, Config};
@@ -23,12 +23,24 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let run = manifold::run(
-        cfg.clone(),
-        manifold::shutdown::signal_once(),
-        manifold::shutdown::signal_twice(),
-    );
-    if let Err(e) = rt.block_on(run) {
+    let result = rt.block_on(async {
+        cfg.validate()?;
+        // Bound before any worker starts, so a taken port fails fast.
+        let listener = tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|source| manifold::Error::Bind {
+                addr: cfg.listen,
+                source,
+            })?;
+        manifold::run(
+            listener,
+            cfg.clone(),
+            manifold::shutdown::signal_once(),
+            manifold::shutdown::signal_twice(),
+        )
+        .await
+    });
+    if let Err(e) = result {
         fail(&e, cfg.verbose);
     }
 }
@@ -43,4 +55,25 @@ fn fail(e: &dyn std::error::Error, verbose: bool) -> ! {
         }
     }
     std::process::exit(1);
+}
+
+#[cfg(test)]
+#[path = "../../../tests/readme_flags.rs"]
+mod readme_flags;
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every flag and default of this program is written in the README.
+    #[test]
+    fn every_flag_and_default_is_in_the_readme() {
+        let readme = include_str!("../../../README.md");
+        let missing = super::readme_flags::missing_from_readme(&manifold::Cli::command(), readme);
+        assert!(
+            missing.is_empty(),
+            "README.md lacks:\n{}",
+            missing.join("\n")
+        );
+    }
 }

@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+// tokio's clock, so back-off and idle stops can be tested on a paused clock.
+use tokio::time::Instant;
 
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};

@@ -1,4 +1,8 @@
-//! Pool behaviour with real processes: the `manifold` binary over the Python fixture worker.
+//! Pool behaviour with real processes: manifold over the Python fixture worker. Behaviour tests
+//! run manifold in-process ([`InProc`]); exit codes, signals and the forwarded log use the binary.
+//! They run on the real clock: the workers are real processes that start, answer and stop in
+//! real time, and a paused clock would fire every timer (ready, stop, idle) while they work
+//! (`pool_clock.rs` has the cases where it does fit).
 
 mod common;
 
@@ -17,7 +21,7 @@ fn base(extra: &[&str]) -> Vec<String> {
 /// idle, with the stopped worker processes really gone.
 #[test]
 fn scales_up_under_load_and_down_when_idle() {
-    let m = start(&base(&["--min", "1", "--max", "3", "--idle-timeout", "1s"]));
+    let m = InProc::start(&base(&["--min", "1", "--max", "3", "--idle-timeout", "1s"]));
     let addr = m.addr.clone();
     let reqs: Vec<_> = (0..6)
         .map(|i| {
@@ -58,7 +62,7 @@ fn scales_up_under_load_and_down_when_idle() {
 /// 503 with Retry-After when --queue-timeout passes; the busy request still succeeds.
 #[test]
 fn queue_full_and_queue_timeout_give_503() {
-    let m = start(&base(&[
+    let m = InProc::start(&base(&[
         "--min",
         "1",
         "--max",
@@ -92,7 +96,7 @@ fn queue_full_and_queue_timeout_give_503() {
 /// A worker that dies mid-request gives that request 502 and is replaced by a new process.
 #[test]
 fn crash_gives_502_and_a_replacement_worker() {
-    let m = start(&base(&["--min", "1", "--max", "1"]));
+    let m = InProc::start(&base(&["--min", "1", "--max", "1"]));
     let p1: u32 = m.get("/pid").body.parse().unwrap();
     let r = m.get("/crash");
     assert_eq!(r.status, 502, "{}", r.body);
@@ -180,7 +184,7 @@ fn slow_start_past_ready_timeout_is_reported() {
 /// --health-path gates readiness: a 404 path keeps workers from ever serving.
 #[test]
 fn health_path_must_answer_2xx() {
-    let m = start(&base(&["--health-path", "/hello"]));
+    let m = InProc::start(&base(&["--health-path", "/hello"]));
     assert_eq!(m.get("/hello").body, "hello");
     drop(m);
     let (code, log) = run_to_exit(&base(&["--health-path", "/nope", "--ready-timeout", "3s"]));
@@ -206,7 +210,7 @@ fn chatty_worker_keeps_serving() {
 /// Requests waiting in the queue are served in arrival order.
 #[test]
 fn queue_is_fifo() {
-    let m = start(&base(&["--min", "1", "--max", "1"]));
+    let m = InProc::start(&base(&["--min", "1", "--max", "1"]));
     let addr = m.addr.clone();
     let first = thread::spawn(move || request(&addr, "GET", "/sleep?ms=500&tag=first", &[], ""));
     m.wait_status("busy", |s| workers(s)[0]["busy"] == 1);
@@ -268,7 +272,7 @@ fn sigterm_during_load_loses_no_accepted_request() {
 /// another worker is free; X-Forwarded-* headers reach the worker.
 #[test]
 fn sticky_cookie_pins_a_client_to_its_worker() {
-    let m = start(&base(&["--min", "2", "--max", "2", "--sticky", "cookie"]));
+    let m = InProc::start(&base(&["--min", "2", "--max", "2", "--sticky", "cookie"]));
     let r = m.get("/echo");
     let cookie = r
         .header("set-cookie")
@@ -315,7 +319,7 @@ fn sticky_cookie_pins_a_client_to_its_worker() {
 /// The metrics page is Prometheus text that agrees with the status page.
 #[test]
 fn metrics_match_status() {
-    let m = start(&base(&["--min", "2", "--max", "3"]));
+    let m = InProc::start(&base(&["--min", "2", "--max", "3"]));
     for _ in 0..4 {
         assert_eq!(m.get("/hello").status, 200);
     }
@@ -354,12 +358,12 @@ fn bad_settings_are_one_line_errors() {
 /// answers and shows it starting with one request queued; the queued request then runs on it.
 #[test]
 fn scale_up_does_not_block_the_proxy() {
-    let m = start(&with_command(
+    let m = InProc::start(&with_command(
         &["--listen", "127.0.0.1:0", "--min", "1", "--max", "2"],
         py_worker(&["--slow-start", "1500"]),
     ));
     let addr = m.addr.clone();
-    let long = thread::spawn(move || request(&addr, "GET", "/sleep?ms=8000", &[], ""));
+    let long = thread::spawn(move || request(&addr, "GET", "/sleep?ms=4000", &[], ""));
     let s = m.wait_status("first worker busy", |s| workers(s)[0]["busy"] == 1);
     let first_pid = workers(&s)[0]["pid"].as_u64().unwrap();
     let addr = m.addr.clone();
@@ -404,7 +408,7 @@ fn failing_replacements_back_off_and_answer_503() {
     let dir = std::env::temp_dir().join(format!("manifold-once-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (count, marker) = (dir.join("starts"), dir.join("ran"));
-    let m = start(&with_command(
+    let m = InProc::start(&with_command(
         &["--listen", "127.0.0.1:0", "--min", "1", "--max", "1"],
         py_worker(&[
             "--count-file",

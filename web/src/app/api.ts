@@ -1,65 +1,9 @@
-// The JSON API client: the UI uses nothing else (types mirror crates/cranwhales/src/summary.rs).
+// The JSON API client: the UI uses nothing else. The API's types are generated from the Rust ones
+// (api.gen.ts; a cargo test fails when they differ).
 
-export interface Totals {
-  downloads: number;
-  downloaders: number;
-  bytes: number;
-  packages: number;
-  skipped_rows: number;
-}
-export interface Hour {
-  hour: number;
-  downloads: number;
-  whale_downloads: number;
-}
-export interface Whale {
-  rank: number;
-  ip_id: number;
-  name: string;
-  country: string | null;
-  downloads: number;
-  bytes: number;
-  packages: number;
-  hourly: number[];
-}
-export interface DaySummary {
-  date: string;
-  count: number;
-  totals: Totals;
-  hourly: Hour[];
-  whales: Whale[];
-}
-export interface DayInfo {
-  date: string;
-  totals: Totals;
-}
-export interface Download {
-  time: string;
-  package: string;
-  version: string | null;
-  size: number;
-  r_version: string | null;
-  r_arch: string | null;
-  r_os: string | null;
-  country: string | null;
-}
-export interface WhaleDetail {
-  date: string;
-  whale: Whale;
-  first: string;
-  last: string;
-  downloads: Download[];
-}
+import type { DayInfo, DaySummary, ErrorBody, Fetching, Progress, WhaleDetail } from "./api.gen";
 
-/** A progress event of an on-demand fetch (SSE `data:`). */
-export type Progress =
-  | { phase: "queued" }
-  | { phase: "starting" }
-  | { phase: "downloading"; done: number; total: number | null }
-  | { phase: "parsing"; bytes: number; total: number | null; rows: number }
-  | { phase: "storing" }
-  | { phase: "done"; rows: number }
-  | { phase: "error"; status: number; error: string };
+export type { DayInfo, DaySummary, Download, Hour, Progress, Totals, Whale, WhaleDetail } from "./api.gen";
 
 /** What asking for a day can give. */
 export type DayResult =
@@ -69,7 +13,7 @@ export type DayResult =
 
 async function errorOf(r: Response): Promise<string> {
   try {
-    const body = await r.json();
+    const body: Partial<ErrorBody> | null = await r.json();
     if (body && typeof body.error === "string") return body.error;
   } catch {
     /* not JSON */
@@ -87,7 +31,7 @@ export async function getDay(date: string, count: number): Promise<DayResult> {
   const r = await fetch(`/api/days/${encodeURIComponent(date)}?count=${count}`);
   if (r.status === 200) return { kind: "ready", summary: await r.json() };
   if (r.status === 202) {
-    const body = await r.json();
+    const body: Fetching = await r.json();
     return { kind: "fetching", progress: body.progress, current: body.current ?? null };
   }
   return { kind: "error", status: r.status, error: await errorOf(r) };

@@ -11,11 +11,11 @@ use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use super::cache::{Body, IMMUTABLE, REVALIDATE};
 use super::error::ApiError;
 use super::fetch::{Lookup, Status};
+use super::wire::Fetching;
 use super::App;
 use crate::date::Day;
 
@@ -87,13 +87,13 @@ pub async fn day(
         },
         Lookup::Fetching(flight) => {
             let progress = format!("/api/days/{day}/progress");
-            let current = flight.subscribe().borrow().to_json();
-            let body = json!({
-                "status": "fetching",
-                "date": day.to_string(),
-                "progress": progress,
-                "current": serde_json::from_str::<serde_json::Value>(&current).unwrap_or_default(),
-            });
+            let current = flight.subscribe().borrow().clone();
+            let body = Fetching {
+                status: "fetching",
+                date: day.to_string(),
+                progress: progress.clone(),
+                current,
+            };
             let mut resp = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
             resp.headers_mut().insert(
                 header::LOCATION,

@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use rust_embed::RustEmbed;
 
 use super::cache::{Body, IMMUTABLE, REVALIDATE};
+use super::error::ApiError;
 use super::App;
 
 #[derive(RustEmbed)]
@@ -77,7 +78,14 @@ pub async fn serve(
     headers: HeaderMap,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+        let mut resp = ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} {}: only GET and HEAD are served", uri.path()),
+        )
+        .into_response();
+        resp.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET,HEAD"));
+        return resp;
     }
     match app.assets.files.get(uri.path()) {
         Some(body) => body.respond(&headers),
@@ -87,6 +95,7 @@ pub async fn serve(
              <a href=\"/api/days\">/api/days</a>.",
         )
         .into_response(),
-        None => (StatusCode::NOT_FOUND, Html("<!doctype html><title>Not found</title><p>Not found. <a href=\"/\">CRAN whales</a>")).into_response(),
+        None => ApiError::new(StatusCode::NOT_FOUND, "no such file (the UI is at /)".into())
+            .into_response(),
     }
 }

@@ -46,7 +46,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut resp = (
             self.status,
-            axum::Json(serde_json::json!({ "error": self.message })),
+            axum::Json(super::wire::ErrorBody {
+                error: self.message,
+            }),
         )
             .into_response();
         resp.headers_mut()
@@ -56,5 +58,38 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
         resp
+    }
+}
+
+/// Makes sure an error response (400–599) carries the `{"error": …}` envelope: responses built
+/// elsewhere (the framework's 405, a bare status) get one that names the status.
+pub async fn envelope(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let reason = status.canonical_reason().unwrap_or("error").to_lowercase();
+    let mut out =
+        ApiError::new(status, format!("{method} {}: {reason}", clip(uri.path()))).into_response();
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(v) = resp.headers().get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
+}
+
+/// At most 60 characters of a path in a message.
+fn clip(s: &str) -> String {
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(60).collect::<String>())
+    } else {
+        s.to_owned()
     }
 }

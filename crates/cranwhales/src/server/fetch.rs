@@ -6,9 +6,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::json;
+// tokio's clock, so tests on a paused clock can move time.
+use tokio::time::Instant;
+
+use serde::Serialize;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::db::Db;
@@ -17,33 +20,58 @@ use crate::ingest::{ingest_date, IngestError};
 use crate::progress::{Event, Progress};
 use crate::source::SourceConfig;
 
-/// Where a fetch is, as sent to browsers over SSE.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a fetch is, as sent to browsers over SSE (one JSON object per event, tagged by `phase`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Progress"))]
 pub enum Status {
     /// Waiting for a free ingest slot.
     Queued,
     /// Has a slot; connecting to the source.
     Starting,
-    /// A progress event from the ingest.
-    Running(Event),
+    /// Bytes of the `.csv.gz` received so far; `total` from Content-Length when known.
+    Downloading {
+        #[cfg_attr(test, ts(type = "number"))]
+        done: u64,
+        #[cfg_attr(test, ts(type = "number | null"))]
+        total: Option<u64>,
+    },
+    /// Compressed bytes consumed and rows parsed so far.
+    Parsing {
+        #[cfg_attr(test, ts(type = "number"))]
+        bytes: u64,
+        #[cfg_attr(test, ts(type = "number | null"))]
+        total: Option<u64>,
+        #[cfg_attr(test, ts(type = "number"))]
+        rows: u64,
+    },
+    /// Writing the day's tables.
+    Storing,
     /// Committed and visible.
-    Done { rows: u64 },
+    Done {
+        #[cfg_attr(test, ts(type = "number"))]
+        rows: u64,
+    },
     /// Failed; `status` is the HTTP status a GET of the day now gets (404: source has no such day).
+    #[serde(rename = "error")]
     Failed { status: u16, error: String },
+}
+
+impl From<Event> for Status {
+    fn from(e: Event) -> Status {
+        match e {
+            Event::Downloading { done, total } => Status::Downloading { done, total },
+            Event::Parsing { bytes, total, rows } => Status::Parsing { bytes, total, rows },
+            Event::Storing => Status::Storing,
+            Event::Done { rows } => Status::Done { rows },
+        }
+    }
 }
 
 impl Status {
     /// The SSE `data:` payload.
     pub fn to_json(&self) -> String {
-        match self {
-            Status::Queued => json!({"phase": "queued"}).to_string(),
-            Status::Starting => json!({"phase": "starting"}).to_string(),
-            Status::Running(e) => serde_json::to_string(e).expect("serialisable"),
-            Status::Done { rows } => json!({"phase": "done", "rows": rows}).to_string(),
-            Status::Failed { status, error } => {
-                json!({"phase": "error", "status": status, "error": error}).to_string()
-            }
-        }
+        serde_json::to_string(self).expect("serialisable")
     }
 
     /// No further updates follow.
@@ -318,7 +346,7 @@ impl Reporter {
     fn stalled(&self, limit: Duration) -> bool {
         let downloading = matches!(
             *self.tx.borrow(),
-            Status::Starting | Status::Running(Event::Downloading { .. })
+            Status::Starting | Status::Downloading { .. }
         );
         let since = self
             .start
@@ -334,7 +362,7 @@ impl Progress for Reporter {
             .store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
         // `Done` is published by the fetcher once the day is visible to every request.
         if !matches!(event, Event::Done { .. }) {
-            self.tx.send_replace(Status::Running(event));
+            self.tx.send_replace(Status::from(event));
         }
     }
 }

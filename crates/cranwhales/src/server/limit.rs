@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so tests on a paused clock can move time.
+use tokio::time::Instant;
 
 /// Token buckets keyed by client address.
 pub struct RateLimit {

@@ -1,9 +1,16 @@
 //! `cranwhales serve`: the JSON API and the embedded web UI, one process. Stored days are served
 //! from memory; days not stored yet are fetched on demand, once, off the serving threads.
 //!
-//! Modules: `http` (accept loop and connection limits), `api` (handlers), `assets` (embedded UI),
-//! `cache` (immutable bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit`
-//! (per-client rate limit), `db` (store handles on blocking threads).
+//! [`open`] prepares everything (store, sample days, routes); [`run`] serves a listener it is
+//! given until its shutdown future resolves, then drains. `main` binds; tests run the same server
+//! in-process on port 0.
+//!
+//! Modules: `http` (accept loop, connection cap, drain), `gate` (request heads checked exactly,
+//! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (immutable
+//! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
+//! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
+//! (SIGTERM / Ctrl-C), `wire` (the API's own shapes; TypeScript types are generated from them and
+//! `crate::summary`).
 
 mod api;
 mod assets;
@@ -11,9 +18,13 @@ mod cache;
 mod db;
 mod error;
 mod fetch;
+mod gate;
 mod http;
 mod limit;
+pub mod signal;
+pub mod wire;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,9 +83,12 @@ pub struct ServeArgs {
     /// Seconds a response may wait for a client that stopped reading before the connection closes.
     #[arg(long, default_value_t = 30)]
     pub write_timeout: u64,
-    /// Largest request head in bytes; larger ones get 431.
+    /// Largest request head in bytes (request line + headers); larger ones get 431.
     #[arg(long, default_value_t = 65_536)]
     pub max_header_bytes: usize,
+    /// Seconds requests in flight (and progress streams) may take to finish after SIGTERM/Ctrl-C.
+    #[arg(long, default_value_t = 25)]
+    pub drain_timeout: u64,
 }
 
 /// Shared state of every request.
@@ -91,41 +105,72 @@ pub struct App {
     days: Arc<cache::Cache<()>>,
 }
 
-/// Runs the server until Ctrl-C.
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    // Fetches, failures and stalls are logged to stderr (RUST_LOG overrides the level).
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("cranwhales=info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+/// A server ready to run: routes over an open store, and the connection limits.
+pub struct Server {
+    router: Router,
+    limits: http::Limits,
+    stored: usize,
+}
+
+impl Server {
+    /// Days in the store when the server was opened.
+    pub fn stored_days(&self) -> usize {
+        self.stored
+    }
+}
+
+/// Opens the store (creating it, and ingesting the sample days into an empty one) and builds the
+/// routes; nothing listens yet.
+pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
     if let Some(parent) = args.db.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
     }
     let db = db::Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
     if !args.no_sample {
-        ingest_samples(&db, &args).await?;
+        ingest_samples(&db, args).await?;
     }
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .with_context(|| format!("listening on {}", args.addr))?;
-    let (router, stored) = app(db, &args).await?;
-    let addr = listener.local_addr()?;
-    println!("cranwhales: serving {stored} stored days on http://{addr}/");
+    let (router, stored) = app(db, args).await?;
+    let secs = |s: u64| Duration::from_secs(s.max(1));
     let limits = http::Limits {
         max_connections: args.max_connections,
-        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        header_timeout: secs(args.header_timeout),
         max_header_bytes: args.max_header_bytes,
-        write_timeout: Duration::from_secs(args.write_timeout.max(1)),
+        write_timeout: secs(args.write_timeout),
+        drain_timeout: Duration::from_secs(args.drain_timeout),
     };
-    http::serve(listener, router, limits, async {
-        let _ = tokio::signal::ctrl_c().await;
+    Ok(Server {
+        router,
+        limits,
+        stored,
     })
-    .await;
+}
+
+/// Serves on `listener` until `shutdown` resolves; then stops accepting, lets requests in flight
+/// and progress streams finish within `--drain-timeout`, cuts the rest and returns.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    server: Server,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let drain = server.limits.drain_timeout;
+    let shutdown = async {
+        shutdown.await;
+        tracing::info!(
+            "stopping: no new connections; finishing requests in flight (up to {}s)",
+            drain.as_secs()
+        );
+    };
+    let drained = http::serve(listener, server.router, server.limits, shutdown).await;
+    if drained.cut > 0 {
+        tracing::warn!(
+            "drain timeout: cut {} of {} open connections",
+            drained.cut,
+            drained.open
+        );
+    } else {
+        tracing::info!("stopped: {} open connections finished", drained.open);
+    }
     Ok(())
 }
 
@@ -171,6 +216,7 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found))
         .fallback(assets::serve)
+        .layer(axum::middleware::from_fn(error::envelope))
         .with_state(state);
     Ok((router, stored.len()))
 }

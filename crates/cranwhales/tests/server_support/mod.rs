@@ -1,6 +1,7 @@
-//! Test support for the server suites: the real `cranwhales serve` binary on a temp store, a real
-//! source server on loopback serving ../shared/data/cranlogs, a raw HTTP/1.1 client (so malformed
-//! and abusive requests can be sent), and an independent count of a day's log.
+//! Test support for the server suites: `cranwhales serve` in-process on port 0 (and the real binary
+//! for signal tests), a real source server on loopback serving ../shared/data/cranlogs, a raw
+//! async HTTP/1.1 client (so malformed and abusive requests can be sent), and an independent
+//! count of a day's log.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
@@ -9,8 +10,11 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use clap::Parser;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -26,37 +30,109 @@ pub fn cranlogs() -> PathBuf {
     }
 }
 
-/// A running `cranwhales serve`, killed on drop.
-pub struct Server {
-    child: Child,
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    serve: cranwhales::server::ServeArgs,
+}
+
+/// A fresh temp dir with a sample dir holding copies of `samples`; returns the serve flags
+/// (store, cache, samples, port 0) followed by `extra`.
+fn store_dir(samples: &[&str], extra: &[&str]) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let sample_dir = dir.path().join("sample");
+    std::fs::create_dir_all(&sample_dir).unwrap();
+    for day in samples {
+        std::fs::copy(
+            cranlogs().join(format!("{day}.csv.gz")),
+            sample_dir.join(format!("{day}.csv.gz")),
+        )
+        .unwrap();
+    }
+    let path = |p: &Path| p.display().to_string();
+    let mut args = vec![
+        "--db".to_owned(),
+        path(&dir.path().join("cw.db")),
+        "--cache-dir".to_owned(),
+        path(&dir.path().join("cache")),
+        "--sample-dir".to_owned(),
+        path(&sample_dir),
+        "--addr".to_owned(),
+        "127.0.0.1:0".to_owned(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    (dir, args)
+}
+
+/// `cranwhales serve` running in-process on this test's runtime (so a paused clock applies to
+/// it), on a fresh temp store; stopped (drained) by [`App::stop`] or when the test ends.
+pub struct App {
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl App {
+    /// Opens a store with `samples` ingested and serves it with `extra` flags.
+    pub async fn start(samples: &[&str], extra: &[&str]) -> App {
+        let (dir, args) = store_dir(samples, extra);
+        let args = Args::try_parse_from(std::iter::once("serve".to_owned()).chain(args))
+            .unwrap()
+            .serve;
+        let server = cranwhales::server::open(&args).await.unwrap();
+        let listener = tokio::net::TcpListener::bind(args.addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(cranwhales::server::run(listener, server, async {
+            let _ = rx.await;
+        }));
+        App {
+            addr,
+            dir,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    /// Sends the shutdown signal without waiting.
+    pub fn signal(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Sends the shutdown signal and waits until the server has drained and returned.
+    pub async fn stop(mut self) {
+        self.signal();
+        (&mut self.task).await.unwrap().unwrap();
+    }
+
+    /// Whether `run` has returned.
+    pub fn finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// The store file.
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("cw.db")
+    }
+}
+
+/// The real `cranwhales serve` binary (for signals and exit codes), killed on drop.
+pub struct Binary {
+    pub child: Child,
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
 }
 
-impl Server {
-    /// Starts the binary on a fresh temp store with `extra` flags; `samples` are copied into the
-    /// sample dir (ingested at start).
-    pub fn start(samples: &[&str], extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let sample_dir = dir.path().join("sample");
-        std::fs::create_dir_all(&sample_dir).unwrap();
-        for day in samples {
-            std::fs::copy(
-                cranlogs().join(format!("{day}.csv.gz")),
-                sample_dir.join(format!("{day}.csv.gz")),
-            )
-            .unwrap();
-        }
+impl Binary {
+    /// Starts the binary like [`App::start`] and waits for its URL line.
+    pub fn start(samples: &[&str], extra: &[&str]) -> Binary {
+        let (dir, args) = store_dir(samples, extra);
         let mut child = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
             .arg("serve")
-            .arg("--db")
-            .arg(dir.path().join("cw.db"))
-            .arg("--cache-dir")
-            .arg(dir.path().join("cache"))
-            .arg("--sample-dir")
-            .arg(&sample_dir)
-            .args(["--addr", "127.0.0.1:0"])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -70,16 +146,29 @@ impl Server {
             .nth(1)
             .unwrap_or_else(|| panic!("no URL in {line:?}"));
         let addr = url.trim().trim_end_matches('/').parse().unwrap();
-        Server { child, addr, dir }
+        Binary { child, addr, dir }
     }
 
-    /// Whether the process is still running.
-    pub fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
+    /// Sends SIGTERM.
+    pub fn sigterm(&self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(ok.success());
+    }
+
+    /// Waits (at most a minute) for the process to exit; its exit code.
+    pub fn wait(&mut self) -> Option<i32> {
+        for _ in 0..600 {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("cranwhales serve did not exit");
     }
 }
 
-impl Drop for Server {
+impl Drop for Binary {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -108,29 +197,64 @@ impl Resp {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+    /// The `error` of a `{"error": …}` body (panics if the body is not that envelope).
+    pub fn error(&self) -> String {
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json"),
+            "status {}: {}",
+            self.status,
+            self.text()
+        );
+        let v = self.json();
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.len(), 1, "only an error field: {v}");
+        obj["error"].as_str().expect("error is a string").to_owned()
+    }
 }
 
 /// Sends raw request bytes and reads the whole response (the request should say `Connection: close`).
-pub fn raw(addr: SocketAddr, request: &[u8]) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(request).unwrap();
+pub async fn raw(addr: SocketAddr, request: &[u8]) -> Resp {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // A server that refuses a request may close before all of it is sent; its answer still came.
+    let _ = s.write_all(request).await;
     let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
+    let _ = s.read_to_end(&mut buf).await;
     parse_response(&buf)
 }
 
+/// All responses read off one connection until the server closes it.
+pub async fn raw_all(addr: SocketAddr, request: &[u8]) -> Vec<Resp> {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf).await;
+    let mut out = Vec::new();
+    let mut rest = &buf[..];
+    while !rest.is_empty() {
+        let (resp, used) = parse_one(rest);
+        out.push(resp);
+        rest = &rest[used..];
+    }
+    out
+}
+
 /// GET with optional extra header lines.
-pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Resp {
+pub async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Resp {
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    raw(addr, req.as_bytes())
+    raw(addr, req.as_bytes()).await
 }
 
 pub fn parse_response(buf: &[u8]) -> Resp {
+    parse_one(buf).0
+}
+
+/// One response at the start of `buf` (Content-Length, chunked, or to the end); bytes used.
+fn parse_one(buf: &[u8]) -> (Resp, usize) {
     let end = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -151,61 +275,79 @@ pub fn parse_response(buf: &[u8]) -> Resp {
                 .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
         })
         .collect();
-    let mut body = buf[end + 4..].to_vec();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    if chunked {
-        body = dechunk(&body);
-    }
-    Resp {
-        status,
-        headers,
-        body,
-    }
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let rest = &buf[end + 4..];
+    let (body, used) = if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        dechunk(rest)
+    } else if let Some(n) = find("content-length").map(|v| v.parse::<usize>().unwrap()) {
+        (rest[..n.min(rest.len())].to_vec(), n.min(rest.len()))
+    } else {
+        (rest.to_vec(), rest.len())
+    };
+    (
+        Resp {
+            status,
+            headers,
+            body,
+        },
+        end + 4 + used,
+    )
 }
 
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
+fn dechunk(b: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::new();
-    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
-        if size == 0 || b.len() < nl + 2 + size {
+    let mut at = 0;
+    while let Some(nl) = b[at..].windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&b[at..at + nl]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            return (out, (at + nl + 4).min(b.len()));
+        }
+        if b.len() < at + nl + 2 + size {
             break;
         }
-        out.extend_from_slice(&b[nl + 2..nl + 2 + size]);
-        b = &b[nl + 2 + size + 2..];
+        out.extend_from_slice(&b[at + nl + 2..at + nl + 2 + size]);
+        at += nl + 2 + size + 2;
     }
-    out
+    (out, b.len())
 }
 
-/// Follows `/api/days/{date}/progress` until the final event; returns every event's JSON.
-pub fn follow(addr: SocketAddr, date: &str) -> Vec<serde_json::Value> {
-    let resp = get(addr, &format!("/api/days/{date}/progress"), &[]);
+/// Follows `/api/days/{date}/progress` until the server ends it; returns every event's JSON.
+pub async fn follow(addr: SocketAddr, date: &str) -> Vec<serde_json::Value> {
+    let resp = get(addr, &format!("/api/days/{date}/progress"), &[]).await;
     assert_eq!(resp.status, 200, "progress: {}", resp.text());
     assert_eq!(resp.header("content-type"), Some("text/event-stream"));
-    resp.text()
-        .lines()
+    events(&resp.text())
+}
+
+/// The JSON of each `data:` line of an SSE body.
+pub fn events(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .map(|d| serde_json::from_str(d.trim()).unwrap())
         .collect()
 }
 
 /// Asks for a day until it is stored (following progress while it is fetched); panics on failure.
-pub fn fetch_day(addr: SocketAddr, date: &str, count: u32) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let r = get(addr, &format!("/api/days/{date}?count={count}"), &[]);
+pub async fn fetch_day(addr: SocketAddr, date: &str, count: u32) -> serde_json::Value {
+    for _ in 0..100 {
+        let r = get(addr, &format!("/api/days/{date}?count={count}"), &[]).await;
         match r.status {
             200 => return r.json(),
             202 => {
-                let events = follow(addr, date);
+                let events = follow(addr, date).await;
                 let last = events.last().expect("at least one event");
                 assert_eq!(last["phase"], "done", "fetch of {date} failed: {last}");
             }
             s => panic!("GET {date}: {s} {}", r.text()),
         }
-        assert!(Instant::now() < deadline, "{date} never became available");
     }
+    panic!("{date} never became available")
 }
 
 /// How the source server answers one date.
@@ -213,12 +355,19 @@ pub fn fetch_day(addr: SocketAddr, date: &str, count: u32) -> serde_json::Value 
 pub enum Behaviour {
     /// The real file, whole.
     Serve,
-    /// The real file at this many bytes per second.
-    Throttle(u64),
-    /// Headers and the first half, then nothing (until the test ends).
-    Hang,
+    /// Headers and the first half, then the rest once the test calls [`Source::release`] (never,
+    /// for a source that hangs).
+    Hold,
     /// Headers and the first half, then the connection closes.
     Die,
+}
+
+#[derive(Default)]
+struct Gates {
+    released: HashSet<String>,
+    /// Connections that sent their first half and wait, by date.
+    holding: HashMap<String, u32>,
+    stop: bool,
 }
 
 /// A real HTTP server on loopback in the `{base}/{YYYY}/{date}.csv.gz` layout, serving
@@ -227,6 +376,7 @@ pub struct Source {
     pub url: String,
     pub hits: Arc<Mutex<HashMap<String, u32>>>,
     behaviour: Arc<Mutex<HashMap<String, Behaviour>>>,
+    gates: Arc<(Mutex<Gates>, Condvar)>,
     stop: Arc<AtomicBool>,
 }
 
@@ -237,22 +387,24 @@ impl Source {
         let hits = Arc::new(Mutex::new(HashMap::new()));
         let behaviour: Arc<Mutex<HashMap<String, Behaviour>>> =
             Arc::new(Mutex::new(HashMap::new()));
+        let gates = Arc::new((Mutex::new(Gates::default()), Condvar::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (h, b, st) = (hits.clone(), behaviour.clone(), stop.clone());
+        let (h, b, g, st) = (hits.clone(), behaviour.clone(), gates.clone(), stop.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if st.load(Ordering::Relaxed) {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (h, b, st) = (h.clone(), b.clone(), st.clone());
-                std::thread::spawn(move || serve_one(conn, &h, &b, &st));
+                let (h, b, g) = (h.clone(), b.clone(), g.clone());
+                std::thread::spawn(move || serve_one(conn, &h, &b, &g));
             }
         });
         Source {
             url,
             hits,
             behaviour,
+            gates,
             stop,
         }
     }
@@ -264,11 +416,34 @@ impl Source {
     pub fn hits(&self, date: &str) -> u32 {
         *self.hits.lock().unwrap().get(date).unwrap_or(&0)
     }
+
+    /// Lets held downloads of `date` send their second half (now and from now on).
+    pub fn release(&self, date: &str) {
+        let (m, cv) = &*self.gates;
+        m.lock().unwrap().released.insert(date.to_owned());
+        cv.notify_all();
+    }
+
+    /// Whether a download of `date` has sent its first half and is being held.
+    pub fn holding(&self, date: &str) -> bool {
+        self.gates
+            .0
+            .lock()
+            .unwrap()
+            .holding
+            .get(date)
+            .copied()
+            .unwrap_or(0)
+            > 0
+    }
 }
 
 impl Drop for Source {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        let (m, cv) = &*self.gates;
+        m.lock().unwrap().stop = true;
+        cv.notify_all();
         let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
     }
 }
@@ -277,7 +452,7 @@ fn serve_one(
     mut conn: TcpStream,
     hits: &Mutex<HashMap<String, u32>>,
     behaviour: &Mutex<HashMap<String, Behaviour>>,
-    stop: &AtomicBool,
+    gates: &(Mutex<Gates>, Condvar),
 ) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -318,27 +493,30 @@ fn serve_one(
     let _ = conn.write_all(
         format!("HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", data.len()).as_bytes(),
     );
+    let half = data.len() / 2;
     match b {
         Behaviour::Serve => {
             let _ = conn.write_all(&data);
         }
-        Behaviour::Throttle(rate) => {
-            let chunk = (rate / 20).max(1) as usize;
-            for part in data.chunks(chunk) {
-                if conn.write_all(part).is_err() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+        Behaviour::Hold => {
+            if conn.write_all(&data[..half]).is_err() {
+                return;
             }
-        }
-        Behaviour::Hang => {
-            let _ = conn.write_all(&data[..data.len() / 2]);
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
+            let (m, cv) = gates;
+            let mut g = m.lock().unwrap();
+            *g.holding.entry(date.clone()).or_insert(0) += 1;
+            while !g.released.contains(&date) && !g.stop {
+                g = cv.wait(g).unwrap();
+            }
+            *g.holding.get_mut(&date).unwrap() -= 1;
+            let go = !g.stop;
+            drop(g);
+            if go {
+                let _ = conn.write_all(&data[half..]);
             }
         }
         Behaviour::Die => {
-            let _ = conn.write_all(&data[..data.len() / 2]);
+            let _ = conn.write_all(&data[..half]);
         }
     }
 }

@@ -5,7 +5,9 @@
 //! process).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use tokio::sync::mpsc;
 
@@ -240,7 +242,7 @@ pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::Unbound
         let retry_at = pool.upgrade().and_then(|p| p.lock().retry_at);
         let backoff = async {
             match retry_at {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
+                Some(t) => tokio::time::sleep_until(t).await,
                 None => std::future::pending().await,
             }
         };

@@ -1,4 +1,5 @@
-//! Shared helpers: run the real `manifold` binary, talk HTTP/1.1 to it, read its status page.
+//! Shared helpers: run manifold in-process ([`InProc`], port 0) or as the real binary (for exit
+//! codes, signals and its log), talk HTTP/1.1 to it, read its status page.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -123,9 +124,7 @@ impl Manifold {
 
     /// The parsed status JSON.
     pub fn status(&self) -> serde_json::Value {
-        let r = self.get("/__manifold__/status");
-        assert_eq!(r.status, 200, "{}", r.body);
-        serde_json::from_str(&r.body).unwrap()
+        status_at(&self.addr)
     }
 
     /// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
@@ -134,18 +133,7 @@ impl Manifold {
         what: &str,
         f: impl Fn(&serde_json::Value) -> bool,
     ) -> serde_json::Value {
-        let start = Instant::now();
-        loop {
-            let s = self.status();
-            if f(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "timed out waiting for {what}; last status {s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_status_at(&self.addr, what, f)
     }
 
     pub fn log(&self) -> String {
@@ -158,6 +146,127 @@ impl Drop for Manifold {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+    }
+}
+
+/// The parsed status JSON of the manifold at `addr`.
+pub fn status_at(addr: &str) -> serde_json::Value {
+    let r = request(addr, "GET", "/__manifold__/status", &[], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    serde_json::from_str(&r.body).unwrap()
+}
+
+/// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
+pub fn wait_status_at(
+    addr: &str,
+    what: &str,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        let s = status_at(addr);
+        if f(&s) {
+            return s;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out waiting for {what}; last status {s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The settings `args` give, as the binary would parse them.
+pub fn config(args: &[String]) -> manifold::Config {
+    use clap::Parser;
+    let cli = manifold::Cli::try_parse_from(
+        std::iter::once("manifold".to_string()).chain(args.iter().cloned()),
+    )
+    .unwrap();
+    manifold::Config::from_cli(cli).unwrap()
+}
+
+/// `manifold::run` in-process on a runtime thread of its own (real clock), listening on port 0;
+/// drained and its workers stopped on [`InProc::stop`] or drop.
+pub struct InProc {
+    pub addr: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl InProc {
+    /// Starts the pool with these flags; requests wait in the listen backlog until `--min`
+    /// workers are ready.
+    pub fn start(args: &[String]) -> InProc {
+        let cfg = config(args);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let shutdown = async {
+                    let _ = rx.await;
+                };
+                manifold::run(listener, cfg, shutdown, std::future::pending())
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        });
+        InProc {
+            addr,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// GET `path`.
+    pub fn get(&self, path: &str) -> Resp {
+        request(&self.addr, "GET", path, &[], "")
+    }
+
+    /// The parsed status JSON.
+    pub fn status(&self) -> serde_json::Value {
+        status_at(&self.addr)
+    }
+
+    /// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
+    pub fn wait_status(
+        &self,
+        what: &str,
+        f: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        wait_status_at(&self.addr, what, f)
+    }
+
+    /// Drains, stops every worker, and returns what `run` returned.
+    pub fn stop(mut self) -> Result<(), String> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t.join().unwrap(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for InProc {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = self.finish();
+        } else if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
         }
     }
 }
@@ -235,7 +344,8 @@ pub fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], b
     })
 }
 
-fn parse(raw: &[u8]) -> Option<Resp> {
+/// A whole response as read off a connection.
+pub fn parse(raw: &[u8]) -> Option<Resp> {
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&raw[..end]).ok()?;
     let mut lines = head.split("\r\n");

@@ -1,0 +1,115 @@
+//! The shapes only the API sends, beyond the day summaries of `crate::summary`: the 202 answer
+//! for a day being fetched and the one error envelope. Together with `summary` and
+//! [`super::fetch::Status`] they are the whole vocabulary of the API; a test generates the UI's
+//! TypeScript types from them (`web/src/app/api.gen.ts`) and fails if the committed file differs.
+
+use serde::Serialize;
+
+use super::fetch::Status;
+
+/// `GET /api/days/{date}` for a day not stored yet: 202 and where to follow the fetch.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Fetching {
+    /// Always `"fetching"`.
+    #[cfg_attr(test, ts(type = "\"fetching\""))]
+    pub status: &'static str,
+    /// The day, `YYYY-MM-DD`.
+    pub date: String,
+    /// URL of the Server-Sent Events stream of the fetch's progress.
+    pub progress: String,
+    /// Where the fetch is now.
+    pub current: Status,
+}
+
+/// Every error status (400–599) has this body.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ErrorBody {
+    /// One line saying what and where.
+    pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::*;
+    use ts_rs::TS;
+
+    /// The TypeScript declarations of the API, in dependency order.
+    fn typescript() -> String {
+        let decls = [
+            Totals::decl(),
+            Hour::decl(),
+            Whale::decl(),
+            DaySummary::decl(),
+            DayInfo::decl(),
+            Download::decl(),
+            WhaleDetail::decl(),
+            Status::decl(),
+            Fetching::decl(),
+            ErrorBody::decl(),
+        ];
+        let mut out = String::from(
+            "// Generated from the Rust types (crates/cranwhales/src/summary.rs, server/wire.rs,\n\
+             // server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
+        );
+        for d in decls {
+            out.push_str("export ");
+            out.push_str(&d);
+            out.push_str("\n\n");
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    }
+
+    #[test]
+    fn typescript_types_match_the_rust_ones() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/src/app/api.gen.ts");
+        let want = typescript();
+        if std::env::var_os("CRANWHALES_WRITE_TS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is not what the Rust types generate; run `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire` and commit it",
+            path.display()
+        );
+    }
+
+    fn json<T: Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    #[test]
+    fn progress_events_and_bodies_serialise_as_declared() {
+        assert_eq!(
+            json(&Status::Downloading {
+                done: 5,
+                total: None
+            }),
+            r#"{"phase":"downloading","done":5,"total":null}"#
+        );
+        assert_eq!(
+            json(&Status::Failed {
+                status: 404,
+                error: "x".into()
+            }),
+            r#"{"phase":"error","status":404,"error":"x"}"#
+        );
+        assert_eq!(json(&Status::Queued), r#"{"phase":"queued"}"#);
+        let f = Fetching {
+            status: "fetching",
+            date: "2012-10-02".into(),
+            progress: "/api/days/2012-10-02/progress".into(),
+            current: Status::Starting,
+        };
+        assert_eq!(
+            json(&f),
+            r#"{"status":"fetching","date":"2012-10-02","progress":"/api/days/2012-10-02/progress","current":{"phase":"starting"}}"#
+        );
+    }
+}

@@ -11,6 +11,7 @@ pub mod inflate;
 pub mod ingest;
 pub mod names;
 pub mod parse;
+pub mod profile;
 pub mod progress;
 pub mod server;
 pub mod source;

@@ -208,6 +208,21 @@ fn render_summary(s: &DaySummary) -> String {
             thousands(w.packages)
         );
     }
+    let _ = writeln!(o, "\nwhat each one is doing (docs/whale-behaviours.md):");
+    for w in &s.whales {
+        match &w.profile {
+            Some(p) => {
+                let _ = writeln!(o, "{:>4}  {} [{}]: {}", w.rank, w.name, p.label, p.sentence);
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "{:>4}  {}: no profile (stored by an older version; re-ingest the day with --force)",
+                    w.rank, w.name
+                );
+            }
+        }
+    }
     o
 }
 

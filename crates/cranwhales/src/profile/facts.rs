@@ -2,7 +2,7 @@
 //! memory reused across the whales of a day: per-package counters are indexed by dictionary id
 //! and reset by stamping, so a whale costs time in its own rows only.
 
-use super::{Facts, Mix};
+use crate::summary::{Facts, Mix};
 
 /// One download of a whale, as the day's dictionary ids.
 #[derive(Debug, Clone, Copy)]
@@ -284,7 +284,10 @@ mod tests {
             row(7300, 1, 1, 0),
         ];
         let f = p.measure(rows, &envs, &names, &day);
-        assert_eq!((f.downloads, f.packages, f.versions, f.no_r_version), (4, 2, 3, 2));
+        assert_eq!(
+            (f.downloads, f.packages, f.versions, f.no_r_version),
+            (4, 2, 3, 2)
+        );
         // "a" and "b" both have 2: the alphabetically first wins.
         assert_eq!((f.top_package.as_str(), f.top_package_downloads), ("a", 2));
         assert_eq!((f.active_hours, f.first, f.last), (3, 0, 7300));
@@ -292,7 +295,10 @@ mod tests {
         assert_eq!(p.package_counts().collect::<Vec<_>>(), [(0, 2), (1, 2)]);
         // The next whale starts from zero.
         let f = p.measure([row(5, 2, 3, 0)], &envs, &names, &day);
-        assert_eq!((f.packages, f.versions, f.top_package.as_str()), (1, 1, "c"));
+        assert_eq!(
+            (f.packages, f.versions, f.top_package.as_str()),
+            (1, 1, "c")
+        );
         assert_eq!(p.package_counts().collect::<Vec<_>>(), [(2, 1)]);
     }
 }

@@ -1,7 +1,7 @@
 //! One plain-English sentence per whale, built only from its facts and label: what it fetched,
 //! when and how, which client, and what that suggests.
 
-use super::{Behaviour, Facts};
+use crate::summary::{Behaviour, Facts};
 
 /// "fetched 4,528 distinct packages (71% of everything downloaded that day), each about twice,
 /// from 04:55 to 09:54 UTC in 5 active hours, up to 120 in one minute; no R version in any
@@ -102,14 +102,18 @@ fn when(f: &Facts) -> String {
         s += &format!(", typically {} between downloads", duration(m));
     }
     if f.burst >= 20 && span > 60 {
-        s += &format!(", up to {} in one minute (at {})", num(f.burst), hm(f.burst_start));
+        s += &format!(
+            ", up to {} in one minute (at {})",
+            num(f.burst),
+            hm(f.burst_start)
+        );
     }
     s
 }
 
 fn client(f: &Facts, b: Behaviour) -> String {
     let verdict = |r: &str, not_r: &str, unknown: &str| -> String {
-        if f.day_no_r_share >= 0.9 {
+        if f.day_no_r_share >= 1.0 {
             format!("this day's log records no R versions: {unknown}")
         } else if f.no_r_share() >= 0.95 {
             let all = if f.no_r_version == f.downloads {
@@ -207,7 +211,8 @@ fn duration(secs: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Mix, Profile};
+    use crate::profile::profile;
+    use crate::summary::Mix;
 
     fn facts() -> Facts {
         Facts {
@@ -238,7 +243,7 @@ mod tests {
 
     #[test]
     fn mirror_sentence_reads_as_the_issue_asks() {
-        let p = Profile::new(facts());
+        let p = profile(facts());
         assert_eq!(p.behaviour, Behaviour::Mirror);
         assert_eq!(
             p.sentence,
@@ -255,7 +260,7 @@ mod tests {
         (f.top_package, f.top_package_downloads) = ("polycor".into(), 212);
         (f.gap_q1, f.gap_median, f.gap_q3) = (Some(55), Some(55), Some(55));
         (f.burst, f.active_hours, f.first, f.last) = (2, 18, 332 * 60, 1416 * 60);
-        let p = Profile::new(f);
+        let p = profile(f);
         assert_eq!(p.behaviour, Behaviour::Loop);
         assert_eq!(
             p.sentence,
@@ -270,7 +275,7 @@ mod tests {
         let mut f = facts();
         f.day_no_r_share = 1.0;
         (f.first, f.last, f.active_hours) = (100, 400, 1);
-        let s = Profile::new(f).sentence;
+        let s = profile(f).sentence;
         assert!(s.contains("all within 5 min at 00:01 UTC"), "{s}");
         assert!(
             s.ends_with("this day's log records no R versions: a mirror or crawler."),

@@ -158,6 +158,8 @@ def day(path, only_packages):
         "skipped": skipped,
         "packages": day_packages,
         "min_package_downloads": min(downloads.values()),
+        # adjustedcranlogs' aggregate-only baseline over all packages: the 5% quantile.
+        "baseline": sorted(downloads.values())[(len(downloads) - 1) * 5 // 100],
         "top_downloads": {str(k): sum(w["downloads"] for w in whales[:k]) for k in (1, 6, 25, 100)},
         "behaviours": dict(Counter(w["behaviour"] for w in whales)),
         "whales": whales,

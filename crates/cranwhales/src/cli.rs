@@ -1,4 +1,5 @@
-//! The `ingest`, `show` and `days` subcommands: argument types and what each one runs and prints.
+//! The `ingest`, `show`, `days` and `package` subcommands: argument types and what each one runs
+//! and prints.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use crate::date;
 use crate::ingest::{self, IngestError};
 use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
 use crate::store::{Store, DEFAULT_DB};
-use crate::summary::{DayInfo, DaySummary};
+use crate::summary::{DayInfo, DaySummary, PackageReport};
 
 /// Options of `cranwhales ingest`.
 #[derive(Debug, clap::Args)]
@@ -53,6 +54,51 @@ pub struct DaysArgs {
     /// Print JSON (the list the web API serves for GET /api/days).
     #[arg(long)]
     pub json: bool,
+}
+
+/// Options of `cranwhales package`.
+#[derive(Debug, clap::Args)]
+pub struct PackageArgs {
+    /// SQLite database file.
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// The package name (exact, case-sensitive as on CRAN).
+    pub name: String,
+    /// First day (YYYY-MM-DD) [default: the first CRAN log day].
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last day (YYYY-MM-DD) [default: yesterday].
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Leave out each day's top N whales (1-100).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub whales: u32,
+    /// Print the JSON the web API serves for GET /api/packages/{name}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints one package over the stored days.
+pub fn package(args: PackageArgs) -> anyhow::Result<()> {
+    let range =
+        date::Range::parse(args.from.as_deref(), args.to.as_deref()).map_err(anyhow::Error::msg)?;
+    let store = open_existing(&args.db)?;
+    let Some(report) = store.package_report(&args.name, range, args.whales)? else {
+        let hint = match store.package_like(&args.name)? {
+            Some(p) => format!(" (did you mean '{p}'?)"),
+            None => String::new(),
+        };
+        bail!(
+            "package '{}' was not downloaded on any day in {}{hint}",
+            args.name,
+            args.db.display()
+        );
+    };
+    if args.json {
+        out(&(serde_json::to_string_pretty(&report)? + "\n"))
+    } else {
+        out(&render_package(&report))
+    }
 }
 
 /// Ingests every source, continuing past failures; fails if any source failed.
@@ -248,5 +294,48 @@ fn render_days(days: &[DayInfo]) -> String {
     if days.is_empty() {
         o.push_str("(no days ingested yet)\n");
     }
+    o
+}
+
+fn render_package(r: &PackageReport) -> String {
+    use std::fmt::Write;
+    let opt = |v: Option<u64>| v.map_or("-".to_owned(), thousands);
+    let mut o = format!(
+        "{}: {} to {}, without each day's top {} whales\n\n{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n",
+        r.package, r.from, r.to, r.whales, "date", "downloads", "downloaders", "by whales", "without", "share", "aggregate"
+    );
+    for d in &r.days {
+        let share = if d.downloads == 0 {
+            0.0
+        } else {
+            100.0 * d.whale_downloads as f64 / d.downloads as f64
+        };
+        let _ = writeln!(
+            o,
+            "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>5.1}%  {:>10}",
+            d.date,
+            thousands(d.downloads),
+            opt(d.downloaders),
+            thousands(d.whale_downloads),
+            thousands(d.without_whales),
+            share,
+            opt(d.adjusted)
+        );
+    }
+    if r.days.is_empty() {
+        o.push_str("(no stored days in this range)\n");
+    }
+    let _ = writeln!(
+        o,
+        "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n\n{}",
+        "total",
+        thousands(r.totals.downloads),
+        "",
+        thousands(r.totals.whale_downloads),
+        thousands(r.totals.without_whales),
+        "",
+        opt(r.totals.adjusted),
+        r.note
+    );
     o
 }

@@ -183,11 +183,12 @@ export function packageOption(r: PackageReport) {
       nameGap: 55,
       axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) },
     },
+    // The aggregate-only estimate is drawn first: it mostly lies on the raw line, which stays visible.
     series: [
+      line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
       line("raw downloads", RAW, r.days.map((d) => d.downloads)),
       line("unique downloaders", UNIQUE, r.days.map((d) => d.downloaders)),
       line(`without top ${r.whales} whales`, WITHOUT, r.days.map((d) => d.without_whales)),
-      line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
     ],
   };
 }

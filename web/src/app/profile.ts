@@ -46,11 +46,11 @@ export function profileCard(w: Whale): string {
   }
   const p = w.profile;
   const rows = factRows(p.facts)
-    .map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`)
+    .map(([k, v]) => `<div class="fact-k">${k}</div><div class="fact-v">${v}</div>`)
     .join("");
   return (
     `<div class="profile">${chip(w)} <span class="sentence" id="profile-sentence">${esc(p.sentence)}</span>` +
-    `<table class="facts" id="profile-facts"><tbody>${rows}</tbody></table></div>`
+    `<div class="facts" id="profile-facts">${rows}</div></div>`
   );
 }
 

@@ -133,8 +133,8 @@ export function trafficOption(t: Trends) {
     tooltip: { trigger: "axis" },
     xAxis: xAxis(t),
     yAxis: [
-      { type: "value", name: "downloads", axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
-      { type: "value", name: "downloaders", axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
+      { type: "value", axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
+      { type: "value", splitLine: { show: false }, axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
     ],
     series: [
       { name: "downloads", type: "bar", data: t.days.map((d) => d.downloads), itemStyle: { color: "#3c8dbc" } },
@@ -171,7 +171,7 @@ export function behavioursOption(t: Trends) {
     legend: { top: 26, right: 16 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
     xAxis: xAxis(t),
-    yAxis: { type: "value", name: "whales", axisLabel: AXIS },
+    yAxis: { type: "value", axisLabel: AXIS },
     series: BEHAVIOURS.map((b) => ({
       name: BEHAVIOUR_LABELS[b],
       type: "bar",

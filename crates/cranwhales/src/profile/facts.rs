@@ -220,7 +220,7 @@ fn mix(names: &[&str], counts: &[u64]) -> Vec<Mix> {
             downloads,
         })
         .collect();
-    v.sort_by(|a, b| b.downloads.cmp(&a.downloads));
+    v.sort_by_key(|m| std::cmp::Reverse(m.downloads));
     v
 }
 

@@ -133,12 +133,12 @@ fn client(f: &Facts, b: Behaviour) -> String {
     };
     match b {
         Behaviour::Archive => verdict(
-            "R fetching old versions, an archive crawler",
+            "fetching old versions too, an archive crawler",
             "an archive crawler, not an R session",
             "an archive crawler",
         ),
         Behaviour::Mirror => verdict(
-            "R installing a large part of CRAN, mirror-like",
+            "installing a large part of CRAN, mirror-like",
             "a mirror or crawler, not an R session",
             "a mirror or crawler",
         ),
@@ -153,7 +153,7 @@ fn client(f: &Facts, b: Behaviour) -> String {
             "one set installed many times: a classroom, lab or CI",
         ),
         Behaviour::Steady => verdict(
-            "R busy all day, a scheduled job or shared machine",
+            "busy all day, a scheduled job or shared machine",
             "a crawler or scheduled job, not an R session",
             "a crawler or scheduled job",
         ),

@@ -3,7 +3,8 @@
 //!
 //! Modules: `http` (accept loop and connection limits), `api` (handlers), `assets` (embedded UI),
 //! `cache` (immutable bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit`
-//! (per-client rate limit), `db` (store handles on blocking threads).
+//! (per-client rate limit), `db` (store handles on blocking threads), `insight` (packages and
+//! trends across the stored days).
 
 mod api;
 mod assets;
@@ -12,6 +13,7 @@ mod db;
 mod error;
 mod fetch;
 mod http;
+mod insight;
 mod limit;
 
 use std::net::SocketAddr;
@@ -89,6 +91,8 @@ pub struct App {
     whales: cache::Cache<(Day, u64)>,
     /// The day list (one entry), dropped after each ingest.
     days: Arc<cache::Cache<()>>,
+    /// Package and trend answers, dropped after each ingest.
+    insight: Arc<insight::Insight>,
 }
 
 /// Runs the server until Ctrl-C.
@@ -135,6 +139,8 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
     let known = stored.iter().filter_map(|d| Day::parse(&d.date)).collect();
     let days = Arc::new(cache::Cache::new(16 << 20));
     let days2 = days.clone();
+    let insight = Arc::new(insight::Insight::new());
+    let insight2 = insight.clone();
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
@@ -145,7 +151,10 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         args.max_ingests,
         Duration::from_secs(args.stall_timeout.max(1)),
         known,
-        Box::new(move |_day| days2.remove(&())),
+        Box::new(move |_day| {
+            days2.remove(&());
+            insight2.invalidate();
+        }),
     );
     let assets = assets::Assets::load();
     if !assets.has_ui() {
@@ -162,12 +171,16 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         summaries: Arc::new(cache::Cache::new(64 << 20)),
         whales: cache::Cache::new(256 << 20),
         days,
+        insight,
     });
     let router = Router::new()
         .route("/api/days", get(api::days))
         .route("/api/days/{date}", get(api::day))
         .route("/api/days/{date}/progress", get(api::progress))
         .route("/api/days/{date}/whales/{ip_id}", get(api::whale))
+        .route("/api/packages", get(insight::suggest))
+        .route("/api/packages/{name}", get(insight::package))
+        .route("/api/trends", get(insight::trends))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found))
         .fallback(assets::serve)

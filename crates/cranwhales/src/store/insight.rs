@@ -4,10 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{sql, Result, Store};
-use crate::summary::{Behaviour, PackageDay, PackageName, TrendDay};
+use crate::date::Range;
+use crate::summary::{
+    Behaviour, PackageDay, PackageName, PackageReport, PackageTotals, TrendDay, Trends,
+};
 
 /// A package on one stored day, as stored: downloads, unique downloaders, its whales' downloads
 /// by rank, and the day's baseline.
@@ -18,6 +21,57 @@ struct Stored {
 }
 
 impl Store {
+    /// `package` over the stored days of `range` without each day's top `whales` whales, with
+    /// totals and the comparison note; `None` if no stored day has a download of it.
+    pub fn package_report(
+        &self,
+        package: &str,
+        range: Range,
+        whales: u32,
+    ) -> Result<Option<PackageReport>> {
+        if !self.has_package(package)? {
+            return Ok(None);
+        }
+        let (from, to) = (range.from.to_string(), range.to.to_string());
+        let days = self.package_days(package, &from, &to, whales)?;
+        let totals = PackageTotals {
+            downloads: days.iter().map(|d| d.downloads).sum(),
+            whale_downloads: days.iter().map(|d| d.whale_downloads).sum(),
+            without_whales: days.iter().map(|d| d.without_whales).sum(),
+            adjusted: days.iter().map(|d| d.adjusted).sum(),
+        };
+        let note = note(package, whales, &days, &totals);
+        Ok(Some(PackageReport {
+            package: package.to_owned(),
+            from,
+            to,
+            whales,
+            days,
+            totals,
+            note,
+        }))
+    }
+
+    /// A stored package whose name equals `package` ignoring case (for "did you mean").
+    pub fn package_like(&self, package: &str) -> Result<Option<String>> {
+        let found = self
+            .conn
+            .query_row(
+                "SELECT package FROM packages WHERE package = ?1 COLLATE NOCASE LIMIT 1",
+                [package],
+                |r| r.get(0),
+            )
+            .optional();
+        found.map_err(sql(&self.path))
+    }
+
+    /// Trends of the stored days in `range`.
+    pub fn trends(&self, range: Range) -> Result<Trends> {
+        let (from, to) = (range.from.to_string(), range.to.to_string());
+        let days = self.trend_days(&from, &to)?;
+        Ok(Trends { from, to, days })
+    }
+
     /// True if `package` was downloaded on any stored day.
     pub fn has_package(&self, package: &str) -> Result<bool> {
         let found = self
@@ -118,6 +172,61 @@ impl Store {
         };
         q().map_err(sql(&self.path))
     }
+}
+
+/// What the direct count shows next to the aggregate-only correction, in words.
+fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> String {
+    let share = |part: u64| {
+        if t.downloads == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / t.downloads as f64
+        }
+    };
+    let n = days.len();
+    let mut s = format!(
+        "On {n} stored day{} {package} had {} downloads; {} ({:.1}%) came from each day's top {whales} \
+         whale{}, leaving {}.",
+        if n == 1 { "" } else { "s" },
+        sep(t.downloads),
+        sep(t.whale_downloads),
+        share(t.whale_downloads),
+        if whales == 1 { "" } else { "s" },
+        sep(t.without_whales)
+    );
+    let Some(adjusted) = t.adjusted else {
+        s += " Some of these days were stored before the aggregate baseline was kept; re-ingest them \
+              (--force) to compare with the aggregate-only correction.";
+        return s;
+    };
+    let removed = t.downloads - adjusted;
+    s += &format!(
+        " The aggregate-only correction (as in adjustedcranlogs: subtract each day's 5% quantile of \
+         per-package downloads, the same for every package) would remove {} ({:.1}%) instead",
+        sep(removed),
+        share(removed)
+    );
+    s += if t.whale_downloads > removed {
+        ": it cannot see that whales fetched more of this package than of a typical one."
+    } else if t.whale_downloads < removed {
+        ": it assumes more automated downloads than this package's whales made."
+    } else {
+        "."
+    };
+    s
+}
+
+/// `12,345`.
+fn sep(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// One day of a package: the whales of rank ≤ `whales` taken out.

@@ -5,11 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `../shared/data/cranlogs/DATE.csv.gz`.
+/// A real day's log: under `$CRANWHALES_TEST_DATA/cranlogs` (set by `make test`), else
+/// `../shared/data/cranlogs` beside the repo.
 pub fn day_file(date: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/cranlogs")
-        .join(format!("{date}.csv.gz"))
+    let dir = match std::env::var_os("CRANWHALES_TEST_DATA") {
+        Some(root) => PathBuf::from(root).join("cranlogs"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranlogs"),
+    };
+    dir.join(format!("{date}.csv.gz"))
 }
 
 /// The recount of `dates` (one JSON object per day, in order); `packages` limits the

@@ -1,33 +1,19 @@
 //! The `ingest`, `show`, `days` and `package` subcommands: argument types and what each one runs
-//! and prints.
+//! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`.
+
+mod ingest;
+
+pub use ingest::{ingest, IngestArgs};
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use crate::bar::{thousands, Bar};
+use crate::bar::thousands;
 use crate::date;
-use crate::ingest::{self, IngestError};
-use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
+use crate::ingest::IngestError;
 use crate::store::{Store, DEFAULT_DB};
 use crate::summary::{DayInfo, DaySummary, PackageReport};
-
-/// Options of `cranwhales ingest`.
-#[derive(Debug, clap::Args)]
-pub struct IngestArgs {
-    /// SQLite database file (created if missing).
-    #[arg(long, default_value = DEFAULT_DB)]
-    pub db: PathBuf,
-    /// Base URL of the daily logs: {URL}/{YYYY}/{YYYY-MM-DD}.csv.gz.
-    #[arg(long, default_value = DEFAULT_BASE_URL)]
-    pub source_url: String,
-    /// Where downloaded days are kept (each day is downloaded once).
-    #[arg(long, default_value = DEFAULT_CACHE_DIR)]
-    pub cache_dir: PathBuf,
-    /// Local .csv.gz / .csv files, or dates (YYYY-MM-DD) to download.
-    #[arg(required = true, value_name = "SOURCE")]
-    pub sources: Vec<String>,
-}
 
 /// Options of `cranwhales show`.
 #[derive(Debug, clap::Args)]
@@ -99,53 +85,6 @@ pub fn package(args: PackageArgs) -> anyhow::Result<()> {
     } else {
         out(&render_package(&report))
     }
-}
-
-/// Ingests every source, continuing past failures; fails if any source failed.
-pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
-    let source = SourceConfig {
-        base_url: args.source_url,
-        cache_dir: args.cache_dir,
-    };
-    let mut failed = 0;
-    for s in &args.sources {
-        let bar = Bar::new(s);
-        let result = if date::is_log_date(s) && !Path::new(s).exists() {
-            ingest::ingest_date(&args.db, s, &source, &bar)
-        } else if Path::new(s).exists() {
-            ingest::ingest_path(&args.db, Path::new(s), &bar)
-        } else if date::looks_like_date(s) {
-            Err(IngestError::BadDate(s.clone()))
-        } else {
-            Err(IngestError::Io {
-                path: s.into(),
-                reason: "no such file (and not a YYYY-MM-DD date)".into(),
-            })
-        };
-        drop(bar);
-        match result {
-            Ok(r) => println!(
-                "{}: {} rows, {} downloads, {} skipped, {} whale rows stored in {:.1} s",
-                r.date,
-                thousands(r.rows),
-                thousands(r.downloads),
-                thousands(r.skipped_rows),
-                thousands(r.whale_rows),
-                r.seconds
-            ),
-            Err(e) => {
-                failed += 1;
-                eprintln!("error: {e}");
-            }
-        }
-    }
-    if failed > 0 {
-        bail!(
-            "{failed} of {} sources failed; the store keeps what it had for them",
-            args.sources.len()
-        );
-    }
-    Ok(())
 }
 
 /// Prints one day's summary.

@@ -160,11 +160,10 @@ fn a_version_1_store_is_migrated_in_place() {
     let db = dir.path().join("old.db");
     ingest_path(&db, &day_file("2012-10-17"), &Silent).unwrap();
     {
-        // Turn it into what version 1 wrote: no v2 columns, no index, user_version 1.
+        // Turn it into what version 1 wrote: no v2 columns, user_version 1.
         let c = rusqlite::Connection::open(&db).unwrap();
         c.execute_batch(
-            "DROP INDEX packages_by_name;
-             ALTER TABLE days DROP COLUMN top1; ALTER TABLE days DROP COLUMN top6;
+            "ALTER TABLE days DROP COLUMN top1; ALTER TABLE days DROP COLUMN top6;
              ALTER TABLE days DROP COLUMN top25; ALTER TABLE days DROP COLUMN top100;
              ALTER TABLE days DROP COLUMN behaviours; ALTER TABLE days DROP COLUMN no_r_rows;
              ALTER TABLE days DROP COLUMN baseline;

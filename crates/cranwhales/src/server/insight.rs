@@ -1,5 +1,5 @@
 //! `/api/packages` and `/api/trends`: answers across the stored days. Each body is built once
-//! from the precomputed tables (a range scan of `packages_by_name` or of `days`) and served from
+//! from the precomputed tables (a primary-key seek per stored day, or a range of `days`) and served from
 //! memory until a day is added, when these caches are dropped (`Insight::invalidate`).
 
 use std::sync::{Arc, RwLock};
@@ -120,19 +120,19 @@ pub async fn package(
         return Ok(body.respond(req.headers()));
     }
     let asked = name.clone();
-    let (report, like) = app
+    let report = app
         .db
-        .read(move |s| {
-            let report = s.package_report(&asked, range, whales)?;
-            let like = match report {
-                None => s.package_like(&asked)?,
-                Some(_) => None,
-            };
-            Ok((report, like))
-        })
+        .read(move |s| Ok(s.package_report(&asked, range, whales)?))
         .await
         .map_err(ApiError::internal)?;
     let Some(report) = report else {
+        // "Did you mean" from the in-memory names: no table scan for a mistyped name.
+        let names = names(&app).await?;
+        let lower = name.to_lowercase();
+        let like = names
+            .binary_search_by(|(l, _)| l.as_str().cmp(&lower))
+            .ok()
+            .map(|i| names[i].1.package.clone());
         let shown: String = name.chars().take(40).collect();
         let hint = like.map_or(String::new(), |p| format!(" (did you mean '{p}'?)"));
         return Err(ApiError::new(

@@ -1,6 +1,7 @@
 //! Reading across days: one package over a date range (with each day's whales taken out), the
 //! stored package names, and the trends of every stored day. Each is a range scan of a
-//! precomputed table: `packages_by_name` for a package, `days` for trends.
+//! precomputed table: one `packages` primary-key seek per stored day for a package, a range of
+//! `days` for trends.
 
 use std::collections::BTreeMap;
 
@@ -72,11 +73,13 @@ impl Store {
         Ok(Trends { from, to, days })
     }
 
-    /// True if `package` was downloaded on any stored day.
+    /// True if `package` was downloaded on any stored day (a primary-key seek per day).
     pub fn has_package(&self, package: &str) -> Result<bool> {
         let found = self
             .conn
-            .prepare_cached("SELECT 1 FROM packages WHERE package = ?1 LIMIT 1")
+            .prepare_cached(
+                "SELECT 1 FROM days d JOIN packages p ON p.date = d.date AND p.package = ?1 LIMIT 1",
+            )
             .and_then(|mut st| st.exists([package]));
         found.map_err(sql(&self.path))
     }
@@ -91,40 +94,25 @@ impl Store {
         whales: u32,
     ) -> Result<Vec<PackageDay>> {
         let q = || -> rusqlite::Result<Vec<PackageDay>> {
-            let tx = self.conn.unchecked_transaction()?;
-            let mut by_date: BTreeMap<String, Stored> = BTreeMap::new();
-            let mut st = tx.prepare_cached(
-                "SELECT date, downloads, downloaders, whale_ranks FROM packages
-                 WHERE package = ?1 AND date BETWEEN ?2 AND ?3",
+            let mut st = self.conn.prepare_cached(
+                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks
+                 FROM days d LEFT JOIN packages p ON p.date = d.date AND p.package = ?1
+                 WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date",
             )?;
             let rows = st.query_map(params![package, from, to], |r| {
-                let ranks = r.get::<_, Option<Vec<u8>>>(3)?;
-                Ok((
-                    r.get::<_, String>(0)?,
-                    Stored {
-                        downloads: r.get(1)?,
-                        downloaders: r.get(2)?,
-                        ranks: ranks.as_deref().map(decode_ranks).unwrap_or_default(),
-                    },
-                ))
+                let stored = match r.get::<_, Option<u64>>(2)? {
+                    None => None,
+                    Some(downloads) => Some(Stored {
+                        downloads,
+                        downloaders: r.get(3)?,
+                        ranks: (r.get::<_, Option<Vec<u8>>>(4)?.as_deref())
+                            .map(decode_ranks)
+                            .unwrap_or_default(),
+                    }),
+                };
+                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales))
             })?;
-            for row in rows {
-                let (date, s) = row?;
-                by_date.insert(date, s);
-            }
-            let mut st = tx.prepare_cached(
-                "SELECT date, baseline FROM days WHERE date BETWEEN ?1 AND ?2 ORDER BY date",
-            )?;
-            let days = st.query_map(params![from, to], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Option<u64>>(1)?))
-            })?;
-            let mut out = Vec::new();
-            for day in days {
-                let (date, baseline) = day?;
-                let s = by_date.remove(&date);
-                out.push(package_day(date, s, baseline, whales));
-            }
-            Ok(out)
+            rows.collect()
         };
         q().map_err(sql(&self.path))
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench-ingest: our ingest of a >= 10M-row day vs decompression alone (libdeflate-gunzip,
-# gzip -dc) and vs Polars (lazy, streaming) and DuckDB computing the same totals, hourly and top-N.
+# gzip -dc) and vs Polars (lazy, streaming) and DuckDB computing the same totals, hourly and top-N;
+# then the backfill line: the 78 real days with --jobs 2 vs one at a time vs Polars (ingest_backfill.py).
 # Builds the stitched day once into target/bench-data (outside git) and installs the peers into a
 # venv in target/bench-venv. RUNS=N (default 5) interleaved rounds; ratios are medians of per-round ratios.
 set -euo pipefail
@@ -30,4 +31,7 @@ if [ ! -f "$DAY" ]; then
   TEST_DATA=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}
   python3 bench/ingest_make_day.py "$TEST_DATA/cranlogs" "$DAY"
 fi
-exec "$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-5}"
+"$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-5}"
+echo
+echo "== backfill: the real days of ../shared, --jobs 2 vs one at a time vs Polars =="
+exec "$VENV/bin/python" bench/ingest_backfill.py ../shared/data/cranlogs target/release/cranwhales "$DATA" "${RUNS_BACKFILL:-3}"

@@ -5,6 +5,8 @@ packages, skipped rows), downloads per UTC hour, and the top N downloaders (down
 asc). Prints one JSON line with the answers so the bench can check every engine agrees.
 
 usage: ingest_peers.py polars|duckdb FILE.csv.gz [N]
+       ingest_peers.py polars-days FILE.csv.gz...   (the backfill peer: one JSON object per file,
+                                                    keyed by file name, N = 6)
 """
 import json
 import sys
@@ -74,6 +76,13 @@ def duckdb_run(path, n):
 
 
 def main():
+    if sys.argv[1] == "polars-days":
+        out = {}
+        for path in sys.argv[2:]:
+            totals, hours, top = polars_run(path, 6)
+            out[path.rsplit("/", 1)[-1][:10]] = {"totals": totals, "top": [list(r) for r in top]}
+        print(json.dumps(out, sort_keys=True))
+        return
     engine, path = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 10
     totals, hours, top = (polars_run if engine == "polars" else duckdb_run)(path, n)

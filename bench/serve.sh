@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bench-serve: `cranwhales serve` (release) vs nginx serving the same bytes as static files, with
-# wrk at 100 connections, side by side in one run; then 200 concurrent requests for one day that is
-# not stored yet, counting downloads at the source (nginx again, rate-limited, serving
-# the real logs of scripts/test-data.py). Everything on 127.0.0.1, bounded in time, cleaned up on exit.
+# wrk at 100 connections, side by side in one run: a day's summary, the home page, and (on a store
+# of all the real days, backfilled first) one package over every stored day and the trends of every
+# stored day. Then 200 concurrent requests for one day that is not stored yet, counting downloads at
+# the source (nginx again, rate-limited, serving the real logs of scripts/test-data.py).
+# Everything on 127.0.0.1, bounded in time, cleaned up on exit.
 #
-# Targets (issue 3): >= 0.8x nginx req/s, p99 < 5 ms.
+# Targets (issues 3 and 12): >= 0.8x nginx req/s, p99 < 5 ms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,10 +25,10 @@ done
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" serve
 chmod 755 "$TMP"  # nginx workers (www-data) read the static files
 
-# Starts cranwhales serve with extra args; sets URL.
+# Starts cranwhales serve with extra args (DB=path to use a given store); sets URL.
 start_server() {
   local log=$TMP/serve.$1.log; shift
-  "$BIN" serve --db "$TMP/cw.$RANDOM.db" --cache-dir "$TMP/cache.$RANDOM" --addr 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  "$BIN" serve --db "${DB:-$TMP/cw.$RANDOM.db}" --cache-dir "$TMP/cache.$RANDOM" --addr 127.0.0.1:0 "$@" >"$log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 600); do
     URL=$(grep -o 'http://[0-9.:]*' "$log" 2>/dev/null | head -1 || true)
@@ -79,21 +81,42 @@ start_server main --sample-dir "$ROOT/data/sample"
 DAY=$(curl -s "$URL/api/days" | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["date"])')
 API_PATH="/api/days/$DAY?count=6"
 
+# A store of every real day (a backfill from a cache of links to the shared files), served by a
+# second server for the cross-day queries.
+mkdir -p "$TMP/links"
+for f in "$SHARED"/*.csv.gz; do ln -s "$f" "$TMP/links/"; done
+DATES=$(ls "$TMP/links" | cut -c1-10)
+# shellcheck disable=SC2086
+"$BIN" ingest --db "$TMP/all.db" --cache-dir "$TMP/links" --source-url http://127.0.0.1:9 --jobs 2 $DATES >/dev/null 2>"$TMP/backfill.log" \
+  || { cat "$TMP/backfill.log" >&2; exit 1; }
+MAIN_URL=$URL
+DB=$TMP/all.db start_server all --no-sample
+ALL_URL=$URL; URL=$MAIN_URL
+PKG_PATH="/api/packages/${PACKAGE:-ggplot2}?whales=6"
+TRENDS_PATH="/api/trends"
+
 # The same bytes as static files for nginx.
-mkdir -p "$TMP/www/api/days"
+mkdir -p "$TMP/www/api/days" "$TMP/www/api/packages"
 curl -s "$URL$API_PATH" -o "$TMP/www/api/days/$DAY"
 curl -s "$URL/" -o "$TMP/www/index.html"
+curl -s "$ALL_URL$PKG_PATH" -o "$TMP/www/api/packages/${PACKAGE:-ggplot2}"
+curl -s "$ALL_URL$TRENDS_PATH" -o "$TMP/www/api/trends"
 start_nginx static "root $TMP/www; location /api/ { default_type application/json; } location = / { default_type text/html; try_files /index.html =404; }"
 cmp -s <(curl -s "$URL$API_PATH") <(curl -s "$NGINX_URL$API_PATH") || { echo "bench-serve: nginx does not serve the same API bytes" >&2; exit 1; }
 cmp -s <(curl -s "$URL/") <(curl -s "$NGINX_URL/") || { echo "bench-serve: nginx does not serve the same home page" >&2; exit 1; }
+for p in "$PKG_PATH" "$TRENDS_PATH"; do
+  cmp -s <(curl -s "$ALL_URL$p") <(curl -s "$NGINX_URL$p") || { echo "bench-serve: nginx does not serve the same $p" >&2; exit 1; }
+done
 echo "day $DAY: API body $(stat -c %s "$TMP/www/api/days/$DAY") bytes, home page $(stat -c %s "$TMP/www/index.html") bytes"
+echo "all $(wc -w <<<"$DATES") real days stored: $PKG_PATH $(stat -c %s "$TMP/www/api/packages/${PACKAGE:-ggplot2}") bytes, $TRENDS_PATH $(stat -c %s "$TMP/www/api/trends") bytes"
 
 # Alternate the two servers over several rounds so background load hits both alike; report the
 # median round of each.
 ROUNDS=${ROUNDS:-3}
 declare -A RPS_OF P99_OF
 for r in $(seq "$ROUNDS"); do
-  for target in "nginx-api|$NGINX_URL$API_PATH" "cw-api|$URL$API_PATH" "nginx-home|$NGINX_URL/" "cw-home|$URL/"; do
+  for target in "nginx-api|$NGINX_URL$API_PATH" "cw-api|$URL$API_PATH" "nginx-home|$NGINX_URL/" "cw-home|$URL/" \
+    "nginx-pkg|$NGINX_URL$PKG_PATH" "cw-pkg|$ALL_URL$PKG_PATH" "nginx-trends|$NGINX_URL$TRENDS_PATH" "cw-trends|$ALL_URL$TRENDS_PATH"; do
     key=${target%%|*}
     bench "round $r $key" "${target#*|}"
     RPS_OF[$key]+="$RPS "; P99_OF[$key]+="$P99_MS "
@@ -106,10 +129,15 @@ verdict() {
     printf "throughput %s (target >=0.8x), p99 %s (target <5ms)", (r>=0.8 ? "ok" : "BELOW"), (p<5 ? "ok" : "OVER") }'
 }
 echo
-for what in api home; do
+for what in api home pkg trends; do
   n=$(median "${RPS_OF[nginx-$what]}"); c=$(median "${RPS_OF[cw-$what]}")
   np=$(median "${P99_OF[nginx-$what]}"); cp=$(median "${P99_OF[cw-$what]}")
-  label=$([ $what = api ] && echo "GET $API_PATH" || echo "GET / (home page)")
+  case $what in
+    api) label="GET $API_PATH" ;;
+    home) label="GET / (home page)" ;;
+    pkg) label="GET $PKG_PATH (all stored days)" ;;
+    trends) label="GET $TRENDS_PATH (all stored days)" ;;
+  esac
   printf 'ratio: %-40s cranwhales %7.0f req/s p99 %6.2f ms | nginx %7.0f req/s p99 %6.2f ms | %sx  %s\n' \
     "$label" "$c" "$cp" "$n" "$np" "$(ratio "$c" "$n")" "$(verdict "$(ratio "$c" "$n")" "$cp")"
 done

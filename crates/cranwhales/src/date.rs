@@ -61,6 +61,47 @@ impl Day {
     }
 }
 
+/// A `from..=to` range of log days as a request gives it (either end may be missing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Range {
+    /// First day, included.
+    pub from: Day,
+    /// Last day, included.
+    pub to: Day,
+}
+
+impl Range {
+    /// Parses optional `from` and `to` (`YYYY-MM-DD`): each must be a log day (2012-10-01 ..
+    /// yesterday) and `from` not after `to`. A missing end is the first log day / yesterday.
+    /// The error is one line naming the parameter and echoing (at most 40 chars of) the input.
+    pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<Range, String> {
+        let end = |name: &str, v: Option<&str>, default: Day| -> Result<Day, String> {
+            let Some(v) = v else { return Ok(default) };
+            let d = Day::parse(v).ok_or_else(|| {
+                let shown: String = v.chars().take(40).collect();
+                format!("{name} must be a real day as YYYY-MM-DD, got '{shown}'")
+            })?;
+            if !d.in_log_range() {
+                return Err(format!(
+                    "{name} {d} is outside the CRAN logs ({FIRST_LOG} to yesterday)"
+                ));
+            }
+            Ok(d)
+        };
+        let from = end("from", from, FIRST_LOG)?;
+        let to = end("to", to, Day(Day::today().0 - 1))?;
+        if from > to {
+            return Err(format!("from {from} is after to {to}"));
+        }
+        Ok(Range { from, to })
+    }
+
+    /// Every day of the range, in order.
+    pub fn days(self) -> impl Iterator<Item = Day> {
+        (self.from.0..=self.to.0).map(Day)
+    }
+}
+
 impl fmt::Display for Day {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (y, m, d) = civil_from_days(self.0);
@@ -122,6 +163,37 @@ mod tests {
         assert!(is_log_date("1970-01-01") && is_log_date("2012-02-29"));
         assert!(!is_log_date("1969-12-31") && !is_log_date("2013-02-29"));
         assert!(!is_log_date("2015-1-01") && !is_log_date(""));
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        let r = Range::parse(Some("2015-01-01"), Some("2015-01-03")).unwrap();
+        assert_eq!(
+            r.days().map(|d| d.to_string()).collect::<Vec<_>>(),
+            ["2015-01-01", "2015-01-02", "2015-01-03"]
+        );
+        assert_eq!(Range::parse(None, None).unwrap().from, FIRST_LOG);
+        for (f, t, msg) in [
+            (
+                Some("2015-01-03"),
+                Some("2015-01-01"),
+                "from 2015-01-03 is after to 2015-01-01",
+            ),
+            (
+                Some("2011-01-01"),
+                None,
+                "from 2011-01-01 is outside the CRAN logs",
+            ),
+            (None, Some("2999-01-01"), "to 2999-01-01 is outside"),
+            (
+                Some("2015-02-30"),
+                None,
+                "from must be a real day as YYYY-MM-DD, got '2015-02-30'",
+            ),
+        ] {
+            let e = Range::parse(f, t).unwrap_err();
+            assert!(e.starts_with(msg), "{e}");
+        }
     }
 
     #[test]

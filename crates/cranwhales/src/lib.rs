@@ -14,6 +14,7 @@ pub mod inflate;
 pub mod ingest;
 pub mod names;
 pub mod parse;
+pub mod profile;
 pub mod progress;
 #[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod server;

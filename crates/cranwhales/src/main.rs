@@ -27,6 +27,8 @@ enum Command {
     Show(cli::ShowArgs),
     /// List the ingested days with their totals.
     Days(cli::DaysArgs),
+    /// One package over the stored days: downloads, unique downloaders, without the whales.
+    Package(cli::PackageArgs),
 }
 
 fn main() {
@@ -36,6 +38,7 @@ fn main() {
         Command::Ingest(args) => cli::ingest(args),
         Command::Show(args) => cli::show(args),
         Command::Days(args) => cli::days(args),
+        Command::Package(args) => cli::package(args),
     };
     if let Err(e) = result {
         if cli.verbose {

@@ -148,7 +148,8 @@ fn show_and_days_print_the_api_json() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["count", "date", "hourly", "totals", "whales"]);
-    assert_eq!(v["whales"][0].as_object().unwrap().len(), 8);
+    assert_eq!(v["whales"][0].as_object().unwrap().len(), 9);
+    assert!(v["whales"][0]["profile"]["sentence"].is_string());
     let printed: DaySummary = serde_json::from_value(v).unwrap();
     let store = Store::open(&db).unwrap();
     assert_eq!(

@@ -13,7 +13,11 @@ country: string | null, downloads: number, bytes: number, packages: number,
 /**
  * Downloads per UTC hour, 24 entries.
  */
-hourly: number[], };
+hourly: number[], 
+/**
+ * What it is doing; `None` for a day stored before profiles existed.
+ */
+profile: import("./api").Profile | null, };
 
 export type DaySummary = { date: string, count: number, totals: Totals, hourly: Array<Hour>, whales: Array<Whale>, };
 

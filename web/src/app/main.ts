@@ -1,7 +1,8 @@
-// The CRAN whales single-page app: sidebar (date, top N), four tabs, on-demand fetch with live
-// progress. State lives in the URL (?date=&count=&tab=&whale=) so any view can be shared.
+// The CRAN whales single-page app: sidebar (date, top N), four day tabs plus Packages and Trends,
+// on-demand fetch with live progress. State lives in the URL (?date=&count=&tab=&whale=, and
+// &package=&from=&to=&whales= for Packages) so any view can be shared.
 import * as echarts from "echarts/core";
-import { BarChart, ScatterChart } from "echarts/charts";
+import { BarChart, LineChart, ScatterChart } from "echarts/charts";
 import { BrushComponent, GridComponent, LegendComponent, TitleComponent, TooltipComponent } from "echarts/components";
 import { CanvasRenderer } from "echarts/renderers";
 import "./style.css";
@@ -9,11 +10,16 @@ import { follow, getDay, getDays, getWhale } from "./api";
 import type { DayInfo, DaySummary, Progress, WhaleDetail } from "./api";
 import { detailOption, hourlyColumns, hourlyOption, hoursOf, packageOrder, trafficOption, whaleLabel, whalesOption } from "./charts";
 import { bytes, esc, int, pct } from "./format";
+import { MAX_WHALES, PackagesTab } from "./packages";
+import { profileCard, whaleListHtml } from "./profile";
+import { TrendsTab } from "./trends";
 
-echarts.use([BarChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, TitleComponent, BrushComponent, CanvasRenderer]);
+echarts.use([BarChart, LineChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, TitleComponent, BrushComponent, CanvasRenderer]);
 
-type Tab = "traffic" | "whales" | "hourly" | "detail";
-const TABS: Tab[] = ["traffic", "whales", "hourly", "detail"];
+type Tab = "traffic" | "whales" | "hourly" | "detail" | "packages" | "trends";
+const TABS: Tab[] = ["traffic", "whales", "hourly", "detail", "packages", "trends"];
+/** Tabs about all stored days rather than the chosen one. */
+const GLOBAL_TABS: Tab[] = ["packages", "trends"];
 const FIRST_DAY = "2012-10-01";
 const MAX_COUNT = 25;
 const TABLE_LIMIT = 2000;
@@ -23,6 +29,10 @@ interface State {
   count: number;
   tab: Tab;
   whale: number | null;
+  package: string;
+  from: string;
+  to: string;
+  whales: number;
 }
 
 const $ = <T extends HTMLElement>(sel: string) => document.querySelector(sel) as T;
@@ -45,11 +55,17 @@ function readUrl(): State {
   const count = Number(q.get("count"));
   const tab = q.get("tab") as Tab;
   const whale = Number(q.get("whale"));
+  const whales = Number(q.get("whales"));
+  const day = (k: string) => (/^\d{4}-\d{2}-\d{2}$/.test(q.get(k) ?? "") ? q.get(k)! : "");
   return {
     date: q.get("date") ?? "",
     count: Number.isInteger(count) && count >= 1 && count <= MAX_COUNT ? count : 6,
     tab: TABS.includes(tab) ? tab : "traffic",
     whale: q.get("whale") !== null && Number.isInteger(whale) && whale >= 0 ? whale : null,
+    package: q.get("package") ?? "",
+    from: day("from"),
+    to: day("to"),
+    whales: Number.isInteger(whales) && whales >= 1 && whales <= MAX_WHALES ? whales : 6,
   };
 }
 
@@ -57,6 +73,12 @@ function readUrl(): State {
 function writeUrl(push = false) {
   const q = new URLSearchParams({ date: state.date, count: String(state.count), tab: state.tab });
   if (state.whale !== null) q.set("whale", String(state.whale));
+  if (state.package) {
+    q.set("package", state.package);
+    if (state.from) q.set("from", state.from);
+    if (state.to) q.set("to", state.to);
+    q.set("whales", String(state.whales));
+  }
   if (`?${q}` === location.search) return;
   if (push) history.pushState(null, "", `?${q}`);
   else history.replaceState(null, "", `?${q}`);
@@ -187,6 +209,7 @@ async function load() {
       } else {
         statusBox.innerHTML = progressHtml(state.date, p);
         if (p.phase === "done") {
+          trendsTab.invalidate();
           void loadDays();
           void load();
         }
@@ -248,6 +271,7 @@ function renderAll() {
     box(int(s.totals.downloads), "files downloaded") +
     box(int(s.totals.downloaders), "unique downloaders") +
     box(pct(whaleDownloads, s.totals.downloads), `of downloads by the top ${s.whales.length} downloader${s.whales.length === 1 ? "" : "s"}`, "box-whale");
+  $<HTMLTableElement>("#whale-list").tBodies[0].innerHTML = whaleListHtml(s);
   whaleSelect.innerHTML = s.whales
     .map((w) => `<option value="${w.ip_id}">${esc(whaleLabel(w))} — ${int(w.downloads)} downloads</option>`)
     .join("");
@@ -261,6 +285,16 @@ function renderTab() {
     b.setAttribute("aria-selected", String(on));
   }
   for (const p of document.querySelectorAll<HTMLElement>(".tab-body")) p.hidden = p.dataset.pane !== state.tab;
+  document.body.dataset.tab = state.tab;
+  if (state.tab === "packages") {
+    packagesTab.render();
+    return resizeVisible();
+  }
+  if (state.tab === "trends") {
+    void trendsTab.render().then(resizeVisible);
+    return;
+  }
+  if (summary && (summary.date !== state.date || summary.count !== state.count)) return void load();
   if (!summary) return;
   const s = summary;
   switch (state.tab) {
@@ -301,6 +335,7 @@ function renderDetail() {
     box(int(w.downloads), "files downloaded") +
     box(int(w.packages), "unique packages") +
     box(`${d.first.slice(0, 5)}–${d.last.slice(0, 5)}`, "first to last download (UTC)", "box-whale");
+  $<HTMLDivElement>("#detail-profile").innerHTML = profileCard(w);
   const packages = packageOrder(d);
   const el = document.getElementById("chart-detail")!;
   const height = Math.min(1200, Math.max(360, packages.length * 14 + 70));
@@ -451,7 +486,7 @@ window.addEventListener("resize", () => {
 // Back/Forward: show the state the URL now holds.
 window.addEventListener("popstate", () => {
   const next = readUrl();
-  const dayChanged = next.date !== state.date || next.count !== state.count;
+  const dayChanged = (next.date !== state.date || next.count !== state.count) && !GLOBAL_TABS.includes(next.tab);
   Object.assign(state, next);
   if (!state.date) state.date = days.length ? days[days.length - 1].date : yesterday;
   dateInput.value = state.date;
@@ -470,6 +505,18 @@ declare global {
   }
 }
 window.cranwhales = { charts, state };
+
+const packagesTab = new PackagesTab(state, () => writeUrl(true), chart);
+const trendsTab = new TrendsTab(chart, (date) => {
+  state.tab = "traffic";
+  state.whale = null;
+  if (date === state.date) {
+    writeUrl(true);
+    return renderTab();
+  }
+  setDate(date);
+  renderTab();
+});
 
 async function start() {
   countInput.value = String(state.count);

@@ -3,11 +3,12 @@
 
 use super::interner::{key_hash, same, Interner};
 use super::ips::{Ips, NONE};
-use super::{rank, row_err, whales};
-use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, COUNTRY_SHIFT};
+use super::{downloaders, rank, row_err, stats, whales};
+use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, WhaleTable, COUNTRY_SHIFT};
 use crate::csv::{col, Fields};
 use crate::names;
 use crate::parse;
+use crate::profile::{DayContext, EnvClass};
 use crate::summary::Totals;
 
 const MAX_COUNTRIES: u32 = 1 << (32 - COUNTRY_SHIFT);
@@ -27,6 +28,8 @@ pub struct DayBuilder {
     pkgver_count: Vec<u64>,
     package_ix: FastMap<String, u32>,
     env_ix: Interner,
+    /// Rows per env id (for the day's share of requests without an R version).
+    env_count: Vec<u64>,
     country_ix: Interner,
     /// Two-letter quoted country codes (`"US"`) → id, indexed by the two letters.
     country_fast: Vec<u32>,
@@ -81,6 +84,7 @@ impl DayBuilder {
             pkgver_count: Vec::new(),
             package_ix: FastMap::default(),
             env_ix: Interner::default(),
+            env_count: Vec::new(),
             country_ix: Interner::default(),
             country_fast: vec![NONE; 1 << 16],
             dict: Dict::default(),
@@ -250,6 +254,7 @@ impl DayBuilder {
         acc.downloads += 1;
         acc.bytes += size;
         self.pkgver_count[pkgver as usize] += 1;
+        self.env_count[env as usize] += 1;
         self.hourly[(secs / 3600) as usize] += 1;
         self.downloads += 1;
         self.bytes += size;
@@ -317,6 +322,7 @@ impl DayBuilder {
             opt_utf8(line, "r_os", f[col::R_OS])?,
         ];
         self.dict.envs.push(env);
+        self.env_count.push(0);
         Ok(self.env_ix.add(raw, hash))
     }
 
@@ -347,31 +353,41 @@ impl DayBuilder {
         let ranking = rank::rank(&self.ips);
         let (whale_rows, pkg_whale) =
             whales::rows_of_whales(&self.log, &self.big_sizes, &ranking, &self.ips, &self.dict);
+        let pkg_of: Vec<u32> = self.dict.pkgvers.iter().map(|(p, _)| *p).collect();
+        let mut pkg_downloads = vec![0u64; self.dict.packages.len()];
+        for (pv, n) in self.pkgver_count.iter().enumerate() {
+            pkg_downloads[pkg_of[pv] as usize] += n;
+        }
+        let downloaders =
+            downloaders::unique_downloaders(&self.log, &pkg_of, &pkg_downloads, &self.ips);
         // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
         let log = self.log;
         std::thread::spawn(move || drop(log));
 
         let whale_ids: Vec<u64> = ranking.order.iter().map(|&i| self.ips.get(i).1).collect();
         let names = names::assign(&date, &whale_ids);
+        let envs: Vec<EnvClass> = (self.dict.envs.iter())
+            .map(|[v, a, o]| EnvClass::of(v.as_deref(), a.as_deref(), o.as_deref()))
+            .collect();
+        let no_r_rows: u64 = (envs.iter().zip(&self.env_count))
+            .filter(|(e, _)| e.no_r)
+            .map(|(_, n)| n)
+            .sum();
+        let input = whales::ProfileInput {
+            envs,
+            day: DayContext {
+                packages: self.dict.packages.len() as u64,
+                no_r_share: no_r_rows as f64 / self.downloads.max(1) as f64,
+                whale_downloads: (ranking.order.iter())
+                    .map(|&i| u64::from(self.ips.get(i).0.downloads))
+                    .sum(),
+            },
+        };
         let whales = whales::tables(
-            whale_rows, names, &whale_ids, &ranking, &self.ips, &self.dict,
+            whale_rows, names, &whale_ids, &ranking, &self.ips, &self.dict, &input,
         );
-
-        let mut pkg_downloads = vec![0u64; self.dict.packages.len()];
-        for (pv, n) in self.pkgver_count.iter().enumerate() {
-            pkg_downloads[self.dict.pkgvers[pv].0 as usize] += n;
-        }
-        let packages = self
-            .dict
-            .packages
-            .iter()
-            .enumerate()
-            .map(|(i, p)| PackageCount {
-                package: p.clone(),
-                downloads: pkg_downloads[i],
-                whale_downloads: pkg_whale[i],
-            })
-            .collect::<Vec<_>>();
+        let packages = package_counts(&self.dict, &whales, pkg_downloads, downloaders, pkg_whale);
+        let stats = stats::day_stats(&whales, &packages, no_r_rows);
 
         Some(DayTables {
             date,
@@ -387,9 +403,35 @@ impl DayBuilder {
             hourly: self.hourly,
             whales,
             packages,
+            stats,
             dict: self.dict,
         })
     }
+}
+
+/// Every package's counts, with each whale's downloads of it by rank.
+fn package_counts(
+    dict: &Dict,
+    whales: &[WhaleTable],
+    downloads: Vec<u64>,
+    downloaders: Vec<u64>,
+    whale_downloads: Vec<u64>,
+) -> Vec<PackageCount> {
+    let mut ranks: Vec<Vec<(u32, u64)>> = vec![Vec::new(); dict.packages.len()];
+    for w in whales {
+        for &(p, n) in &w.package_counts {
+            ranks[p as usize].push((w.rank, u64::from(n)));
+        }
+    }
+    (dict.packages.iter().zip(ranks).enumerate())
+        .map(|(i, (p, whale_ranks))| PackageCount {
+            package: p.clone(),
+            downloads: downloads[i],
+            downloaders: downloaders[i],
+            whale_downloads: whale_downloads[i],
+            whale_ranks,
+        })
+        .collect()
 }
 
 #[cold]

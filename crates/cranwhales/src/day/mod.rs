@@ -5,23 +5,28 @@
 //! of the top-100 whales can be listed at the end without a second pass over the input).
 //!
 //! Modules: `builder` (the one pass), `interner` (strings → ids), `ips` (per-downloader
-//! totals), `rank` (top 100), `whales` (their tables), `pack` (their stored blobs).
+//! totals), `rank` (top 100), `whales` (their tables and behaviour profiles), `downloaders`
+//! (unique downloaders per package), `stats` (day-level numbers for trends), `pack` (the whales'
+//! stored blobs).
 
 mod builder;
+mod downloaders;
 mod interner;
 mod ips;
 mod pack;
 mod rank;
+mod stats;
 mod whales;
 
 use std::collections::HashMap;
 
-use crate::summary::Totals;
+use crate::summary::{Profile, Totals};
 
 pub use crate::blob::DownloadRef;
 pub use builder::DayBuilder;
 pub use interner::key_hash;
 pub use pack::PackScratch;
+pub use stats::DayStats;
 
 /// How many downloaders are ranked and kept with all their rows.
 pub const TOP: usize = 100;
@@ -93,14 +98,22 @@ pub struct WhaleTable {
     pub first: u32,
     pub last: u32,
     pub hourly: [u64; 24],
+    /// What it is doing (docs/whale-behaviours.md).
+    pub profile: Profile,
     rows: Vec<WhaleRow>,
+    /// (package id, downloads) of every package it downloaded.
+    package_counts: Vec<(u32, u32)>,
 }
 
-/// Downloads of one package on the day, all and by the top-100 whales.
+/// Downloads of one package on the day: all, by distinct ips, and by the top-100 whales.
 pub struct PackageCount {
     pub package: String,
     pub downloads: u64,
+    pub downloaders: u64,
     pub whale_downloads: u64,
+    /// (rank, downloads) of each top-100 whale that downloaded it, by rank: the downloads
+    /// without the top N are `downloads` minus the entries of rank ≤ N.
+    pub whale_ranks: Vec<(u32, u64)>,
 }
 
 /// Everything stored for one day, computed in memory before the store's single transaction.
@@ -115,6 +128,8 @@ pub struct DayTables {
     /// Ranked, at most [`TOP`].
     pub whales: Vec<WhaleTable>,
     pub packages: Vec<PackageCount>,
+    /// Day-level numbers for trends and the package view.
+    pub stats: DayStats,
     dict: Dict,
 }
 

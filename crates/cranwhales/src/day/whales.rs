@@ -1,9 +1,10 @@
 //! The whales' tables: their rows picked out of the day's row log, then per whale the
-//! chronological rows, hourly counts, modal country and distinct packages.
+//! chronological rows, hourly counts, modal country, distinct packages and behaviour profile.
 
 use super::ips::Ips;
 use super::rank::Ranking;
 use super::{Dict, FastMap, RowRec, WhaleRow, WhaleTable, COUNTRY_SHIFT};
+use crate::profile::{self, DayContext, EnvClass, Profiler, Row};
 
 /// Each whale's rows (by rank - 1), in file order, and each package's downloads by whales.
 ///
@@ -89,6 +90,13 @@ impl<'a> Countries<'a> {
     }
 }
 
+/// What every whale's profile needs from the whole day.
+pub(super) struct ProfileInput {
+    /// Every R build of the day, classified (by env id).
+    pub envs: Vec<EnvClass>,
+    pub day: DayContext,
+}
+
 /// One table per whale, built on two threads (odd and even ranks), in rank order.
 pub(super) fn tables(
     whale_rows: Vec<Vec<WhaleRow>>,
@@ -97,11 +105,23 @@ pub(super) fn tables(
     ranking: &Ranking,
     ips: &Ips,
     dict: &Dict,
+    input: &ProfileInput,
 ) -> Vec<WhaleTable> {
     let countries = Countries::new(dict);
-    let table = |r: usize, rows: Vec<WhaleRow>, name: String, seen: &mut [u32]| {
+    let table = |r: usize, rows: Vec<WhaleRow>, name: String, sc: &mut Scratch| {
         let acc = ips.get(ranking.order[r]).0;
-        let s = stats(r, rows, dict, &countries, seen);
+        let s = stats(r, rows, dict, &countries, &mut sc.seen);
+        let facts = sc.profiler.measure(
+            s.rows.iter().map(|w| Row {
+                secs: w.secs,
+                package: dict.pkgvers[w.pkgver as usize].0,
+                pkgver: w.pkgver,
+                env: w.env,
+            }),
+            &input.envs,
+            &dict.packages,
+            &input.day,
+        );
         WhaleTable {
             rank: r as u32 + 1,
             ip_id: whale_ids[r],
@@ -113,7 +133,9 @@ pub(super) fn tables(
             first: s.rows.first().map_or(0, |w| w.secs),
             last: s.rows.last().map_or(0, |w| w.secs),
             hourly: s.hourly,
+            profile: profile::profile(facts),
             rows: s.rows,
+            package_counts: sc.profiler.package_counts().collect(),
         }
     };
     let (even, odd): (Vec<_>, Vec<_>) = whale_rows
@@ -122,9 +144,12 @@ pub(super) fn tables(
         .enumerate()
         .partition(|(r, _)| r % 2 == 0);
     let tables = |part: Vec<(usize, (Vec<WhaleRow>, String))>| {
-        let mut seen = vec![0u32; dict.packages.len()];
+        let mut sc = Scratch {
+            seen: vec![0u32; dict.packages.len()],
+            profiler: Profiler::default(),
+        };
         (part.into_iter())
-            .map(|(r, (rows, name))| table(r, rows, name, &mut seen))
+            .map(|(r, (rows, name))| table(r, rows, name, &mut sc))
             .collect::<Vec<_>>()
     };
     let (even, odd) = std::thread::scope(|s| {
@@ -138,6 +163,13 @@ pub(super) fn tables(
         whales.extend(odd.next());
     }
     whales
+}
+
+/// Per-thread memory reused from whale to whale.
+struct Scratch {
+    /// One slot per package (see `stats`).
+    seen: Vec<u32>,
+    profiler: Profiler,
 }
 
 /// What a whale's rows say about it.

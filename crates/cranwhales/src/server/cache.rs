@@ -189,6 +189,13 @@ impl<K: Eq + Hash + Clone> Cache<K> {
         body
     }
 
+    /// Drops every entry (bodies that depend on which days are stored, after an ingest).
+    pub fn clear(&self) {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        map.clear();
+        self.used.store(0, Ordering::Relaxed);
+    }
+
     /// Drops one entry (e.g. the day list after an ingest).
     pub fn remove(&self, key: &K) {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());

@@ -9,7 +9,7 @@
 //! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (immutable
 //! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
 //! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
-//! (SIGTERM / Ctrl-C), `wire` (the API's own shapes; TypeScript types are generated from them and
+//! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days), `wire` (the API's own shapes; TypeScript types are generated from them and
 //! `crate::summary`).
 
 mod api;
@@ -20,6 +20,7 @@ mod error;
 mod fetch;
 mod gate;
 mod http;
+mod insight;
 mod limit;
 pub mod signal;
 pub mod wire;
@@ -103,6 +104,8 @@ pub struct App {
     whales: cache::Cache<(Day, u64)>,
     /// The day list (one entry), dropped after each ingest.
     days: Arc<cache::Cache<()>>,
+    /// Package and trend answers, dropped after each ingest.
+    insight: Arc<insight::Insight>,
 }
 
 /// A server ready to run: routes over an open store, and the connection limits.
@@ -180,6 +183,8 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
     let known = stored.iter().filter_map(|d| Day::parse(&d.date)).collect();
     let days = Arc::new(cache::Cache::new(16 << 20));
     let days2 = days.clone();
+    let insight = Arc::new(insight::Insight::new());
+    let insight2 = insight.clone();
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
@@ -190,7 +195,10 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         args.max_ingests,
         Duration::from_secs(args.stall_timeout.max(1)),
         known,
-        Box::new(move |_day| days2.remove(&())),
+        Box::new(move |_day| {
+            days2.remove(&());
+            insight2.invalidate();
+        }),
     );
     let assets = assets::Assets::load();
     if !assets.has_ui() {
@@ -207,12 +215,16 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         summaries: Arc::new(cache::Cache::new(64 << 20)),
         whales: cache::Cache::new(256 << 20),
         days,
+        insight,
     });
     let router = Router::new()
         .route("/api/days", get(api::days))
         .route("/api/days/{date}", get(api::day))
         .route("/api/days/{date}/progress", get(api::progress))
         .route("/api/days/{date}/whales/{ip_id}", get(api::whale))
+        .route("/api/packages", get(insight::suggest))
+        .route("/api/packages/{name}", get(insight::package))
+        .route("/api/trends", get(insight::trends))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found))
         .fallback(assets::serve)

@@ -1,32 +1,19 @@
-//! The `ingest`, `show` and `days` subcommands: argument types and what each one runs and prints.
+//! The `ingest`, `show`, `days` and `package` subcommands: argument types and what each one runs
+//! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`.
+
+mod ingest;
+
+pub use ingest::{ingest, IngestArgs};
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use crate::bar::{thousands, Bar};
+use crate::bar::thousands;
 use crate::date;
-use crate::ingest::{self, IngestError};
-use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
+use crate::ingest::IngestError;
 use crate::store::{Store, DEFAULT_DB};
-use crate::summary::{DayInfo, DaySummary};
-
-/// Options of `cranwhales ingest`.
-#[derive(Debug, clap::Args)]
-pub struct IngestArgs {
-    /// SQLite database file (created if missing).
-    #[arg(long, default_value = DEFAULT_DB)]
-    pub db: PathBuf,
-    /// Base URL of the daily logs: {URL}/{YYYY}/{YYYY-MM-DD}.csv.gz.
-    #[arg(long, default_value = DEFAULT_BASE_URL)]
-    pub source_url: String,
-    /// Where downloaded days are kept (each day is downloaded once).
-    #[arg(long, default_value = DEFAULT_CACHE_DIR)]
-    pub cache_dir: PathBuf,
-    /// Local .csv.gz / .csv files, or dates (YYYY-MM-DD) to download.
-    #[arg(required = true, value_name = "SOURCE")]
-    pub sources: Vec<String>,
-}
+use crate::summary::{DayInfo, DaySummary, PackageReport};
 
 /// Options of `cranwhales show`.
 #[derive(Debug, clap::Args)]
@@ -55,51 +42,49 @@ pub struct DaysArgs {
     pub json: bool,
 }
 
-/// Ingests every source, continuing past failures; fails if any source failed.
-pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
-    let source = SourceConfig {
-        base_url: args.source_url,
-        cache_dir: args.cache_dir,
-    };
-    let mut failed = 0;
-    for s in &args.sources {
-        let bar = Bar::new(s);
-        let result = if date::is_log_date(s) && !Path::new(s).exists() {
-            ingest::ingest_date(&args.db, s, &source, &bar)
-        } else if Path::new(s).exists() {
-            ingest::ingest_path(&args.db, Path::new(s), &bar)
-        } else if date::looks_like_date(s) {
-            Err(IngestError::BadDate(s.clone()))
-        } else {
-            Err(IngestError::Io {
-                path: s.into(),
-                reason: "no such file (and not a YYYY-MM-DD date)".into(),
-            })
+/// Options of `cranwhales package`.
+#[derive(Debug, clap::Args)]
+pub struct PackageArgs {
+    /// SQLite database file.
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// The package name (exact, case-sensitive as on CRAN).
+    pub name: String,
+    /// First day (YYYY-MM-DD) [default: the first CRAN log day].
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last day (YYYY-MM-DD) [default: yesterday].
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Leave out each day's top N whales (1-100).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub whales: u32,
+    /// Print the JSON the web API serves for GET /api/packages/{name}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints one package over the stored days.
+pub fn package(args: PackageArgs) -> anyhow::Result<()> {
+    let range =
+        date::Range::parse(args.from.as_deref(), args.to.as_deref()).map_err(anyhow::Error::msg)?;
+    let store = open_existing(&args.db)?;
+    let Some(report) = store.package_report(&args.name, range, args.whales)? else {
+        let hint = match store.package_like(&args.name)? {
+            Some(p) => format!(" (did you mean '{p}'?)"),
+            None => String::new(),
         };
-        drop(bar);
-        match result {
-            Ok(r) => println!(
-                "{}: {} rows, {} downloads, {} skipped, {} whale rows stored in {:.1} s",
-                r.date,
-                thousands(r.rows),
-                thousands(r.downloads),
-                thousands(r.skipped_rows),
-                thousands(r.whale_rows),
-                r.seconds
-            ),
-            Err(e) => {
-                failed += 1;
-                eprintln!("error: {e}");
-            }
-        }
-    }
-    if failed > 0 {
         bail!(
-            "{failed} of {} sources failed; the store keeps what it had for them",
-            args.sources.len()
+            "package '{}' was not downloaded on any day in {}{hint}",
+            args.name,
+            args.db.display()
         );
+    };
+    if args.json {
+        out(&(serde_json::to_string_pretty(&report)? + "\n"))
+    } else {
+        out(&render_package(&report))
     }
-    Ok(())
 }
 
 /// Prints one day's summary.
@@ -208,6 +193,21 @@ fn render_summary(s: &DaySummary) -> String {
             thousands(w.packages)
         );
     }
+    let _ = writeln!(o, "\nwhat each one is doing (docs/whale-behaviours.md):");
+    for w in &s.whales {
+        match &w.profile {
+            Some(p) => {
+                let _ = writeln!(o, "{:>4}  {} [{}]: {}", w.rank, w.name, p.label, p.sentence);
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "{:>4}  {}: no profile (stored by an older version; re-ingest the day with --force)",
+                    w.rank, w.name
+                );
+            }
+        }
+    }
     o
 }
 
@@ -233,5 +233,48 @@ fn render_days(days: &[DayInfo]) -> String {
     if days.is_empty() {
         o.push_str("(no days ingested yet)\n");
     }
+    o
+}
+
+fn render_package(r: &PackageReport) -> String {
+    use std::fmt::Write;
+    let opt = |v: Option<u64>| v.map_or("-".to_owned(), thousands);
+    let mut o = format!(
+        "{}: {} to {}, without each day's top {} whales\n\n{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n",
+        r.package, r.from, r.to, r.whales, "date", "downloads", "downloaders", "by whales", "without", "share", "aggregate"
+    );
+    for d in &r.days {
+        let share = if d.downloads == 0 {
+            0.0
+        } else {
+            100.0 * d.whale_downloads as f64 / d.downloads as f64
+        };
+        let _ = writeln!(
+            o,
+            "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>5.1}%  {:>10}",
+            d.date,
+            thousands(d.downloads),
+            opt(d.downloaders),
+            thousands(d.whale_downloads),
+            thousands(d.without_whales),
+            share,
+            opt(d.adjusted)
+        );
+    }
+    if r.days.is_empty() {
+        o.push_str("(no stored days in this range)\n");
+    }
+    let _ = writeln!(
+        o,
+        "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n\n{}",
+        "total",
+        thousands(r.totals.downloads),
+        "",
+        thousands(r.totals.whale_downloads),
+        thousands(r.totals.without_whales),
+        "",
+        opt(r.totals.adjusted),
+        r.note
+    );
     o
 }

@@ -9,6 +9,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::progress::{Event, Progress};
 
+mod batch;
+pub use batch::BatchBar;
+
 /// A [`Progress`] that draws for one source (a file or a date).
 pub struct Bar {
     label: String,

@@ -1,0 +1,242 @@
+//! `/api/packages` and `/api/trends`: answers across the stored days. Each body is built once
+//! from the precomputed tables (a primary-key seek per stored day, or a range of `days`) and served from
+//! memory until a day is added, when these caches are dropped (`Insight::invalidate`).
+
+use std::sync::{Arc, RwLock};
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::cache::{Body, Cache, REVALIDATE};
+use super::error::ApiError;
+use super::App;
+use crate::date::Range;
+use crate::day::TOP;
+use crate::summary::PackageName;
+
+/// `whales` when the query has none (the UI's default "top N").
+pub const DEFAULT_WHALES: u32 = 6;
+/// Suggestions at most per request.
+const MAX_SUGGESTIONS: usize = 50;
+
+/// Every stored package name with its downloads, by lowercased name.
+type Names = Arc<Vec<(String, PackageName)>>;
+
+/// The caches of the cross-day answers.
+pub struct Insight {
+    /// Package reports by (name, from, to, whales).
+    packages: Cache<(String, Range, u32)>,
+    trends: Cache<Range>,
+    /// Every stored package name with its downloads, sorted by lowercased name; built on first
+    /// use after each change of the stored days.
+    names: RwLock<Option<Names>>,
+}
+
+impl Insight {
+    pub fn new() -> Insight {
+        Insight {
+            packages: Cache::new(64 << 20),
+            trends: Cache::new(8 << 20),
+            names: RwLock::new(None),
+        }
+    }
+
+    /// A day was added or replaced: every cross-day answer may change.
+    pub fn invalidate(&self) {
+        self.packages.clear();
+        self.trends.clear();
+        *self.names.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// The query's value of `key` (the last one wins), percent-decoded.
+fn param(query: Option<&str>, key: &str) -> Option<String> {
+    let mut found = None;
+    for pair in query.unwrap_or("").split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == key {
+            found = Some(decode(v));
+        }
+    }
+    found
+}
+
+/// `%XX` and `+` decoding of a query value (an invalid escape is kept as it is).
+fn decode(v: &str) -> String {
+    let b = v.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn range_of(query: Option<&str>) -> Result<Range, ApiError> {
+    let (from, to) = (param(query, "from"), param(query, "to"));
+    Range::parse(from.as_deref(), to.as_deref()).map_err(ApiError::bad_request)
+}
+
+fn whales_of(query: Option<&str>) -> Result<u32, ApiError> {
+    let Some(v) = param(query, "whales") else {
+        return Ok(DEFAULT_WHALES);
+    };
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=TOP as u32).contains(n))
+        .ok_or_else(|| {
+            let shown: String = v.chars().take(40).collect();
+            ApiError::bad_request(format!(
+                "whales must be a whole number from 1 to {TOP}, got '{shown}'"
+            ))
+        })
+}
+
+/// `GET /api/packages/{name}?from=&to=&whales=N`.
+pub async fn package(
+    State(app): State<Arc<App>>,
+    name: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let Path(name) = name.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    let query = req.uri().query();
+    let (range, whales) = (range_of(query)?, whales_of(query)?);
+    let key = (name.clone(), range, whales);
+    if let Some(body) = app.insight.packages.get(&key) {
+        return Ok(body.respond(req.headers()));
+    }
+    let asked = name.clone();
+    let report = app
+        .db
+        .read(move |s| Ok(s.package_report(&asked, range, whales)?))
+        .await
+        .map_err(ApiError::internal)?;
+    let Some(report) = report else {
+        // "Did you mean" from the in-memory names: no table scan for a mistyped name.
+        let names = names(&app).await?;
+        let lower = name.to_lowercase();
+        let like = names
+            .binary_search_by(|(l, _)| l.as_str().cmp(&lower))
+            .ok()
+            .map(|i| names[i].1.package.clone());
+        let shown: String = name.chars().take(40).collect();
+        let hint = like.map_or(String::new(), |p| format!(" (did you mean '{p}'?)"));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("package '{shown}' was not downloaded on any stored day{hint}"),
+        ));
+    };
+    Ok(app
+        .insight
+        .packages
+        .insert(key, Body::json(&report, REVALIDATE))
+        .respond(req.headers()))
+}
+
+/// `GET /api/packages?q=PREFIX&limit=N`: stored package names starting with `PREFIX` (ignoring
+/// case), most downloaded first.
+pub async fn suggest(State(app): State<Arc<App>>, req: Request) -> Result<Response, ApiError> {
+    let query = req.uri().query();
+    let q = param(query, "q").unwrap_or_default().to_lowercase();
+    let limit = match param(query, "limit") {
+        None => 10,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_SUGGESTIONS).contains(n))
+            .ok_or_else(|| {
+                let shown: String = v.chars().take(40).collect();
+                ApiError::bad_request(format!(
+                    "limit must be a whole number from 1 to {MAX_SUGGESTIONS}, got '{shown}'"
+                ))
+            })?,
+    };
+    let names = names(&app).await?;
+    let start = names.partition_point(|(lower, _)| lower.as_str() < q.as_str());
+    let mut found: Vec<&PackageName> = names[start..]
+        .iter()
+        .take_while(|(lower, _)| lower.starts_with(&q))
+        .map(|(_, p)| p)
+        .collect();
+    found.sort_by(|a, b| {
+        b.downloads
+            .cmp(&a.downloads)
+            .then(a.package.cmp(&b.package))
+    });
+    found.truncate(limit);
+    Ok(Body::json(&found, REVALIDATE).respond(req.headers()))
+}
+
+async fn names(app: &Arc<App>) -> Result<Names, ApiError> {
+    if let Some(n) = app
+        .insight
+        .names
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    {
+        return Ok(n);
+    }
+    let mut all = app
+        .db
+        .read(|s| Ok(s.package_names()?))
+        .await
+        .map_err(ApiError::internal)?
+        .into_iter()
+        .map(|p| (p.package.to_lowercase(), p))
+        .collect::<Vec<_>>();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    let all = Arc::new(all);
+    *app.insight.names.write().unwrap_or_else(|e| e.into_inner()) = Some(all.clone());
+    Ok(all)
+}
+
+/// `GET /api/trends?from=&to=`.
+pub async fn trends(State(app): State<Arc<App>>, req: Request) -> Result<Response, ApiError> {
+    let range = range_of(req.uri().query())?;
+    let headers = req.headers();
+    if let Some(body) = app.insight.trends.get(&range) {
+        return Ok(body.respond(headers));
+    }
+    let t = app
+        .db
+        .read(move |s| Ok(s.trends(range)?))
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(app
+        .insight
+        .trends
+        .insert(range, Body::json(&t, REVALIDATE))
+        .respond(headers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_are_decoded() {
+        assert_eq!(
+            param(Some("q=gg%2Bplot&x=1"), "q").as_deref(),
+            Some("gg+plot")
+        );
+        assert_eq!(param(Some("q=a+b&q=c"), "q").as_deref(), Some("c"));
+        assert_eq!(param(Some("q=50%"), "q").as_deref(), Some("50%"));
+        assert_eq!(param(Some("q=%zz"), "q").as_deref(), Some("%zz"));
+        assert_eq!(param(None, "q"), None);
+    }
+}

@@ -1,0 +1,283 @@
+//! Reading across days: one package over a date range (with each day's whales taken out), the
+//! stored package names, and the trends of every stored day. Each is a range scan of a
+//! precomputed table: one `packages` primary-key seek per stored day for a package, a range of
+//! `days` for trends.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{sql, Result, Store};
+use crate::date::Range;
+use crate::summary::{
+    Behaviour, PackageDay, PackageName, PackageReport, PackageTotals, TrendDay, Trends,
+};
+
+/// A package on one stored day, as stored: downloads, unique downloaders, its whales' downloads
+/// by rank, and the day's baseline.
+struct Stored {
+    downloads: u64,
+    downloaders: Option<u64>,
+    ranks: Vec<(u32, u64)>,
+}
+
+impl Store {
+    /// `package` over the stored days of `range` without each day's top `whales` whales, with
+    /// totals and the comparison note; `None` if no stored day has a download of it.
+    pub fn package_report(
+        &self,
+        package: &str,
+        range: Range,
+        whales: u32,
+    ) -> Result<Option<PackageReport>> {
+        if !self.has_package(package)? {
+            return Ok(None);
+        }
+        let (from, to) = (range.from.to_string(), range.to.to_string());
+        let days = self.package_days(package, &from, &to, whales)?;
+        let totals = PackageTotals {
+            downloads: days.iter().map(|d| d.downloads).sum(),
+            whale_downloads: days.iter().map(|d| d.whale_downloads).sum(),
+            without_whales: days.iter().map(|d| d.without_whales).sum(),
+            adjusted: days.iter().map(|d| d.adjusted).sum(),
+        };
+        let note = note(package, whales, &days, &totals);
+        Ok(Some(PackageReport {
+            package: package.to_owned(),
+            from,
+            to,
+            whales,
+            days,
+            totals,
+            note,
+        }))
+    }
+
+    /// A stored package whose name equals `package` ignoring case (for "did you mean").
+    pub fn package_like(&self, package: &str) -> Result<Option<String>> {
+        let found = self
+            .conn
+            .query_row(
+                "SELECT package FROM packages WHERE package = ?1 COLLATE NOCASE LIMIT 1",
+                [package],
+                |r| r.get(0),
+            )
+            .optional();
+        found.map_err(sql(&self.path))
+    }
+
+    /// Trends of the stored days in `range`.
+    pub fn trends(&self, range: Range) -> Result<Trends> {
+        let (from, to) = (range.from.to_string(), range.to.to_string());
+        let days = self.trend_days(&from, &to)?;
+        Ok(Trends { from, to, days })
+    }
+
+    /// True if `package` was downloaded on any stored day (a primary-key seek per day).
+    pub fn has_package(&self, package: &str) -> Result<bool> {
+        let found = self
+            .conn
+            .prepare_cached(
+                "SELECT 1 FROM days d JOIN packages p ON p.date = d.date AND p.package = ?1 LIMIT 1",
+            )
+            .and_then(|mut st| st.exists([package]));
+        found.map_err(sql(&self.path))
+    }
+
+    /// Every stored day in `from..=to` with `package`'s downloads, unique downloaders and the
+    /// downloads by the day's top `whales` whales (0 on days it was not downloaded).
+    pub fn package_days(
+        &self,
+        package: &str,
+        from: &str,
+        to: &str,
+        whales: u32,
+    ) -> Result<Vec<PackageDay>> {
+        let q = || -> rusqlite::Result<Vec<PackageDay>> {
+            let mut st = self.conn.prepare_cached(
+                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks
+                 FROM days d LEFT JOIN packages p ON p.date = d.date AND p.package = ?1
+                 WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date",
+            )?;
+            let rows = st.query_map(params![package, from, to], |r| {
+                let stored = match r.get::<_, Option<u64>>(2)? {
+                    None => None,
+                    Some(downloads) => Some(Stored {
+                        downloads,
+                        downloaders: r.get(3)?,
+                        ranks: (r.get::<_, Option<Vec<u8>>>(4)?.as_deref())
+                            .map(decode_ranks)
+                            .unwrap_or_default(),
+                    }),
+                };
+                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales))
+            })?;
+            rows.collect()
+        };
+        q().map_err(sql(&self.path))
+    }
+
+    /// Every package name of the stored days with its downloads over them and on how many days.
+    pub fn package_names(&self) -> Result<Vec<PackageName>> {
+        let q = || -> rusqlite::Result<Vec<PackageName>> {
+            let mut st = self.conn.prepare(
+                "SELECT package, sum(downloads), count(*) FROM packages GROUP BY package",
+            )?;
+            let rows = st.query_map([], |r| {
+                Ok(PackageName {
+                    package: r.get(0)?,
+                    downloads: r.get(1)?,
+                    days: r.get(2)?,
+                })
+            })?;
+            rows.collect()
+        };
+        q().map_err(sql(&self.path))
+    }
+
+    /// The trend numbers of every stored day in `from..=to`, oldest first.
+    pub fn trend_days(&self, from: &str, to: &str) -> Result<Vec<TrendDay>> {
+        let q = || -> rusqlite::Result<Vec<TrendDay>> {
+            let mut st = self.conn.prepare_cached(
+                "SELECT date, downloads, downloaders, top1, top6, top25, behaviours FROM days
+                 WHERE date BETWEEN ?1 AND ?2 ORDER BY date",
+            )?;
+            let rows = st.query_map(params![from, to], |r| {
+                let behaviours = r.get::<_, Option<String>>(6)?.map(|j| parse_behaviours(&j));
+                Ok(TrendDay {
+                    date: r.get(0)?,
+                    downloads: r.get(1)?,
+                    downloaders: r.get(2)?,
+                    top1: r.get::<_, Option<u64>>(3)?.unwrap_or(0),
+                    top6: r.get::<_, Option<u64>>(4)?.unwrap_or(0),
+                    top25: r.get::<_, Option<u64>>(5)?.unwrap_or(0),
+                    behaviours: behaviours.transpose().map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, e)
+                    })?,
+                })
+            })?;
+            rows.collect()
+        };
+        q().map_err(sql(&self.path))
+    }
+}
+
+/// What the direct count shows next to the aggregate-only correction, in words.
+fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> String {
+    let share = |part: u64| {
+        if t.downloads == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / t.downloads as f64
+        }
+    };
+    let n = days.len();
+    let mut s = format!(
+        "On {n} stored day{} {package} had {} downloads; {} ({:.1}%) came from each day's top {whales} \
+         whale{}, leaving {}.",
+        if n == 1 { "" } else { "s" },
+        sep(t.downloads),
+        sep(t.whale_downloads),
+        share(t.whale_downloads),
+        if whales == 1 { "" } else { "s" },
+        sep(t.without_whales)
+    );
+    let Some(adjusted) = t.adjusted else {
+        s += " Some of these days were stored before the aggregate baseline was kept; re-ingest them \
+              (--force) to compare with the aggregate-only correction.";
+        return s;
+    };
+    let removed = t.downloads - adjusted;
+    s += &format!(
+        " The aggregate-only correction (as in adjustedcranlogs: subtract each day's 5% quantile of \
+         per-package downloads, the same for every package) would remove {} ({:.1}%) instead",
+        sep(removed),
+        share(removed)
+    );
+    s += if t.whale_downloads > removed {
+        ": it cannot see that whales fetched more of this package than of a typical one."
+    } else if t.whale_downloads < removed {
+        ": it assumes more automated downloads than this package's whales made."
+    } else {
+        "."
+    };
+    s
+}
+
+/// `12,345`.
+fn sep(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One day of a package: the whales of rank ≤ `whales` taken out.
+fn package_day(date: String, s: Option<Stored>, baseline: Option<u64>, whales: u32) -> PackageDay {
+    let s = s.unwrap_or(Stored {
+        downloads: 0,
+        downloaders: Some(0),
+        ranks: Vec::new(),
+    });
+    let whale_downloads: u64 = (s.ranks.iter())
+        .take_while(|(rank, _)| *rank <= whales)
+        .map(|(_, n)| n)
+        .sum();
+    PackageDay {
+        date,
+        downloads: s.downloads,
+        downloaders: s.downloaders,
+        whale_downloads,
+        without_whales: s.downloads - whale_downloads,
+        baseline,
+        adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
+    }
+}
+
+/// Decodes `write::encode_ranks`; a malformed tail is dropped (the blob is ours).
+fn decode_ranks(b: &[u8]) -> Vec<(u32, u64)> {
+    let mut vals = Vec::new();
+    let (mut v, mut shift) = (0u64, 0u32);
+    for &byte in b {
+        v |= u64::from(byte & 0x7f) << shift.min(63);
+        shift += 7;
+        if byte & 0x80 == 0 {
+            vals.push(v);
+            (v, shift) = (0, 0);
+        }
+    }
+    vals.chunks_exact(2).map(|c| (c[0] as u32, c[1])).collect()
+}
+
+/// `{"mirror": 3, …}` with every behaviour present (missing ones are 0).
+fn parse_behaviours(
+    json: &str,
+) -> std::result::Result<BTreeMap<Behaviour, u32>, Box<dyn std::error::Error + Send + Sync>> {
+    let stored: BTreeMap<String, u32> = serde_json::from_str(json)?;
+    let mut out: BTreeMap<Behaviour, u32> = Behaviour::ALL.iter().map(|&b| (b, 0)).collect();
+    for (k, n) in stored {
+        let b = Behaviour::from_key(&k).ok_or_else(|| format!("unknown behaviour {k:?}"))?;
+        out.insert(b, n);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_round_trip() {
+        let ranks = vec![(1, 5), (2, 300), (100, 1 << 40)];
+        assert_eq!(
+            decode_ranks(&super::super::write::encode_ranks(&ranks)),
+            ranks
+        );
+        assert!(decode_ranks(&[]).is_empty());
+    }
+}

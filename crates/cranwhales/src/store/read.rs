@@ -1,0 +1,168 @@
+//! Reading a day: its summary with the top whales, one whale with its rows, its packages.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{sql, totals, Result, Store};
+use crate::blob;
+use crate::day::TOP;
+use crate::summary::{DaySummary, Hour, Profile, Whale, WhaleDetail};
+
+/// A package's downloads on a day (all, and by the day's top-100 whales).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PackageDownloads {
+    pub package: String,
+    pub downloads: u64,
+    pub whale_downloads: u64,
+}
+
+impl Store {
+    /// The day's summary with its top `count` whales (`count` is clamped to 1..=100);
+    /// `None` if the day is not ingested. Reads in one transaction so it sees one version of the day.
+    pub fn day_summary(&self, date: &str, count: u32) -> Result<Option<DaySummary>> {
+        let count = count.clamp(1, TOP as u32);
+        let q = || -> rusqlite::Result<Option<DaySummary>> {
+            let tx = self.conn.unchecked_transaction()?;
+            let Some(totals) = tx
+                .query_row(
+                    "SELECT downloads, downloaders, bytes, packages, skipped_rows FROM days WHERE date = ?1",
+                    [date],
+                    |r| totals(r, 0),
+                )
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            let mut hourly: Vec<Hour> = (0..24)
+                .map(|h| Hour {
+                    hour: h,
+                    downloads: 0,
+                    whale_downloads: 0,
+                })
+                .collect();
+            let mut st = tx.prepare_cached("SELECT hour, downloads FROM hourly WHERE date = ?1")?;
+            for r in st.query_map([date], |r| Ok((r.get::<_, usize>(0)?, r.get::<_, u64>(1)?)))? {
+                let (h, n) = r?;
+                hourly[h].downloads = n;
+            }
+            let whales = whales(&tx, date, Some(count), None)?;
+            for w in &whales {
+                for (h, n) in w.hourly.iter().enumerate() {
+                    hourly[h].whale_downloads += n;
+                }
+            }
+            drop(st);
+            tx.commit()?;
+            Ok(Some(DaySummary {
+                date: date.to_owned(),
+                count,
+                totals,
+                hourly,
+                whales,
+            }))
+        };
+        q().map_err(sql(&self.path))
+    }
+
+    /// One whale of a day with every one of its downloads (chronological); `None` if the day is
+    /// not ingested or `ip_id` is not among its top 100.
+    pub fn whale_detail(&self, date: &str, ip_id: u64) -> Result<Option<WhaleDetail>> {
+        let q = || -> rusqlite::Result<Option<WhaleDetail>> {
+            let tx = self.conn.unchecked_transaction()?;
+            let Some(whale) = whales(&tx, date, None, Some(ip_id))?.pop() else {
+                return Ok(None);
+            };
+            let (first, last): (String, String) = tx.query_row(
+                "SELECT first_time, last_time FROM whales WHERE date = ?1 AND ip_id = ?2",
+                params![date, ip_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let blob: Vec<u8> = tx.query_row(
+                "SELECT rows FROM whale_rows WHERE date = ?1 AND ip_id = ?2",
+                params![date, ip_id],
+                |r| r.get(0),
+            )?;
+            let downloads = blob::unpack(&blob).ok_or_else(|| {
+                let e = "corrupt whale_rows blob".into();
+                rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, e)
+            })?;
+            tx.commit()?;
+            Ok(Some(WhaleDetail {
+                date: date.to_owned(),
+                whale,
+                first,
+                last,
+                downloads,
+            }))
+        };
+        q().map_err(sql(&self.path))
+    }
+
+    /// Per-package downloads of a day, most downloaded first (ties by name).
+    pub fn packages(&self, date: &str, limit: u32) -> Result<Vec<PackageDownloads>> {
+        let q = || -> rusqlite::Result<Vec<PackageDownloads>> {
+            let mut st = self.conn.prepare_cached(
+                "SELECT package, downloads, whale_downloads FROM packages WHERE date = ?1
+                 ORDER BY downloads DESC, package LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![date, limit], |r| {
+                Ok(PackageDownloads {
+                    package: r.get(0)?,
+                    downloads: r.get(1)?,
+                    whale_downloads: r.get(2)?,
+                })
+            })?;
+            rows.collect()
+        };
+        q().map_err(sql(&self.path))
+    }
+}
+
+/// Whales of a day by rank: the top `limit`, or the one with `ip_id`.
+fn whales(
+    conn: &Connection,
+    date: &str,
+    limit: Option<u32>,
+    ip_id: Option<u64>,
+) -> rusqlite::Result<Vec<Whale>> {
+    let mut st = conn.prepare_cached(
+        "SELECT rank, ip_id, name, country, downloads, bytes, packages, profile FROM whales
+         WHERE date = ?1 AND rank <= ?2 AND (?3 IS NULL OR ip_id = ?3) ORDER BY rank",
+    )?;
+    let mut whales = st
+        .query_map(params![date, limit.unwrap_or(TOP as u32), ip_id], |r| {
+            Ok(Whale {
+                rank: r.get(0)?,
+                ip_id: r.get(1)?,
+                name: r.get(2)?,
+                country: r.get(3)?,
+                downloads: r.get(4)?,
+                bytes: r.get(5)?,
+                packages: r.get(6)?,
+                hourly: vec![0; 24],
+                profile: parse_profile(r.get::<_, Option<String>>(7)?)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut st = conn.prepare_cached(
+        "SELECT hour, downloads FROM whale_hourly WHERE date = ?1 AND ip_id = ?2",
+    )?;
+    for w in &mut whales {
+        for r in st.query_map(params![date, w.ip_id], |r| {
+            Ok((r.get::<_, usize>(0)?, r.get::<_, u64>(1)?))
+        })? {
+            let (h, n) = r?;
+            w.hourly[h] = n;
+        }
+    }
+    Ok(whales)
+}
+
+/// A stored profile (JSON); `None` for a whale stored before profiles existed.
+fn parse_profile(json: Option<String>) -> rusqlite::Result<Option<Profile>> {
+    json.map(|j| {
+        serde_json::from_str(&j).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
+        })
+    })
+    .transpose()
+}

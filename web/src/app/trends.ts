@@ -1,0 +1,183 @@
+// The Trends tab: every stored day's totals, unique downloaders, the share of the top 1/6/25
+// whales and how many of its top-100 whales fall in each behaviour. Clicking a day opens it.
+import type * as echarts from "echarts/core";
+import { BEHAVIOURS, getTrends } from "./api";
+import type { Behaviour, Trends } from "./api";
+import { esc, int, pct } from "./format";
+
+export const BEHAVIOUR_COLORS: Record<Behaviour, string> = {
+  archive: "#8e6bb8",
+  mirror: "#dd4b39",
+  loop: "#f39c12",
+  classroom: "#00a65a",
+  steady: "#3c8dbc",
+  burst: "#d81b60",
+  session: "#7f8c8d",
+};
+export const BEHAVIOUR_LABELS: Record<Behaviour, string> = {
+  archive: "archive crawler",
+  mirror: "mirror-like",
+  loop: "repeat loop",
+  classroom: "classroom / lab",
+  steady: "steady all-day",
+  burst: "burst",
+  session: "install session",
+};
+const TOPS = [
+  { key: "top1", label: "top 1", color: "#dd4b39" },
+  { key: "top6", label: "top 6", color: "#f39c12" },
+  { key: "top25", label: "top 25", color: "#2fbf71" },
+] as const;
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+export class TrendsTab {
+  private trends: Trends | null = null;
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private chart: (id: string) => echarts.ECharts,
+    /** Opens a day in the day tabs. */
+    private openDay: (date: string) => void,
+  ) {
+    $<HTMLTableElement>("trends-table").addEventListener("click", (e) => {
+      const a = (e.target as HTMLElement).closest("a");
+      if (!a) return;
+      e.preventDefault();
+      this.openDay(a.dataset.date!);
+    });
+  }
+
+  /** Stored days changed (a day was fetched): load again next time. */
+  invalidate() {
+    this.trends = null;
+  }
+
+  async render() {
+    if (!this.trends) {
+      this.loading ??= this.load();
+      await this.loading;
+      this.loading = null;
+    }
+    if (this.trends) this.draw(this.trends);
+  }
+
+  private async load() {
+    const m = $<HTMLDivElement>("trends-message");
+    m.hidden = false;
+    m.className = "status status-loading";
+    m.textContent = "Loading trends…";
+    const r = await getTrends("", "");
+    if (!r.ok) {
+      m.className = "status status-error";
+      m.innerHTML = `<div class="message-title">Cannot load trends</div><div class="message-text">${esc(r.error)}</div>`;
+      return;
+    }
+    m.hidden = true;
+    this.trends = r.value;
+  }
+
+  private draw(t: Trends) {
+    if (t.days.length === 0) {
+      const m = $<HTMLDivElement>("trends-message");
+      m.hidden = false;
+      m.className = "status status-notice";
+      m.textContent = "No stored days yet.";
+      return;
+    }
+    const charts: [string, echarts.EChartsCoreOption][] = [
+      ["chart-trends-traffic", trafficOption(t)],
+      ["chart-trends-share", shareOption(t)],
+      ["chart-trends-behaviours", behavioursOption(t)],
+    ];
+    for (const [id, option] of charts) {
+      const c = this.chart(id);
+      c.resize();
+      c.setOption(option, true);
+      c.off("click");
+      c.on("click", (p: unknown) => {
+        const i = (p as { dataIndex?: number }).dataIndex;
+        if (typeof i === "number" && t.days[i]) this.openDay(t.days[i].date);
+      });
+    }
+    $<HTMLTableElement>("trends-table").tBodies[0].innerHTML = t.days
+      .slice()
+      .reverse()
+      .map((d) => {
+        const b = BEHAVIOURS.map((k) => `<td class="num">${d.behaviours ? int(d.behaviours[k] ?? 0) : "–"}</td>`).join("");
+        return (
+          `<tr data-date="${d.date}"><td><a href="?date=${d.date}" data-date="${d.date}">${d.date}</a></td>` +
+          `<td class="num">${int(d.downloads)}</td><td class="num">${int(d.downloaders)}</td>` +
+          TOPS.map((k) => `<td class="num">${pct(d[k.key], d.downloads)}</td>`).join("") +
+          b +
+          "</tr>"
+        );
+      })
+      .join("");
+  }
+}
+
+const AXIS = { color: "#555", fontSize: 11 };
+
+function xAxis(t: Trends) {
+  return { type: "category", data: t.days.map((d) => d.date), axisLabel: { ...AXIS, rotate: t.days.length > 12 ? 35 : 0 } };
+}
+
+/** Downloads and unique downloaders per stored day. */
+export function trafficOption(t: Trends) {
+  return {
+    animationDuration: 300,
+    title: { text: "Downloads and unique downloaders (click a day to open it)", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
+    grid: { left: 80, right: 80, top: 48, bottom: 70 },
+    legend: { top: 6, right: 16 },
+    tooltip: { trigger: "axis" },
+    xAxis: xAxis(t),
+    yAxis: [
+      { type: "value", axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
+      { type: "value", splitLine: { show: false }, axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
+    ],
+    series: [
+      { name: "downloads", type: "bar", data: t.days.map((d) => d.downloads), itemStyle: { color: "#3c8dbc" } },
+      { name: "unique downloaders", type: "line", yAxisIndex: 1, data: t.days.map((d) => d.downloaders), itemStyle: { color: "#f39c12" } },
+    ],
+  };
+}
+
+/** Share of each day's downloads taken by its top 1, 6 and 25 whales. */
+export function shareOption(t: Trends) {
+  return {
+    animationDuration: 300,
+    title: { text: "Share of the day's downloads by its biggest whales", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
+    grid: { left: 80, right: 24, top: 48, bottom: 70 },
+    legend: { top: 6, right: 16 },
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(1)}%` },
+    xAxis: xAxis(t),
+    yAxis: { type: "value", max: 100, axisLabel: { ...AXIS, formatter: (v: number) => `${v}%` } },
+    series: TOPS.map((k) => ({
+      name: k.label,
+      type: "line",
+      data: t.days.map((d) => (d.downloads ? Math.round((1000 * 100 * d[k.key]) / d.downloads) / 1000 : 0)),
+      itemStyle: { color: k.color },
+    })),
+  };
+}
+
+/** How many of each day's top-100 whales fall in each behaviour (stacked). */
+export function behavioursOption(t: Trends) {
+  return {
+    animationDuration: 300,
+    title: { text: "Behaviour of each day's top-100 whales", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
+    grid: { left: 80, right: 24, top: 48, bottom: 70 },
+    legend: { top: 26, right: 16 },
+    tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+    xAxis: xAxis(t),
+    yAxis: { type: "value", axisLabel: AXIS },
+    series: BEHAVIOURS.map((b) => ({
+      name: BEHAVIOUR_LABELS[b],
+      type: "bar",
+      stack: "whales",
+      data: t.days.map((d) => d.behaviours?.[b] ?? 0),
+      itemStyle: { color: BEHAVIOUR_COLORS[b] },
+    })),
+  };
+}

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# make case-study: the original experiment, end to end. The R Shiny app cranwhales (rstudio/cranwhales:
+# branches sync, async, async2, etl; from a local clone in CRANWHALES_R_DIR, code untouched) and our
+# cranwhales, loaded by `surge replay` with users arriving every 5 s on the largest real day of
+# ../shared/data/cranlogs; the R sync app also behind manifold (2 and 4 workers); then ours alone
+# with >= 1,000 users arriving 20 per second. One user journey per UI is recorded at the start with
+# `surge record` driven by headless Chromium. Output: one `surge report` of every run, a table
+# (printed and written to RESULTS.md) and PASS/MISS target lines.
+#
+#   CRANWHALES_R_DIR=~/cranwhales make case-study          # the full run (~30 min on 2 cores)
+#   CONFIGS=r-sync,ours USERS=10 BIG_USERS=0 make case-study   # a quick subset
+#
+# Knobs: CONFIGS (names below, comma-separated), USERS (loads, comma-separated, default 30,50),
+# HIGH_CONFIGS (configs also run at the loads after the first; default: the three the targets
+# compare), BIG_USERS / BIG_RATE (ours alone: default 1000 users, 20 per second; 0 = skip),
+# START_INTERVAL (5s), PAUSE_MS (journey pause between steps, 5000), OUT (run dirs, report).
+# Everything runs on 127.0.0.1; every process started here is stopped on exit (each server runs in a
+# session of its own, and the whole session is stopped, future workers and manifold workers included).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:$PATH"
+T0=$(date +%s)
+say() { printf '[%s] %s\n' "$(date -u -d @$(( $(date +%s) - T0 )) +%M:%S)" "$*"; }
+die() { echo "case-study: $*" >&2; exit 2; }
+
+ALL_CONFIGS="r-sync,r-async,r-async-w2,r-async2,r-async2-w2,r-etl,r-sync-manifold2,r-sync-manifold4,ours"
+FULL_RUN=1
+[ -z "${CONFIGS:-}${USERS:-}${HIGH_CONFIGS:-}${BIG_USERS:-}" ] || FULL_RUN=0
+CONFIGS="${CONFIGS:-$ALL_CONFIGS}"
+USERS="${USERS:-30,50}"
+HIGH_CONFIGS="${HIGH_CONFIGS:-r-async2,r-sync-manifold4,ours}"
+BIG_USERS="${BIG_USERS:-1000}"
+BIG_RATE="${BIG_RATE:-20}"
+START_INTERVAL="${START_INTERVAL:-5s}"
+PAUSE_MS="${PAUSE_MS:-5000}"
+MESSAGE_TIMEOUT="${MESSAGE_TIMEOUT:-300s}"
+OUT="${OUT:-$ROOT/bench/case-study/out}"
+CRANLOGS="${CRANLOGS:-$ROOT/../shared/data/cranlogs}"
+RESULTS_DIR="$ROOT/bench/case-study"
+
+has() { [[ ",$CONFIGS," == *",$1,"* ]]; }
+wants_r=0
+for c in ${CONFIGS//,/ }; do
+  [[ ",$ALL_CONFIGS," == *",$c,"* ]] || die "unknown configuration '$c' (known: $ALL_CONFIGS)"
+  [[ $c == r-* ]] && wants_r=1
+done
+
+# ---------- prerequisites ----------
+if [ "$wants_r" = 1 ]; then
+  [ -n "${CRANWHALES_R_DIR:-}" ] || die "CRANWHALES_R_DIR is not set: clone the original app first (git clone https://github.com/rstudio/cranwhales) and pass its path"
+  git -C "$CRANWHALES_R_DIR" rev-parse --git-dir >/dev/null 2>&1 || die "CRANWHALES_R_DIR=$CRANWHALES_R_DIR is not a git clone of rstudio/cranwhales"
+fi
+APT=(chromium r-base-core r-cran-shiny r-cran-shinydashboard r-cran-readr r-cran-dplyr r-cran-ggplot2 r-cran-dt
+  r-cran-glue r-cran-lubridate r-cran-gdata r-cran-promises r-cran-future r-cran-magrittr r-cran-hms r-cran-withr)
+missing=()
+for p in "${APT[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+[ -d web/node_modules ] || (cd web && npm ci --no-audit --no-fund >/dev/null)
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+if [ -z "${SKIP_BUILD:-}" ]; then
+  say "building the web UI and surge, cranwhales, manifold (release)"
+  (cd web && npm run build >/dev/null)
+  cargo build --release -p surge -p cranwhales -p manifold --bins 2>&1 | tail -1
+fi
+SURGE="$TARGET_DIR/release/surge"; CW="$TARGET_DIR/release/cranwhales"; MANIFOLD="$TARGET_DIR/release/manifold"
+
+. "$ROOT/bench/lib.sh" case-study
+SIDS=()
+stop_sessions() { [ ${#SIDS[@]} -eq 0 ] || python3 "$ROOT/bench/case_study.py" stop "${SIDS[@]}"; }
+trap 'stop_sessions; cleanup' EXIT
+trap 'exit 130' INT TERM
+ulimit -n "$(ulimit -Hn)"
+
+read -r DAY ROWS < <(python3 bench/case_study.py day "$CRANLOGS/SOURCES.md")
+DAYFILE="$CRANLOGS/$DAY.csv.gz"
+[ -f "$DAYFILE" ] || die "$DAYFILE: missing"
+say "the day: $DAY ($ROWS rows, the largest in $CRANLOGS)"
+rm -rf "$OUT"; mkdir -p "$OUT/runs"
+: > "$OUT/runs.tsv"
+
+# ---------- the R app: one directory per branch, the day in its download cache, "today" pinned ----------
+# The app opens on Sys.Date() - N (N read from its app.R). An R profile outside the app (R_PROFILE_USER)
+# defines Sys.Date() in the global environment, which the app's code sees first, as DAY + N.
+cat > "$TMP/pin-today.R" <<'R'
+local({
+  today <- as.Date(Sys.getenv("CASESTUDY_TODAY"))
+  if (!is.na(today)) assign("Sys.Date", function() today, envir = globalenv())
+})
+R
+declare -A RDIR SKIP
+prepare_branch() { # branch -> RDIR[branch] or SKIP[branch]
+  local b="$1" ref="" d="$TMP/r-$1"
+  for r in "origin/$b" "$b"; do git -C "$CRANWHALES_R_DIR" rev-parse -q --verify "$r^{commit}" >/dev/null && { ref="$r"; break; }; done
+  [ -n "$ref" ] || { SKIP[$b]="branch $b is not in $CRANWHALES_R_DIR"; return; }
+  mkdir -p "$d/data_cache"
+  git -C "$CRANWHALES_R_DIR" archive "$ref" | tar -x -C "$d"
+  cp "$DAYFILE" "$d/data_cache/$DAY.csv.gz"
+  local pkgs need
+  pkgs=$(cat "$d"/app.R "$d"/modules/*.R 2>/dev/null | sed -n 's/^[[:space:]]*library(\([A-Za-z0-9.]*\)).*/\1/p' | sort -u)
+  need=$(Rscript -e 'for (p in commandArgs(TRUE)) if (!requireNamespace(p, quietly = TRUE)) cat(p, "")' $pkgs 2>/dev/null)
+  if [ -n "$need" ]; then
+    SKIP[$b]="needs R package(s) ${need% } (not in Debian's R packages here)"
+    [ -f "$d/transform.R" ] && SKIP[$b]+="; it also reads tables made by its transform.R ETL job, not the raw log"
+    return
+  fi
+  RDIR[$b]="$d"
+}
+if [ "$wants_r" = 1 ]; then
+  for b in sync async async2 etl; do
+    case $b in sync) ;; # the R recording is made on sync
+      etl) has r-etl || continue ;; *) has "r-$b" || has "r-$b-w2" || continue ;; esac
+    prepare_branch "$b"
+    [ -n "${SKIP[$b]:-}" ] && say "R $b: skipped: ${SKIP[$b]}" || say "R $b: $(git -C "$CRANWHALES_R_DIR" rev-parse --short "$(git -C "$CRANWHALES_R_DIR" rev-parse -q --verify origin/$b || echo $b)") unpacked into ${RDIR[$b]}"
+  done
+  [ -n "${RDIR[sync]:-}" ] || die "the R app's sync branch could not be prepared: ${SKIP[sync]:-}"
+  N=$(grep -o 'Sys.Date() *- *[0-9]*' "${RDIR[sync]}/app.R" | head -1 | grep -o '[0-9]*$' || echo 0)
+  TODAY=$(date -u -d "$DAY + ${N:-0} days" +%F)
+  say "R apps open on Sys.Date() - ${N:-0}: pinning today to $TODAY"
+fi
+R_ENV=(TZ=UTC R_PROFILE_USER="$TMP/pin-today.R" CASESTUDY_TODAY="${TODAY:-}")
+# async/async2 choose plan(multisession(workers = availableCores() - 1)) themselves: 1 worker on 2 cores
+# "as is". The -w2 variants make availableCores() say 3 (parallelly's own settings, env only), so the
+# same line starts 2 real future workers.
+W2_ENV=(R_PARALLELLY_AVAILABLECORES_METHODS=system R_PARALLELLY_AVAILABLECORES_SYSTEM=3)
+ASIS_WORKERS=$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))
+
+# ---------- servers, each in a session of its own ----------
+SERVER_SID=""
+start_server() { # log, command... (setsid: the server and everything it starts share one session id)
+  local log="$1"; shift
+  setsid "$@" > "$log" 2>&1 &
+  SERVER_SID=$!
+  SIDS+=("$SERVER_SID")
+}
+stop_server() { python3 "$ROOT/bench/case_study.py" stop "$SERVER_SID"; SERVER_SID=""; }
+wait_http() { # port: the app answers its home page
+  wait_port "$1"
+  for _ in $(seq 1 300); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$1/" 2>/dev/null && return 0
+    kill -0 "$SERVER_SID" 2>/dev/null || { echo "server exited" >&2; return 1; }
+    sleep 0.2
+  done
+  return 1
+}
+start_config() { # config, port, log
+  local c="$1" port="$2" log="$3"
+  case $c in
+    r-sync) start_server "$log" env "${R_ENV[@]}" Rscript -e "shiny::runApp('${RDIR[sync]}', host='127.0.0.1', port=$port, launch.browser=FALSE)" ;;
+    r-async|r-async2) start_server "$log" env "${R_ENV[@]}" Rscript -e "shiny::runApp('${RDIR[${c#r-}]}', host='127.0.0.1', port=$port, launch.browser=FALSE)" ;;
+    r-async-w2|r-async2-w2) local b=${c#r-}; b=${b%-w2}
+      start_server "$log" env "${R_ENV[@]}" "${W2_ENV[@]}" Rscript -e "shiny::runApp('${RDIR[$b]}', host='127.0.0.1', port=$port, launch.browser=FALSE)" ;;
+    r-sync-manifold*) local n=${c#r-sync-manifold}
+      start_server "$log" env "${R_ENV[@]}" "$MANIFOLD" shiny "${RDIR[sync]}" --min "$n" --max "$n" --idle-timeout 1h \
+        --ready-timeout 120s --queue-timeout 300s --listen "127.0.0.1:$port" ;;
+    ours) start_server "$log" "$CW" serve --db "$TMP/cw.db" --no-sample --addr "127.0.0.1:$port" --cache-dir "$TMP/cwcache" ;;
+  esac
+  wait_http "$port"
+}
+label_of() {
+  case $1 in
+    r-sync) echo "R sync" ;;
+    r-async) echo "R async (as is: $ASIS_WORKERS future worker)" ;;
+    r-async-w2) echo "R async, 2 future workers" ;;
+    r-async2) echo "R async2 (as is: $ASIS_WORKERS future worker)" ;;
+    r-async2-w2) echo "R async2, 2 future workers" ;;
+    r-etl) echo "R etl" ;;
+    r-sync-manifold2) echo "R sync × manifold 2 workers" ;;
+    r-sync-manifold4) echo "R sync × manifold 4 workers" ;;
+    ours) echo "cranwhales (ours)" ;;
+  esac
+}
+
+if has ours; then
+  say "ours: ingesting $DAY into a fresh store"
+  "$CW" ingest --db "$TMP/cw.db" --cache-dir "$TMP/cwcache" "$DAYFILE" 2>/dev/null | sed 's/^/  /'
+fi
+
+# ---------- one recording per UI: surge record + headless Chromium ----------
+record() { # config, url suffix, journey mode, out
+  local c="$1" suffix="$2" mode="$3" out="$4" port log rp proxy
+  port=$(free_port); log="$OUT/record-$c.server.log"
+  start_config "$c" "$port" "$log"
+  "$SURGE" record --target "http://127.0.0.1:$port/" --listen 127.0.0.1:0 -o "$out" > "$TMP/record.out" 2>&1 &
+  rp=$!; PIDS+=("$rp")
+  for _ in $(seq 1 100); do grep -q "listening on" "$TMP/record.out" && break; sleep 0.1; done
+  proxy=$(grep -o 'http://127.0.0.1:[0-9]*/' "$TMP/record.out" | head -1)
+  node web/e2e/case-study-journey.mjs "$mode" "$proxy$suffix" "$PAUSE_MS" | sed 's/^/  /'
+  if [ "$mode" = cranwhales ]; then kill -INT "$rp"; fi # no WebSocket: Ctrl-C ends the recording
+  for _ in $(seq 1 100); do kill -0 "$rp" 2>/dev/null || break; sleep 0.1; done
+  wait "$rp" || die "surge record failed: $(cat "$TMP/record.out")"
+  stop_server
+  say "recorded $(grep -c '^{' "$out") events into $out"
+}
+REC_R="$OUT/recording-r.log"; REC_OURS="$OUT/recording-ours.log"
+if [ -n "${RDIR[sync]:-}" ] && [[ $CONFIGS == *r-* ]]; then
+  say "recording the journey on the R app (sync branch)"
+  record r-sync "" shiny "$REC_R"
+fi
+if has ours; then
+  say "recording the journey on ours"
+  record ours "?date=$DAY" cranwhales "$REC_OURS"
+fi
+
+# ---------- the runs ----------
+NAMES=()
+run_one() { # config, users, start interval
+  local c="$1" users="$2" interval="$3" port log run cpu0 cpu1 rec rc label
+  label=$(label_of "$c")
+  [[ $c == r-* ]] && rec="$REC_R" || rec="$REC_OURS"
+  run="$OUT/runs/$c-$users"; log="$OUT/runs/$c-$users.server.log"
+  port=$(free_port)
+  say "$label, $users users every $interval: starting the server"
+  start_config "$c" "$port" "$log" || { say "$label: the server did not start (log: $log)"; tail -5 "$log" | sed 's/^/  /'; return; }
+  cpu0=$(python3 bench/case_study.py cpu "$SERVER_SID")
+  rc=0
+  "$SURGE" replay "$rec" --target "http://127.0.0.1:$port/" --users "$users" --start-interval "$interval" \
+    --message-timeout "$MESSAGE_TIMEOUT" --max-failure-rate 100% --output-dir "$run" --overwrite-output \
+    > "$run.replay.out" 2> >(awk -v p="  $c $users users:" '/running/ && NR % 3 == 0 { print p, $0; fflush() }') || rc=$?
+  cpu1=$(python3 bench/case_study.py cpu "$SERVER_SID")
+  stop_server
+  [ "$rc" -le 1 ] || { say "$label: surge replay exited $rc"; cat "$run.replay.out" >&2; return; }
+  read -r ndone nfailed < <(python3 bench/case_study.py sessions "$run")
+  say "$label, $users users: $ndone done, $nfailed failed, server CPU $(python3 -c "print(round($cpu1 - $cpu0, 1))") s"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$label" "$users" "$run" "$(python3 -c "print($cpu1 - $cpu0)")" "$log" >> "$OUT/runs.tsv"
+  NAMES+=("$run" --name "$label, $users users")
+}
+skip_row() { printf '%s\t%s\tskipped\t%s\t0\t-\n' "$1" "$(label_of "$1")" "$2" >> "$OUT/runs.tsv"; say "$(label_of "$1"): skipped: $2"; }
+
+first=1
+for users in ${USERS//,/ }; do
+  for c in ${CONFIGS//,/ }; do
+    if [ "$first" = 0 ] && [[ ",$HIGH_CONFIGS," != *",$c,"* ]]; then continue; fi
+    case $c in
+      r-sync|r-sync-manifold*) b=sync ;; r-etl) b=etl ;; r-async*) b=${c#r-}; b=${b%-w2} ;; *) b="" ;;
+    esac
+    if [ -n "$b" ] && [ -z "${RDIR[$b]:-}" ]; then
+      [ "$first" = 1 ] && skip_row "$c" "${SKIP[$b]:-not prepared}"
+      continue
+    fi
+    run_one "$c" "$users" "$START_INTERVAL"
+  done
+  first=0
+done
+if has ours && [ "$BIG_USERS" -gt 0 ]; then
+  run_one ours "$BIG_USERS" "$(( 1000 / BIG_RATE ))ms"
+fi
+
+# ---------- report, table, targets ----------
+if [ ${#NAMES[@]} -gt 0 ]; then
+  say "surge report of every run -> $OUT/report.html"
+  "$SURGE" report "${NAMES[@]}" --allow-mixed -o "$OUT/report.html" | sed 's/^/  /'
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,1500 \
+    --screenshot="$OUT/report.png" "file://$OUT/report.html" >/dev/null 2>&1 || say "report screenshot failed"
+fi
+echo
+python3 bench/case_study.py analyze "$OUT/runs.tsv" "$OUT/RESULTS.md"
+if [ "$FULL_RUN" = 1 ]; then
+  { echo "# Case study results"; echo; echo "\`make case-study\`, $(date -u +%F), day $DAY ($ROWS rows), $(nproc) cores."; echo; cat "$OUT/RESULTS.md"; } > "$RESULTS_DIR/RESULTS.md"
+  [ -f "$OUT/report.png" ] && cp "$OUT/report.png" "$RESULTS_DIR/report.png"
+  say "written $RESULTS_DIR/RESULTS.md"
+fi
+say "done; run dirs, recordings and report in $OUT"

@@ -10,10 +10,11 @@
 #   CRANWHALES_R_DIR=~/cranwhales make case-study          # the full run (~30 min on 2 cores)
 #   CONFIGS=r-sync,ours USERS=10 BIG_USERS=0 make case-study   # a quick subset
 #
-# Knobs: CONFIGS (names below, comma-separated), USERS (loads, comma-separated, default 30,50),
-# HIGH_CONFIGS (configs also run at the loads after the first; default: the three the targets
-# compare), BIG_USERS / BIG_RATE (ours alone: default 1000 users, 20 per second; 0 = skip),
-# START_INTERVAL (5s), PAUSE_MS (journey pause between steps, 5000), OUT (run dirs, report).
+# Knobs: CONFIGS (names in ALL_CONFIGS below, comma-separated), USERS (loads, default 30,50: ours runs
+# at each), R_USERS (the R configurations' loads, default the first of USERS: one R run at 30 users
+# takes ~3.5 min, so all of them at 50 too would not fit in 30 min; R_USERS=30,50 runs the full matrix),
+# BIG_USERS / BIG_RATE (ours alone: default 1000 users, 20 per second; 0 = skip), START_INTERVAL (5s),
+# PAUSE_MS (journey pause between steps, 5000), MESSAGE_TIMEOUT (300s), OUT (run dirs, report).
 # Everything runs on 127.0.0.1; every process started here is stopped on exit (each server runs in a
 # session of its own, and the whole session is stopped, future workers and manifold workers included).
 set -euo pipefail
@@ -26,10 +27,10 @@ die() { echo "case-study: $*" >&2; exit 2; }
 
 ALL_CONFIGS="r-sync,r-async,r-async-w2,r-async2,r-async2-w2,r-etl,r-sync-manifold2,r-sync-manifold4,ours"
 FULL_RUN=1
-[ -z "${CONFIGS:-}${USERS:-}${HIGH_CONFIGS:-}${BIG_USERS:-}" ] || FULL_RUN=0
+[ -z "${CONFIGS:-}${USERS:-}${R_USERS:-}${BIG_USERS:-}" ] || FULL_RUN=0
 CONFIGS="${CONFIGS:-$ALL_CONFIGS}"
 USERS="${USERS:-30,50}"
-HIGH_CONFIGS="${HIGH_CONFIGS:-r-async2,r-sync-manifold4,ours}"
+R_USERS="${R_USERS:-${USERS%%,*}}"
 BIG_USERS="${BIG_USERS:-1000}"
 BIG_RATE="${BIG_RATE:-20}"
 START_INTERVAL="${START_INTERVAL:-5s}"
@@ -71,8 +72,8 @@ fi
 SURGE="$TARGET_DIR/release/surge"; CW="$TARGET_DIR/release/cranwhales"; MANIFOLD="$TARGET_DIR/release/manifold"
 
 . "$ROOT/bench/lib.sh" case-study
-SIDS=()
-stop_sessions() { [ ${#SIDS[@]} -eq 0 ] || python3 "$ROOT/bench/case_study.py" stop "${SIDS[@]}"; }
+# Server session ids go to a file, so servers started in background subshells are stopped too.
+stop_sessions() { [ -s "$TMP/sids" ] && python3 "$ROOT/bench/case_study.py" stop $(cat "$TMP/sids") || true; }
 trap 'stop_sessions; cleanup' EXIT
 trap 'exit 130' INT TERM
 ulimit -n "$(ulimit -Hn)"
@@ -105,8 +106,8 @@ prepare_branch() { # branch -> RDIR[branch] or SKIP[branch]
   pkgs=$(cat "$d"/app.R "$d"/modules/*.R 2>/dev/null | sed -n 's/^[[:space:]]*library(\([A-Za-z0-9.]*\)).*/\1/p' | sort -u)
   need=$(Rscript -e 'for (p in commandArgs(TRUE)) if (!requireNamespace(p, quietly = TRUE)) cat(p, "")' $pkgs 2>/dev/null)
   if [ -n "$need" ]; then
-    SKIP[$b]="needs R package(s) ${need% } (not in Debian's R packages here)"
-    [ -f "$d/transform.R" ] && SKIP[$b]+="; it also reads tables made by its transform.R ETL job, not the raw log"
+    SKIP[$b]="needs R package(s) ${need% }, not in Debian's R packages"
+    [ -f "$d/transform.R" ] && SKIP[$b]+=" (and reads tables its transform.R job writes with it)"
     return
   fi
   RDIR[$b]="$d"
@@ -136,7 +137,7 @@ start_server() { # log, command... (setsid: the server and everything it starts 
   local log="$1"; shift
   setsid "$@" > "$log" 2>&1 &
   SERVER_SID=$!
-  SIDS+=("$SERVER_SID")
+  echo "$SERVER_SID" >> "$TMP/sids"
 }
 stop_server() { python3 "$ROOT/bench/case_study.py" stop "$SERVER_SID"; SERVER_SID=""; }
 wait_http() { # port: the app answers its home page
@@ -208,9 +209,16 @@ if has ours; then
 fi
 
 # ---------- the runs ----------
-NAMES=()
-run_one() { # config, users, start interval
-  local c="$1" users="$2" interval="$3" port log run cpu0 cpu1 rec rc label
+# runs.tsv: seq, config, label, users, run dir, server CPU seconds, server log (seq orders the report).
+progress() { # prefix: every third progress line of surge replay (one per 15 s)
+  local n=0 line
+  while IFS= read -r line; do
+    [[ $line == *running* ]] || continue
+    (( ++n % 3 == 0 )) && printf '  %s: %s\n' "$1" "${line#surge: }"
+  done
+}
+run_one() { # seq, config, users, start interval
+  local seq="$1" c="$2" users="$3" interval="$4" port log run cpu0 cpu1 rec rc=0 label ndone nfailed cpu procs
   label=$(label_of "$c")
   [[ $c == r-* ]] && rec="$REC_R" || rec="$REC_OURS"
   run="$OUT/runs/$c-$users"; log="$OUT/runs/$c-$users.server.log"
@@ -218,38 +226,48 @@ run_one() { # config, users, start interval
   say "$label, $users users every $interval: starting the server"
   start_config "$c" "$port" "$log" || { say "$label: the server did not start (log: $log)"; tail -5 "$log" | sed 's/^/  /'; return; }
   cpu0=$(python3 bench/case_study.py cpu "$SERVER_SID")
-  rc=0
   "$SURGE" replay "$rec" --target "http://127.0.0.1:$port/" --users "$users" --start-interval "$interval" \
     --message-timeout "$MESSAGE_TIMEOUT" --max-failure-rate 100% --output-dir "$run" --overwrite-output \
-    > "$run.replay.out" 2> >(awk -v p="  $c $users users:" '/running/ && NR % 3 == 0 { print p, $0; fflush() }') || rc=$?
+    > "$run.replay.out" 2> >(progress "$c, $users users") || rc=$?
   cpu1=$(python3 bench/case_study.py cpu "$SERVER_SID")
+  procs=$(python3 bench/case_study.py procs "$SERVER_SID")
   stop_server
   [ "$rc" -le 1 ] || { say "$label: surge replay exited $rc"; cat "$run.replay.out" >&2; return; }
   read -r ndone nfailed < <(python3 bench/case_study.py sessions "$run")
-  say "$label, $users users: $ndone done, $nfailed failed, server CPU $(python3 -c "print(round($cpu1 - $cpu0, 1))") s"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$label" "$users" "$run" "$(python3 -c "print($cpu1 - $cpu0)")" "$log" >> "$OUT/runs.tsv"
-  NAMES+=("$run" --name "$label, $users users")
+  cpu=$(python3 -c "print(round($cpu1 - $cpu0, 2))")
+  say "$label, $users users: $ndone sessions done, $nfailed failed, server CPU $cpu s ($procs)"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$seq" "$c" "$label" "$users" "$run" "$cpu" "$log" >> "$OUT/runs.tsv"
 }
-skip_row() { printf '%s\t%s\tskipped\t%s\t0\t-\n' "$1" "$(label_of "$1")" "$2" >> "$OUT/runs.tsv"; say "$(label_of "$1"): skipped: $2"; }
+skip_row() { # seq, config, reason
+  printf '%s\t%s\t%s\tskipped\t%s\t0\t-\n' "$1" "$2" "$(label_of "$2")" "$3" >> "$OUT/runs.tsv"
+  say "$(label_of "$2"): skipped: $3"
+}
 
-first=1
-for users in ${USERS//,/ }; do
-  for c in ${CONFIGS//,/ }; do
-    if [ "$first" = 0 ] && [[ ",$HIGH_CONFIGS," != *",$c,"* ]]; then continue; fi
-    case $c in
-      r-sync|r-sync-manifold*) b=sync ;; r-etl) b=etl ;; r-async*) b=${c#r-}; b=${b%-w2} ;; *) b="" ;;
-    esac
-    if [ -n "$b" ] && [ -z "${RDIR[$b]:-}" ]; then
-      [ "$first" = 1 ] && skip_row "$c" "${SKIP[$b]:-not prepared}"
-      continue
-    fi
-    run_one "$c" "$users" "$START_INTERVAL"
-  done
-  first=0
+seq=0
+for c in ${CONFIGS//,/ }; do
+  [[ $c == r-* ]] || continue
+  case $c in r-sync|r-sync-manifold*) b=sync ;; r-etl) b=etl ;; *) b=${c#r-}; b=${b%-w2} ;; esac
+  if [ -z "${RDIR[$b]:-}" ]; then skip_row $((seq++)) "$c" "${SKIP[$b]:-not prepared}"; continue; fi
+  for users in ${R_USERS//,/ }; do run_one $((seq++)) "$c" "$users" "$START_INTERVAL"; done
 done
-if has ours && [ "$BIG_USERS" -gt 0 ]; then
-  run_one ours "$BIG_USERS" "$(( 1000 / BIG_RATE ))ms"
+if has ours; then
+  # Ours at every load at once, each against its own server: a run is paced by its arrivals (minutes)
+  # while ours uses a few ms of CPU per session, so side by side they cost one run's time, not several.
+  waves=()
+  for users in ${USERS//,/ }; do
+    s=$((seq++)) # not inside the & command: that would count in the subshell
+    run_one "$s" ours "$users" "$START_INTERVAL" &
+    waves+=($!)
+    sleep 2
+  done
+  for w in "${waves[@]}"; do wait "$w"; done
+  [ "$BIG_USERS" -gt 0 ] && run_one $((seq++)) ours "$BIG_USERS" "$(( 1000 / BIG_RATE ))ms"
 fi
+sort -n -o "$OUT/runs.tsv" "$OUT/runs.tsv"
+NAMES=()
+while IFS=$'\t' read -r _ _ label users run _ _; do
+  [ "$users" = skipped ] || NAMES+=("$run" --name "$label, $users users")
+done < "$OUT/runs.tsv"
 
 # ---------- report, table, targets ----------
 if [ ${#NAMES[@]} -gt 0 ]; then

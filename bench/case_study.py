@@ -3,6 +3,7 @@
 
   case_study.py day SOURCES.md            the date of the largest day (most rows) in the shared logs
   case_study.py cpu SID...                CPU seconds used so far by every process of those sessions
+  case_study.py procs SID...              the processes of those sessions, by name
   case_study.py stop SID...               stop every process of those sessions (TERM, then KILL)
   case_study.py sessions RUN_DIR          "done failed" counts of a run directory so far
   case_study.py analyze RUNS.tsv OUT.md   the results table, written to OUT.md and printed, then the
@@ -12,8 +13,8 @@ Page load and first plot are measured per session from the run's CSVs (shinycann
 - page load: REQ_HOME start -> end of the asset requests right after it (the report's rule);
 - first plot: REQ_HOME start -> end of the first recording line that carries a chart: the first
   WS_RECV with a plot image (Shiny) or the first GET of /api/days/<date> (cranwhales' JSON API).
-Both leave out the replay's own sleeps in between (the recorded browser/think time), so they are
-time spent waiting for the server.
+Both leave out the replay's sleeps before requests and sends in between (the recorded browser and
+think time), so they are time spent waiting for the server.
 """
 import csv
 import json
@@ -121,13 +122,16 @@ def session_times(rows, rec, chart):
     home = next((t for ev, t, _, _ in rows if ev == "REQ_HOME_START"), None)
     if home is None:
         return True, None, None, None
+    # The replay's sleeps before a request or a send are the recorded user/browser time: not server
+    # time. A sleep before a receive is kept (the server may be answering meanwhile).
     sleeps = []
     start = None
-    for ev, t, _, _ in rows:
+    for ev, t, line, _ in rows:
         if ev == "PLAYBACK_SLEEPBEFORE_START":
             start = t
         elif ev == "PLAYBACK_SLEEPBEFORE_END" and start is not None:
-            sleeps.append((start, t))
+            if not rec.get(line, {}).get("type", "").startswith("WS_RECV"):
+                sleeps.append((start, t))
             start = None
 
     def waited(end):
@@ -165,6 +169,13 @@ def pct(xs, p):
 
 def dist(xs):
     return {"p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99), "max": max(xs) if xs else None}
+
+
+def times(x):
+    """A ratio to R sync: "2.1x", or "1/350" (0.00286x) when far below 1."""
+    if x >= 0.1:
+        return f"{x:.2g}x"
+    return f"1/{1 / x:.0f}" if x > 0 else "0x"
 
 
 def ms(v):
@@ -214,13 +225,13 @@ def count_sessions(run_dir):
 
 
 def analyze(runs_tsv, out_md):
-    """RUNS.tsv: name, label, users, run_dir, cpu_seconds, server_log (one run per line; label
-    'skipped' rows carry the reason in the run_dir column)."""
+    """RUNS.tsv: seq, name, label, users, run_dir, cpu_seconds, server_log (one run per line; rows
+    with users 'skipped' carry the reason in the run_dir column)."""
     runs, skipped = [], []
     for line in open(runs_tsv):
         if not line.strip():
             continue
-        name, label, users, run_dir, cpu, log = line.rstrip("\n").split("\t")
+        _, name, label, users, run_dir, cpu, log = line.rstrip("\n").split("\t")
         if users == "skipped":
             skipped.append((label, run_dir))
             continue
@@ -237,7 +248,7 @@ def analyze(runs_tsv, out_md):
         b = base.get(r["users"])
         ratio = "–"
         if b and b["plot"]["p90"] and r["plot"]["p90"] is not None:
-            ratio = f"{r['plot']['p90'] / b['plot']['p90']:.3g}x"
+            ratio = times(r["plot"]["p90"] / b["plot"]["p90"])
         cpu = f"{r['cpu'] / r['sessions']:.3f}" if r["sessions"] else "–"
         d = lambda x: " / ".join(ms(x[k]) for k in ("p50", "p90", "p99", "max"))
         lines.append(
@@ -311,6 +322,15 @@ def main(argv):
         largest_day(argv[1])
     elif len(argv) >= 2 and argv[0] == "cpu":
         print(f"{session_cpu({int(s) for s in argv[1:]}):.2f}")
+    elif len(argv) >= 2 and argv[0] == "procs":
+        names = {}
+        for pid in session_pids({int(s) for s in argv[1:]}):
+            try:
+                n = open(f"/proc/{pid}/comm").read().strip()
+            except OSError:
+                continue
+            names[n] = names.get(n, 0) + 1
+        print(", ".join(f"{n} x{k}" for n, k in sorted(names.items())) or "none")
     elif len(argv) >= 2 and argv[0] == "stop":
         stop_sessions({int(s) for s in argv[1:]})
     elif len(argv) == 2 and argv[0] == "sessions":

@@ -72,8 +72,13 @@ fi
 SURGE="$TARGET_DIR/release/surge"; CW="$TARGET_DIR/release/cranwhales"; MANIFOLD="$TARGET_DIR/release/manifold"
 
 . "$ROOT/bench/lib.sh" case-study
-# Server session ids go to a file, so servers started in background subshells are stopped too.
-stop_sessions() { [ -s "$TMP/sids" ] && python3 "$ROOT/bench/case_study.py" stop $(cat "$TMP/sids") || true; }
+# Server session ids and client pids go to files, so what background subshells started is stopped too.
+# Clients run in the background and are waited for, so a signal is handled at once (not after them).
+track() { echo "$1" >> "$TMP/pids"; }
+stop_sessions() {
+  [ -s "$TMP/pids" ] && for p in $(cat "$TMP/pids"); do kill -INT "$p" 2>/dev/null || true; done
+  [ -s "$TMP/sids" ] && python3 "$ROOT/bench/case_study.py" stop $(cat "$TMP/sids") || true
+}
 trap 'stop_sessions; cleanup' EXIT
 trap 'exit 130' INT TERM
 ulimit -n "$(ulimit -Hn)"
@@ -188,10 +193,12 @@ record() { # config, url suffix, journey mode, out
   port=$(free_port); log="$OUT/record-$c.server.log"
   start_config "$c" "$port" "$log"
   "$SURGE" record --target "http://127.0.0.1:$port/" --listen 127.0.0.1:0 -o "$out" > "$TMP/record.out" 2>&1 &
-  rp=$!; PIDS+=("$rp")
+  rp=$!; track "$rp"
   for _ in $(seq 1 100); do grep -q "listening on" "$TMP/record.out" && break; sleep 0.1; done
   proxy=$(grep -o 'http://127.0.0.1:[0-9]*/' "$TMP/record.out" | head -1)
-  node web/e2e/case-study-journey.mjs "$mode" "$proxy$suffix" "$PAUSE_MS" | sed 's/^/  /'
+  node web/e2e/case-study-journey.mjs "$mode" "$proxy$suffix" "$PAUSE_MS" > >(sed 's/^/  /') &
+  track $!
+  wait $! || die "the journey failed in Chromium ($mode)"
   if [ "$mode" = cranwhales ]; then kill -INT "$rp"; fi # no WebSocket: Ctrl-C ends the recording
   for _ in $(seq 1 100); do kill -0 "$rp" 2>/dev/null || break; sleep 0.1; done
   wait "$rp" || die "surge record failed: $(cat "$TMP/record.out")"
@@ -228,7 +235,9 @@ run_one() { # seq, config, users, start interval
   cpu0=$(python3 bench/case_study.py cpu "$SERVER_SID")
   "$SURGE" replay "$rec" --target "http://127.0.0.1:$port/" --users "$users" --start-interval "$interval" \
     --message-timeout "$MESSAGE_TIMEOUT" --max-failure-rate 100% --output-dir "$run" --overwrite-output \
-    > "$run.replay.out" 2> >(progress "$c, $users users") || rc=$?
+    > "$run.replay.out" 2> >(progress "$c, $users users") &
+  track $!
+  wait $! || rc=$?
   cpu1=$(python3 bench/case_study.py cpu "$SERVER_SID")
   procs=$(python3 bench/case_study.py procs "$SERVER_SID")
   stop_server
@@ -260,7 +269,7 @@ if has ours; then
     waves+=($!)
     sleep 2
   done
-  for w in "${waves[@]}"; do wait "$w"; done
+  for w in "${waves[@]}"; do wait "$w"; done # waits: a signal is handled at once
   [ "$BIG_USERS" -gt 0 ] && run_one $((seq++)) ours "$BIG_USERS" "$(( 1000 / BIG_RATE ))ms"
 fi
 sort -n -o "$OUT/runs.tsv" "$OUT/runs.tsv"

@@ -282,8 +282,7 @@ done < "$OUT/runs.tsv"
 if [ ${#NAMES[@]} -gt 0 ]; then
   say "surge report of every run -> $OUT/report.html"
   "$SURGE" report "${NAMES[@]}" --allow-mixed -o "$OUT/report.html" | sed 's/^/  /'
-  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,1500 \
-    --screenshot="$OUT/report.png" "file://$OUT/report.html" >/dev/null 2>&1 || say "report screenshot failed"
+  node web/e2e/case-study-shot.mjs "$OUT/report.html" "$OUT/report.png" aligned || say "report screenshot failed"
 fi
 echo
 python3 bench/case_study.py analyze "$OUT/runs.tsv" "$OUT/RESULTS.md"

@@ -130,11 +130,15 @@ if [ "$wants_r" = 1 ]; then
   say "R apps open on Sys.Date() - ${N:-0}: pinning today to $TODAY"
 fi
 R_ENV=(TZ=UTC R_PROFILE_USER="$TMP/pin-today.R" CASESTUDY_TODAY="${TODAY:-}")
-# async/async2 choose plan(multisession(workers = availableCores() - 1)) themselves: 1 worker on 2 cores
-# "as is". The -w2 variants make availableCores() say 3 (parallelly's own settings, env only), so the
-# same line starts 2 real future workers.
+# async/async2 choose plan(multisession(workers = availableCores() - 1)) themselves: on 2 cores that is
+# 1, and future then evaluates every future sequentially in the app's own process ("as is"). The -w2
+# variants make availableCores() say 3 (parallelly's own settings, env only), so the same line starts
+# 2 real future workers (separate R processes in the server's session, counted in its CPU).
 W2_ENV=(R_PARALLELLY_AVAILABLECORES_METHODS=system R_PARALLELLY_AVAILABLECORES_SYSTEM=3)
+# With 1 worker, future runs every future in the R process itself (sequential): no worker at all.
 ASIS_WORKERS=$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))
+ASIS="$ASIS_WORKERS future workers"
+[ "$ASIS_WORKERS" -gt 1 ] || ASIS="futures run in-process"
 
 # ---------- servers, each in a session of its own ----------
 SERVER_SID=""
@@ -171,9 +175,9 @@ start_config() { # config, port, log
 label_of() {
   case $1 in
     r-sync) echo "R sync" ;;
-    r-async) echo "R async (as is: $ASIS_WORKERS future worker)" ;;
+    r-async) echo "R async (as is: $ASIS)" ;;
     r-async-w2) echo "R async, 2 future workers" ;;
-    r-async2) echo "R async2 (as is: $ASIS_WORKERS future worker)" ;;
+    r-async2) echo "R async2 (as is: $ASIS)" ;;
     r-async2-w2) echo "R async2, 2 future workers" ;;
     r-etl) echo "R etl" ;;
     r-sync-manifold2) echo "R sync × manifold 2 workers" ;;

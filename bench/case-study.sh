@@ -66,7 +66,11 @@ fi
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [ -z "${SKIP_BUILD:-}" ]; then
   say "building the web UI and surge, cranwhales, manifold (release)"
-  (cd web && npm run build >/dev/null)
+  # The UI is embedded in the binaries: rebuilt only when its sources changed (a rebuild relinks them).
+  if [ ! -f web/dist/index.html ] || [ ! -f web/dist-report/report.js ] ||
+     [ -n "$(find web/src web/index.html web/package.json -newer web/dist/index.html -print -quit)" ]; then
+    (cd web && npm run build >/dev/null)
+  fi
   cargo build --release -p surge -p cranwhales -p manifold --bins 2>&1 | tail -1
 fi
 SURGE="$TARGET_DIR/release/surge"; CW="$TARGET_DIR/release/cranwhales"; MANIFOLD="$TARGET_DIR/release/manifold"
@@ -141,6 +145,13 @@ ASIS="$ASIS_WORKERS future workers"
 [ "$ASIS_WORKERS" -gt 1 ] || ASIS="futures run in-process"
 
 # ---------- servers, each in a session of its own ----------
+# R writes temp files (its tempdir, readr's decompressed log) and crashes when the disk is full:
+# say so before each run rather than leave a mysterious segfault.
+check_disk() {
+  local free_mb
+  free_mb=$(df -Pm "${TMPDIR:-/tmp}" | awk 'NR == 2 { print $4 }')
+  [ "$free_mb" -ge 1024 ] || say "warning: only $free_mb MB free in ${TMPDIR:-/tmp}; R servers may fail to start or crash"
+}
 SERVER_SID=""
 start_server() { # log, command... (setsid: the server and everything it starts share one session id)
   local log="$1"; shift
@@ -221,11 +232,11 @@ fi
 
 # ---------- the runs ----------
 # runs.tsv: seq, config, label, users, run dir, server CPU seconds, server log (seq orders the report).
-progress() { # prefix: every third progress line of surge replay (one per 15 s)
+progress() { # prefix: surge replay's stderr, its progress lines thinned to one per 15 s
   local n=0 line
   while IFS= read -r line; do
-    [[ $line == *running* ]] || continue
-    (( ++n % 3 == 0 )) && printf '  %s: %s\n' "$1" "${line#surge: }"
+    if [[ $line != *"  running "* ]]; then printf '  %s: %s\n' "$1" "$line"
+    elif (( ++n % 3 == 0 )); then printf '  %s: %s\n' "$1" "${line#surge: }"; fi
   done
 }
 run_one() { # seq, config, users, start interval
@@ -237,15 +248,17 @@ run_one() { # seq, config, users, start interval
   say "$label, $users users every $interval: starting the server"
   start_config "$c" "$port" "$log" || { say "$label: the server did not start (log: $log)"; tail -5 "$log" | sed 's/^/  /'; return; }
   cpu0=$(python3 bench/case_study.py cpu "$SERVER_SID")
+  check_disk
+  # (stderr's process substitution first, so it writes to the terminal, not to the .out file)
   "$SURGE" replay "$rec" --target "http://127.0.0.1:$port/" --users "$users" --start-interval "$interval" \
     --message-timeout "$MESSAGE_TIMEOUT" --max-failure-rate 100% --output-dir "$run" --overwrite-output \
-    > "$run.replay.out" 2> >(progress "$c, $users users") &
+    2> >(progress "$c, $users users") > "$run.replay.out" &
   track $!
   wait $! || rc=$?
   cpu1=$(python3 bench/case_study.py cpu "$SERVER_SID")
   procs=$(python3 bench/case_study.py procs "$SERVER_SID")
   stop_server
-  [ "$rc" -le 1 ] || { say "$label: surge replay exited $rc"; cat "$run.replay.out" >&2; return; }
+  [ "$rc" -le 1 ] || { say "$label: surge replay exited $rc"; cat "$run.replay.out"; return; }
   read -r ndone nfailed < <(python3 bench/case_study.py sessions "$run")
   cpu=$(python3 -c "print(round($cpu1 - $cpu0, 2))")
   say "$label, $users users: $ndone sessions done, $nfailed failed, server CPU $cpu s ($procs)"

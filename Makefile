@@ -14,6 +14,7 @@ help:
 	@echo "make demo   - build everything and serve cranwhales on http://127.0.0.1:8080 (bundled data; PORT=, ADDR=)"
 	@echo "make test   - install what is needed, then run every test (Rust, browser, R)"
 	@echo "make bench-ingest | bench-serve | bench-surge | bench-manifold - side-by-side benchmarks"
+	@echo "make case-study - the original R app vs manifold vs ours under surge (needs CRANWHALES_R_DIR)"
 
 # System packages, npm modules and toolchain components; each step skips what is already there.
 deps:
@@ -65,6 +66,13 @@ test-rust: web
 include mk/cranwhales.mk
 include mk/surge.mk
 include mk/manifold.mk
+
+# The original experiment end to end: the R app rstudio/cranwhales (a clone in CRANWHALES_R_DIR) in its
+# versions, behind manifold, and ours, replayed by surge; one report, RESULTS.md, PASS/MISS lines.
+# A benchmark, not part of `make test`. Subsets: CONFIGS=r-sync,ours USERS=10 BIG_USERS=0 make case-study
+.PHONY: case-study
+case-study:
+	bench/case-study.sh
 
 # Everything: lint, unit + integration tests, then each program's browser / R tests.
 test: deps test-data lint test-scripts test-rust $(TEST_TARGETS)

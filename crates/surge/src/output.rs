@@ -176,12 +176,18 @@ impl SessionLog {
         s
     }
 
-    /// Writes the CSV into `<dir>/sessions/`.
+    /// Writes the CSV into `<dir>/sessions/`: to a hidden temp file renamed into place once whole, so
+    /// a failed write (a full disk) leaves no file rather than an empty or cut one.
     pub fn write(&self, dir: &Path, comment_lines: &str) -> std::io::Result<()> {
-        std::fs::write(
-            dir.join("sessions").join(self.file_name()),
-            self.render(comment_lines),
-        )
+        let sessions = dir.join("sessions");
+        let name = self.file_name();
+        let tmp = sessions.join(format!(".{name}.tmp"));
+        let written = std::fs::write(&tmp, self.render(comment_lines))
+            .and_then(|()| std::fs::rename(&tmp, sessions.join(&name)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 }
 
@@ -220,6 +226,23 @@ mod tests {
         assert_eq!(RowEvent::parse("PLAYBACK_MAYBE"), None);
         assert_eq!(RowEvent::parse("REQ_PUT_START"), None);
         assert_eq!(std::mem::size_of::<Row>(), 16);
+    }
+
+    /// A full disk (a temp file that is /dev/full) leaves no CSV behind: absent, never empty or cut.
+    #[test]
+    fn a_failed_write_leaves_no_file() {
+        let dir = std::env::temp_dir().join(format!("surge-output-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sessions")).unwrap();
+        let log = SessionLog::new(5, 0, 1);
+        std::os::unix::fs::symlink("/dev/full", dir.join("sessions/.5_0_1.csv.tmp")).unwrap();
+        let err = log.write(&dir, "# a\n# {}\n").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28), "ENOSPC: {err}");
+        let left: Vec<_> = std::fs::read_dir(dir.join("sessions")).unwrap().collect();
+        assert!(left.is_empty(), "files left: {left:?}");
+        log.write(&dir, "# a\n# {}\n").unwrap();
+        let csv = std::fs::read_to_string(dir.join("sessions/5_0_1.csv")).unwrap();
+        assert!(csv.starts_with("# a\n# {}\nsession_id,"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub struct SessionCounts {
     pub completed: u64,
     /// Sessions that failed (PLAYBACK_FAIL), interrupted ones included.
     pub failed: u64,
+    /// Sessions whose CSV could not be written (e.g. a full disk): absent from the run directory.
+    pub unwritten: u64,
 }
 
 /// Sessions that failed the same way at the same recording line: the kind, where (line, event
@@ -208,6 +210,15 @@ pub fn from_aggregate(
         };
         checks_out.push(t.eval(h));
     }
+    if agg.write_errors > 0 {
+        // The run directory lacks sessions: what reads it would be silently wrong.
+        checks_out.push(CheckResult {
+            check: "session_csvs_written".into(),
+            value: agg.write_errors as f64,
+            limit: 0.0,
+            ok: false,
+        });
+    }
     let ok = checks_out.iter().all(|c| c.ok);
     let h = head;
     RunSummary {
@@ -235,6 +246,7 @@ pub fn from_aggregate(
             started,
             completed: done,
             failed,
+            unwritten: agg.write_errors,
         },
         failure_rate,
         failures_by_kind,

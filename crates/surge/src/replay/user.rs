@@ -103,6 +103,9 @@ async fn run_session(
         }
     }
     let write = log.write(&sh.out_dir, &sh.comment_lines);
+    if let Err(e) = &write {
+        tracing::error!("{who}: session CSV {} not written: {e}", log.file_name());
+    }
     sh.running.fetch_sub(1, Ordering::Relaxed);
     if ok {
         sh.done.fetch_add(1, Ordering::Relaxed);

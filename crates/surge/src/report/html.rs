@@ -214,7 +214,7 @@ fn class_table(m: &Model) -> String {
             }
             let _ = write!(
                 h,
-                "<td>{}</td><td>{}</td>",
+                "<td class=\"run\">{}</td><td>{}</td>",
                 esc(&r.name),
                 fmt_int(d[0] as usize)
             );
@@ -346,9 +346,11 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
     }
     let _ = write!(
         h,
-        "<section id=\"summary\"><h2>Summary</h2>{}<div class=\"cols\"><div>{}</div><div>{}{}</div></div>\
+        "<section id=\"summary\"><h2>Summary</h2>{}<div class=\"cols{}\"><div>{}</div><div>{}{}</div></div>\
          <div class=\"legend\" id=\"legend\"></div></section>",
         overview(m),
+        // Beyond 3 runs the two tables no longer fit side by side: one above the other.
+        if m.runs.len() > 3 { " stack" } else { "" },
         summary_table(m),
         class_table(m),
         failures(m)
@@ -385,9 +387,11 @@ h2{font-size:16px;margin:2px 0 4px}
 .overview{margin:4px 0 10px;padding-left:18px}
 .dim{color:var(--dim);font-size:12px}
 .cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:20px}
+.cols.stack{grid-template-columns:minmax(0,1fr)}.cols>div{overflow-x:auto}
+table.summary thead th{white-space:normal;vertical-align:bottom}
 table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
 th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
-th:first-child,table.classes td:nth-child(2){text-align:left}
+th:first-child,table.classes td.run{text-align:left}
 thead th{font-weight:600;border-bottom:2px solid var(--line)}
 .ratio{font-size:11px;margin-left:6px;color:var(--dim)}
 table.classes .ratio{display:block;margin:0;line-height:1.1}

@@ -215,8 +215,8 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .route("/api/days/{date}/whales/{ip_id}", get(api::whale))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found))
+        .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(assets::serve)
-        .layer(axum::middleware::from_fn(error::envelope))
         .with_state(state);
     Ok((router, stored.len()))
 }

@@ -66,7 +66,10 @@ impl IntoResponse for ApiError {
 pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
     let mut resp = ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        format!("{method} {}: only GET and HEAD are served", clip(uri.path())),
+        format!(
+            "{method} {}: only GET and HEAD are served",
+            clip(uri.path())
+        ),
     )
     .into_response();
     resp.headers_mut()

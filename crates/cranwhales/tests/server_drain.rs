@@ -20,11 +20,15 @@ async fn until_held(source: &Source, date: &str) {
     panic!("the download of {date} never reached the source's hold");
 }
 
-/// Waits (real time, bounded) until nothing accepts connections at `addr`.
-async fn until_refused(addr: std::net::SocketAddr) {
+/// Waits (real time, bounded) until the server logs that it stopped accepting. (Polling the port
+/// instead races with other tests, which may be given the freed port.)
+async fn until_stopping(server: &Binary) {
     let start = Instant::now();
-    while tokio::net::TcpStream::connect(addr).await.is_ok() {
-        assert!(start.elapsed() < Duration::from_secs(20), "still accepting");
+    while !server.log().contains("stopping: no new connections") {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "signal not handled"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -67,7 +71,7 @@ async fn sigterm_lets_a_progress_stream_finish() {
     let stream = open_progress(server.addr, "2012-10-09").await;
     let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     server.sigterm();
-    until_refused(server.addr).await;
+    until_stopping(&server).await;
     let mut buf = Vec::new();
     let n = tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut buf)).await;
     assert!(
@@ -116,7 +120,7 @@ async fn second_sigterm_stops_at_once() {
     until_held(&source, "2012-10-09").await;
     let stream = open_progress(server.addr, "2012-10-09").await;
     server.sigterm();
-    until_refused(server.addr).await;
+    until_stopping(&server).await;
     let start = Instant::now();
     server.sigterm();
     assert_eq!(server.wait(), Some(0));

@@ -54,11 +54,10 @@ async fn queue_timeout_is_exact() {
     assert_eq!(get(&addr, "/hello").await.status, 200);
     tokio::time::pause();
     let a = addr.clone();
-    let busy = tokio::spawn(async move { get(&a, "/sleep?ms=1500").await });
+    let busy = tokio::spawn(async move { get(&a, "/sleep?ms=1000").await });
     while workers(&status(&addr).await)[0]["busy"] != 1 {
         tokio::task::yield_now().await;
     }
-    let real = std::time::Instant::now();
     let start = Instant::now();
     let r = get(&addr, "/pid").await;
     assert_eq!(r.status, 503);
@@ -71,9 +70,8 @@ async fn queue_timeout_is_exact() {
         "{waited:?}"
     );
     assert!(
-        real.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        real.elapsed()
+        !busy.is_finished(),
+        "no real 30 s wait: the busy request still runs"
     );
     assert_eq!(busy.await.unwrap().status, 200);
     assert_eq!(status(&addr).await["totals"]["queue_timeouts"], 1);

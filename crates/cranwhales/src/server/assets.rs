@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use rust_embed::RustEmbed;
 
@@ -78,14 +78,7 @@ pub async fn serve(
     headers: HeaderMap,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        let mut resp = ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("{method} {}: only GET and HEAD are served", uri.path()),
-        )
-        .into_response();
-        resp.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET,HEAD"));
-        return resp;
+        return super::error::method_not_allowed(method, uri).await;
     }
     match app.assets.files.get(uri.path()) {
         Some(body) => body.respond(&headers),

@@ -61,28 +61,20 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Makes sure an error response (400–599) carries the `{"error": …}` envelope: responses built
-/// elsewhere (the framework's 405, a bare status) get one that names the status.
-pub async fn envelope(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let (method, uri) = (req.method().clone(), req.uri().clone());
-    let resp = next.run(req).await;
-    let status = resp.status();
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
-        return resp;
-    }
-    let reason = status.canonical_reason().unwrap_or("error").to_lowercase();
-    let mut out =
-        ApiError::new(status, format!("{method} {}: {reason}", clip(uri.path()))).into_response();
-    for name in [header::ALLOW, header::RETRY_AFTER] {
-        if let Some(v) = resp.headers().get(&name) {
-            out.headers_mut().insert(name, v.clone());
-        }
-    }
-    out
+/// 405 for a method a route does not take (every route is GET, and HEAD with it), in the envelope
+/// like every other error, with `Allow`.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let mut resp = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{method} {}: only GET and HEAD are served",
+            clip(uri.path())
+        ),
+    )
+    .into_response();
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    resp
 }
 
 /// At most 60 characters of a path in a message.

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue};
 use axum::response::IntoResponse;
@@ -132,12 +131,7 @@ async fn connection(
                 resp.headers_mut()
                     .insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
-            Ok::<_, std::convert::Infallible>(resp.map(|body| {
-                Body::new(Tracked {
-                    inner: body,
-                    shared,
-                })
-            }))
+            Ok::<_, std::convert::Infallible>(resp.map(|inner| Tracked { inner, shared }))
         }
     });
     // The gate has checked every head already; hyper's own limits are a backstop only.
@@ -159,7 +153,7 @@ async fn connection(
 /// A response body that tells the gate when it has been sent (dropped), so the header timeout
 /// never runs while a response is still streaming.
 struct Tracked {
-    inner: Body,
+    inner: axum::body::Body,
     shared: Arc<Shared>,
 }
 

@@ -227,8 +227,8 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .route("/api/trends", get(insight::trends))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found))
+        .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(assets::serve)
-        .layer(axum::middleware::from_fn(error::envelope))
         .with_state(state);
     Ok((router, stored.len()))
 }

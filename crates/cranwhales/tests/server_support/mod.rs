@@ -124,6 +124,7 @@ pub struct Binary {
     pub child: Child,
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
+    log: Arc<Mutex<String>>,
 }
 
 impl Binary {
@@ -134,9 +135,19 @@ impl Binary {
             .arg("serve")
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start cranwhales serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (sink, err) = (log.clone(), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -146,7 +157,17 @@ impl Binary {
             .nth(1)
             .unwrap_or_else(|| panic!("no URL in {line:?}"));
         let addr = url.trim().trim_end_matches('/').parse().unwrap();
-        Binary { child, addr, dir }
+        Binary {
+            child,
+            addr,
+            dir,
+            log,
+        }
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     /// Sends SIGTERM.

@@ -8,6 +8,9 @@ use crate::day::{DayTables, PackScratch};
 use crate::parse::hms;
 use crate::summary::Behaviour;
 
+/// One day written at a time per process (other processes still meet SQLite's write lock).
+static WRITERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Store {
     /// Replaces one day with `day`, atomically: readers and crashes see the old day or the new one.
     pub fn replace_day(&mut self, day: &DayTables, source: &str) -> Result<()> {
@@ -22,6 +25,9 @@ impl Store {
         let profiles: Vec<String> = (day.whales.iter())
             .map(|w| serde_json::to_string(&w.profile).expect("serialisable"))
             .collect();
+        // Writers of this process queue here and wake as soon as the one before commits; waiting
+        // on SQLite's own lock instead sleeps in its busy handler (1, 2, 5, … 100 ms steps).
+        let _turn = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;

@@ -69,7 +69,18 @@ async fn sigterm_lets_a_progress_stream_finish() {
     );
     until_held(&source, "2012-10-09").await;
     let stream = open_progress(server.addr, "2012-10-09").await;
+    // A keep-alive connection that has been served and is idle now.
     let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    idle.write_all(b"GET /api/days HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while !seen.ends_with(b"[]") {
+        let mut b = [0u8; 1024];
+        let n = idle.read(&mut b).await.unwrap();
+        assert!(n > 0, "closed before answering");
+        seen.extend_from_slice(&b[..n]);
+    }
     server.sigterm();
     until_stopping(&server).await;
     let mut buf = Vec::new();

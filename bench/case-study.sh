@@ -14,7 +14,8 @@
 # at each), R_USERS (the R configurations' loads, default the first of USERS: one R run at 30 users
 # takes ~3.5 min, so all of them at 50 too would not fit in 30 min; R_USERS=30,50 runs the full matrix),
 # BIG_USERS / BIG_RATE (ours alone: default 1000 users, 20 per second; 0 = skip), START_INTERVAL (5s),
-# PAUSE_MS (journey pause between steps, 5000), MESSAGE_TIMEOUT (300s), OUT (run dirs, report).
+# PAUSE_MS (journey pause between steps, 5000), MESSAGE_TIMEOUT (300s), OUT (run dirs, report),
+# REPORT_ONLY=1 (no runs: the report, table and targets again from the run dirs in OUT).
 # Everything runs on 127.0.0.1; every process started here is stopped on exit (each server runs in a
 # session of its own, and the whole session is stopped, future workers and manifold workers included).
 set -euo pipefail
@@ -48,7 +49,7 @@ for c in ${CONFIGS//,/ }; do
 done
 
 # ---------- prerequisites ----------
-if [ "$wants_r" = 1 ]; then
+if [ "$wants_r" = 1 ] && [ -z "${REPORT_ONLY:-}" ]; then
   [ -n "${CRANWHALES_R_DIR:-}" ] || die "CRANWHALES_R_DIR is not set: clone the original app first (git clone https://github.com/rstudio/cranwhales) and pass its path"
   git -C "$CRANWHALES_R_DIR" rev-parse --git-dir >/dev/null 2>&1 || die "CRANWHALES_R_DIR=$CRANWHALES_R_DIR is not a git clone of rstudio/cranwhales"
 fi
@@ -91,6 +92,10 @@ read -r DAY ROWS < <(python3 bench/case_study.py day "$CRANLOGS/SOURCES.md")
 DAYFILE="$CRANLOGS/$DAY.csv.gz"
 [ -f "$DAYFILE" ] || die "$DAYFILE: missing"
 say "the day: $DAY ($ROWS rows, the largest in $CRANLOGS)"
+if [ -n "${REPORT_ONLY:-}" ]; then
+  [ -s "$OUT/runs.tsv" ] || die "REPORT_ONLY: no $OUT/runs.tsv (run make case-study first)"
+  say "REPORT_ONLY: the report, table and targets of the runs in $OUT"
+else
 rm -rf "$OUT"; mkdir -p "$OUT/runs"
 : > "$OUT/runs.tsv"
 
@@ -289,6 +294,7 @@ if has ours; then
   for w in "${waves[@]}"; do wait "$w"; done # waits: a signal is handled at once
   [ "$BIG_USERS" -gt 0 ] && run_one $((seq++)) ours "$BIG_USERS" "$(( 1000 / BIG_RATE ))ms"
 fi
+fi # REPORT_ONLY
 sort -n -o "$OUT/runs.tsv" "$OUT/runs.tsv"
 NAMES=()
 while IFS=$'\t' read -r _ _ label users run _ _; do
@@ -299,7 +305,16 @@ done < "$OUT/runs.tsv"
 if [ ${#NAMES[@]} -gt 0 ]; then
   say "surge report of every run -> $OUT/report.html"
   "$SURGE" report "${NAMES[@]}" --allow-mixed -o "$OUT/report.html" | sed 's/^/  /'
-  node web/e2e/case-study-shot.mjs "$OUT/report.html" "$OUT/report.png" aligned || say "report screenshot failed"
+  # The README's picture: the sessions of R sync, R async2, R sync x manifold (4) and ours at the
+  # experiment's top load, from a report of those four runs (all ten make a page too tall to show).
+  PIC=()
+  r1=${R_USERS%%,*}; top=${USERS##*,}
+  while IFS=$'\t' read -r _ c label users run _ _; do
+    case "$c:$users" in "r-sync:$r1"|"r-async2:$r1"|"r-sync-manifold4:$r1"|"ours:$top") PIC+=("$run" --name "$label, $users users") ;; esac
+  done < "$OUT/runs.tsv"
+  [ ${#PIC[@]} -gt 0 ] || PIC=("${NAMES[@]}")
+  "$SURGE" report "${PIC[@]}" --allow-mixed -o "$OUT/report-picture.html" >/dev/null &&
+    node web/e2e/case-study-shot.mjs "$OUT/report-picture.html" "$OUT/report.png" aligned || say "report screenshot failed"
 fi
 echo
 python3 bench/case_study.py analyze "$OUT/runs.tsv" "$OUT/RESULTS.md"

@@ -241,7 +241,7 @@ def analyze(runs_tsv, out_md):
     base = {r["users"]: r for r in runs if r["name"] == "r-sync"}
     head = (
         "| configuration | users | sessions | failed | page load p50 / p90 / p99 / max | first plot p50 / p90 / p99 / max"
-        " | first plot p90 vs R sync | CPU s / session |"
+        " | first plot p90 vs R sync | server CPU per session |"
     )
     lines = [head, "|" + "---|" * 8]
     for r in runs:
@@ -249,7 +249,8 @@ def analyze(runs_tsv, out_md):
         ratio = "–"
         if b and b["plot"]["p90"] and r["plot"]["p90"] is not None:
             ratio = times(r["plot"]["p90"] / b["plot"]["p90"])
-        cpu = f"{r['cpu'] / r['sessions']:.3f}" if r["sessions"] else "–"
+        per = r["cpu"] / r["sessions"] if r["sessions"] else None
+        cpu = "–" if per is None else f"{per:.2f} s" if per >= 1 else f"{per * 1000:.1f} ms"
         d = lambda x: " / ".join(ms(x[k]) for k in ("p50", "p90", "p99", "max"))
         lines.append(
             f"| {r['label']} | {r['users']} | {r['sessions']} | {r['failed']} | {d(r['page'])} | {d(r['plot'])} | {ratio} | {cpu} |"

@@ -52,8 +52,6 @@ pub struct Whale {
     #[cfg_attr(test, ts(type = "number[]"))]
     pub hourly: Vec<u64>,
     /// What it is doing; `None` for a day stored before profiles existed.
-    // Profile's TypeScript twin is still written by hand in api.ts (not generated yet).
-    #[cfg_attr(test, ts(type = "import(\"./api\").Profile | null"))]
     pub profile: Option<Profile>,
 }
 
@@ -107,6 +105,7 @@ pub struct WhaleDetail {
 /// What a whale's day looks like, one label per whale (rules: `profile::classify`, tried in this
 /// order; the first that holds wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Behaviour {
     /// Several versions of the same packages (≥ 1.3 versions per package over ≥ 20 packages).
@@ -171,24 +170,33 @@ impl Behaviour {
 
 /// Downloads by one kind of client (an OS family or an architecture).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Mix {
     pub name: String,
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
 }
 
 /// Everything measured about one whale's day (counts are downloads = rows with a package).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Facts {
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
     /// Distinct packages, and distinct packages downloaded by anyone that day.
+    #[cfg_attr(test, ts(type = "number"))]
     pub packages: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub day_packages: u64,
     /// The most downloaded package (ties: the alphabetically first) and its downloads.
     pub top_package: String,
+    #[cfg_attr(test, ts(type = "number"))]
     pub top_package_downloads: u64,
     /// Distinct (package, version) pairs.
+    #[cfg_attr(test, ts(type = "number"))]
     pub versions: u64,
     /// Downloads whose request named no R version, and the same share for the whole day.
+    #[cfg_attr(test, ts(type = "number"))]
     pub no_r_version: u64,
     pub day_no_r_share: f64,
     /// By OS family (windows, macos, linux, other, none) and by architecture (x86_64, i386,
@@ -202,6 +210,7 @@ pub struct Facts {
     pub last: u32,
     /// The most downloads within 60 seconds (a window `[t, t+59]` starting at a download) and
     /// the earliest `t` reaching it.
+    #[cfg_attr(test, ts(type = "number"))]
     pub burst: u64,
     pub burst_start: u32,
     /// Gaps between consecutive downloads in seconds: lower quartile, median, upper quartile
@@ -210,6 +219,7 @@ pub struct Facts {
     pub gap_median: Option<u32>,
     pub gap_q3: Option<u32>,
     /// Downloads of the day's top-100 whales together (this whale's share is `downloads / it`).
+    #[cfg_attr(test, ts(type = "number"))]
     pub whale_downloads: u64,
 }
 
@@ -248,6 +258,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 /// A whale's profile as stored and served: the label, the sentence and the facts behind them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Profile {
     pub behaviour: Behaviour,
     pub label: String,
@@ -257,35 +268,48 @@ pub struct Profile {
 
 /// One stored day of a package in `GET /api/packages/{name}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageDay {
     pub date: String,
     /// Every download of the package that day.
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
     /// Distinct ip_ids among them; `None` for a day stored before this was counted.
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub downloaders: Option<u64>,
     /// Downloads by the day's top-N whales (N of the request).
+    #[cfg_attr(test, ts(type = "number"))]
     pub whale_downloads: u64,
     /// `downloads - whale_downloads`.
+    #[cfg_attr(test, ts(type = "number"))]
     pub without_whales: u64,
     /// The day's aggregate-only baseline (5% quantile of per-package downloads, as
     /// `adjustedcranlogs` estimates CRAN-wide automated downloads) and `downloads` minus it.
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub baseline: Option<u64>,
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub adjusted: Option<u64>,
 }
 
 /// Sums over the days of a `PackageReport`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageTotals {
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub whale_downloads: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub without_whales: u64,
     /// `None` when a day in range has no baseline.
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub adjusted: Option<u64>,
 }
 
 /// `GET /api/packages/{name}?from=&to=&whales=N` and `cranwhales package NAME --json`: a
 /// package over the stored days in `from..=to`, every one listed (0 on days without downloads).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageReport {
     pub package: String,
     pub from: String,
@@ -300,30 +324,41 @@ pub struct PackageReport {
 
 /// A stored package name for search suggestions (`GET /api/packages?q=`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageName {
     pub package: String,
     /// Downloads over all stored days, and on how many of them.
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub days: u64,
 }
 
 /// One stored day in `GET /api/trends`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TrendDay {
     pub date: String,
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub downloaders: u64,
     /// Downloads of the day's top 1, 6 and 25 whales together.
+    #[cfg_attr(test, ts(type = "number"))]
     pub top1: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub top6: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub top25: u64,
     /// Top-100 whales per behaviour (every behaviour listed); `None` for a day stored before
     /// profiles existed.
+    #[cfg_attr(test, ts(type = "{ [key in Behaviour]?: number } | null"))]
     pub behaviours: Option<std::collections::BTreeMap<Behaviour, u32>>,
 }
 
 /// `GET /api/trends?from=&to=`: every stored day in `from..=to`, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Trends {
     pub from: String,
     pub to: String,

@@ -1,86 +1,30 @@
 // The JSON API client: the UI uses nothing else. The API's types are generated from the Rust ones
 // (api.gen.ts; a cargo test fails when they differ).
 
-import type { DayInfo, DaySummary, ErrorBody, Fetching, Progress, WhaleDetail } from "./api.gen";
+import type { Behaviour, DayInfo, DaySummary, ErrorBody, Fetching, PackageName, PackageReport, Progress, Trends, WhaleDetail } from "./api.gen";
 
-export type { DayInfo, DaySummary, Download, Hour, Progress, Totals, Whale, WhaleDetail } from "./api.gen";
+export type {
+  Behaviour,
+  DayInfo,
+  DaySummary,
+  Download,
+  Facts,
+  Hour,
+  Mix,
+  PackageDay,
+  PackageName,
+  PackageReport,
+  Profile,
+  Progress,
+  Totals,
+  TrendDay,
+  Trends,
+  Whale,
+  WhaleDetail,
+} from "./api.gen";
 
-// Not generated yet: written by hand to match crates/cranwhales/src/{profile,summary}.rs.
-/** Behaviour labels, in rule order (docs/whale-behaviours.md). */
-export const BEHAVIOURS = ["archive", "mirror", "loop", "classroom", "steady", "burst", "session"] as const;
-export type Behaviour = (typeof BEHAVIOURS)[number];
-export interface Mix {
-  name: string;
-  downloads: number;
-}
-/** What was measured about one whale's day (crates/cranwhales/src/profile/mod.rs). */
-export interface Facts {
-  downloads: number;
-  packages: number;
-  day_packages: number;
-  top_package: string;
-  top_package_downloads: number;
-  versions: number;
-  no_r_version: number;
-  day_no_r_share: number;
-  os: Mix[];
-  arch: Mix[];
-  active_hours: number;
-  first: number;
-  last: number;
-  burst: number;
-  burst_start: number;
-  gap_q1: number | null;
-  gap_median: number | null;
-  gap_q3: number | null;
-  whale_downloads: number;
-}
-export interface Profile {
-  behaviour: Behaviour;
-  label: string;
-  sentence: string;
-  facts: Facts;
-}
-/** One stored day of a package (`GET /api/packages/{name}`). */
-export interface PackageDay {
-  date: string;
-  downloads: number;
-  downloaders: number | null;
-  whale_downloads: number;
-  without_whales: number;
-  baseline: number | null;
-  adjusted: number | null;
-}
-export interface PackageReport {
-  package: string;
-  from: string;
-  to: string;
-  whales: number;
-  days: PackageDay[];
-  totals: { downloads: number; whale_downloads: number; without_whales: number; adjusted: number | null };
-  note: string;
-}
-export interface PackageSuggestion {
-  package: string;
-  downloads: number;
-  days: number;
-}
-/** One stored day in `GET /api/trends`. */
-export interface TrendDay {
-  date: string;
-  downloads: number;
-  downloaders: number;
-  top1: number;
-  top6: number;
-  top25: number;
-  behaviours: Partial<Record<Behaviour, number>> | null;
-}
-export interface Trends {
-  from: string;
-  to: string;
-  days: TrendDay[];
-}
-
+/** Behaviour labels, in rule order (docs/whale-behaviours.md); the type is generated. */
+export const BEHAVIOURS = ["archive", "mirror", "loop", "classroom", "steady", "burst", "session"] as const satisfies readonly Behaviour[];
 
 /** What asking for a day can give. */
 export type DayResult =
@@ -136,7 +80,7 @@ export function getPackage(name: string, from: string, to: string, whales: numbe
   return result(`/api/packages/${encodeURIComponent(name)}?${q}`);
 }
 
-export function suggestPackages(prefix: string): Promise<Result<PackageSuggestion[]>> {
+export function suggestPackages(prefix: string): Promise<Result<PackageName[]>> {
   return result(`/api/packages?q=${encodeURIComponent(prefix)}&limit=12`);
 }
 

@@ -38,7 +38,7 @@ START_INTERVAL="${START_INTERVAL:-5s}"
 PAUSE_MS="${PAUSE_MS:-5000}"
 MESSAGE_TIMEOUT="${MESSAGE_TIMEOUT:-300s}"
 OUT="${OUT:-$ROOT/bench/case-study/out}"
-CRANLOGS="${CRANLOGS:-$ROOT/../shared/data/cranlogs}"
+CRANLOGS="${CRANLOGS:-}" # default: the team's ../shared/data, else scripts/test-data.py's (checked) copy
 RESULTS_DIR="$ROOT/bench/case-study"
 
 has() { [[ ",$CONFIGS," == *",$1,"* ]]; }
@@ -88,7 +88,8 @@ trap 'stop_sessions; cleanup' EXIT
 trap 'exit 130' INT TERM
 ulimit -n "$(ulimit -Hn)"
 
-read -r DAY ROWS < <(python3 bench/case_study.py day "$CRANLOGS/SOURCES.md")
+[ -n "$CRANLOGS" ] || CRANLOGS="$(python3 scripts/test-data.py)/cranlogs" || die "no test data (scripts/test-data.py)"
+read -r DAY ROWS < <(python3 bench/case_study.py day "$CRANLOGS")
 DAYFILE="$CRANLOGS/$DAY.csv.gz"
 [ -f "$DAYFILE" ] || die "$DAYFILE: missing"
 say "the day: $DAY ($ROWS rows, the largest in $CRANLOGS)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Helpers of bench/case-study.sh (make case-study).
 
-  case_study.py day SOURCES.md            the date of the largest day (most rows) in the shared logs
+  case_study.py day CRANLOGS_DIR          the date of the largest day (most rows) in the logs
   case_study.py cpu SID...                CPU seconds used so far by every process of those sessions
   case_study.py procs SID...              the processes of those sessions, by name
   case_study.py stop SID...               stop every process of those sessions (TERM, then KILL)
@@ -27,14 +27,23 @@ ASSET = re.compile(r"\.(m?js|css|map|woff2?|ttf|otf|eot|png|jpe?g|gif|svg|ico|we
 DAY_API = re.compile(r"^/api/days/\d{4}-\d{2}-\d{2}(\?|$)")
 
 
-def largest_day(sources):
+def largest_day(cranlogs):
+    """The day with the most rows, from the SOURCES.md table beside the logs (../shared/data); a data
+    root filled by scripts/test-data.py has no SOURCES.md: then the largest file ("rows ?")."""
+    sources = os.path.join(cranlogs, "SOURCES.md")
     best = None
-    for line in open(sources):
-        m = re.match(r"\|\s*(\d{4}-\d{2}-\d{2})\s*\|\s*\w+\s*\|\s*(\d+)\s*\|", line)
-        if m and (best is None or int(m.group(2)) > best[1]):
-            best = (m.group(1), int(m.group(2)))
+    if os.path.exists(sources):
+        for line in open(sources):
+            m = re.match(r"\|\s*(\d{4}-\d{2}-\d{2})\s*\|\s*\w+\s*\|\s*(\d+)\s*\|", line)
+            if m and (best is None or int(m.group(2)) > best[1]):
+                best = (m.group(1), int(m.group(2)))
+    else:
+        logs = [f for f in os.listdir(cranlogs) if re.fullmatch(r"\d{4}-\d{2}-\d{2}\.csv\.gz", f)]
+        if logs:
+            f = max(logs, key=lambda f: os.path.getsize(os.path.join(cranlogs, f)))
+            best = (f[:10], "?")
     if not best:
-        sys.exit(f"{sources}: no day rows found")
+        sys.exit(f"{cranlogs}: no CRAN log days found")
     print(best[0], best[1])
 
 

@@ -106,8 +106,6 @@ pub struct Fetcher {
     flights: Mutex<HashMap<Day, Arc<Flight>>>,
     failures: Mutex<HashMap<Day, (Instant, Status)>>,
     known: RwLock<BTreeSet<Day>>,
-    /// Ingests started (for logs and tests).
-    pub started: AtomicU64,
     on_ingested: Box<dyn Fn(Day) + Send + Sync>,
 }
 
@@ -139,7 +137,6 @@ impl Fetcher {
             flights: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
             known: RwLock::new(known),
-            started: AtomicU64::new(0),
             on_ingested,
         })
     }
@@ -227,7 +224,6 @@ impl Fetcher {
             flights.insert(day, flight.clone());
             (flight, slot)
         };
-        self.started.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(self.clone().run(day, flight.clone(), slot));
         Lookup::Fetching(flight)
     }

@@ -104,7 +104,7 @@ fn failures_are_counted_by_kind_and_the_summary_validates() {
 
     assert_eq!(
         s["sessions"],
-        json!({"started": 4, "completed": 1, "failed": 3})
+        json!({"started": 4, "completed": 1, "failed": 3, "unwritten": 0})
     );
     assert_eq!(
         s["failures_by_kind"],

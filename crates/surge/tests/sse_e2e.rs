@@ -126,7 +126,8 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         &["--start-interval", "50ms", "--message-timeout", "10s"],
     );
     let started = s["sessions"]["started"].as_u64().unwrap();
-    assert_eq!(started, 20);
+    // 20 users; a user whose session ends before the last user has started loops once more.
+    assert!(started >= 20, "started {started}");
     // The server saw one SSE connection per session, each held open and then closed by surge.
     let opened = stat(&app, "sse_opened") - before["sse_opened"].as_u64().unwrap();
     assert_eq!(opened, started);

@@ -14,6 +14,16 @@ pub fn missing_from_readme(cmd: &Command, readme: &str) -> Vec<String> {
     missing
 }
 
+/// Fails the calling test, listing every flag or default of `cmd` that README.md lacks.
+pub fn assert_in_readme(cmd: &Command) {
+    let missing = missing_from_readme(cmd, include_str!("../README.md"));
+    assert!(
+        missing.is_empty(),
+        "README.md lacks:\n{}",
+        missing.join("\n")
+    );
+}
+
 fn walk(cmd: &Command, path: &str, readme: &str, missing: &mut Vec<String>) {
     for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();

@@ -9,14 +9,20 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Totals {
+    /// Rows with a package (a row is one file fetched); the other counts are over these rows.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    /// Distinct `ip_id`s with a download (ids are renumbered daily: these do not add up over days).
     #[cfg_attr(test, ts(type = "number"))]
     pub downloaders: u64,
+    /// Sum of `size` over the downloads: the day's bandwidth.
     #[cfg_attr(test, ts(type = "number"))]
     pub bytes: u64,
+    /// Distinct packages downloaded.
     #[cfg_attr(test, ts(type = "number"))]
     pub packages: u64,
+    /// Rows without a package (`NA` or empty): tolerated, counted here, left out of every other
+    /// number.
     #[cfg_attr(test, ts(type = "number"))]
     pub skipped_rows: u64,
 }
@@ -25,9 +31,12 @@ pub struct Totals {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Hour {
+    /// UTC hour, 0–23; all 24 are listed, quiet ones with zeros, so the chart needs no gaps filled.
     pub hour: u8,
+    /// Downloads by everyone in this hour.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    /// The part of `downloads` by the top `count` whales of the request (the highlighted bar).
     #[cfg_attr(test, ts(type = "number"))]
     pub whale_downloads: u64,
 }
@@ -36,16 +45,24 @@ pub struct Hour {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Whale {
+    /// 1 is the day's biggest downloader (most downloads; ties: lower `ip_id` first).
     pub rank: u32,
+    /// cranlogs' anonymised downloader id; renumbered every day, so only (date, `ip_id`) names a
+    /// whale.
     #[cfg_attr(test, ts(type = "number"))]
     pub ip_id: u64,
+    /// A memorable `adjective_animal` name that depends only on (date, `ip_id`), stable across
+    /// re-ingests.
     pub name: String,
     /// Modal country code; `None` when every row's country was missing.
     pub country: Option<String>,
+    /// Its downloads (rows with a package).
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    /// Sum of their sizes.
     #[cfg_attr(test, ts(type = "number"))]
     pub bytes: u64,
+    /// Distinct packages among them.
     #[cfg_attr(test, ts(type = "number"))]
     pub packages: u64,
     /// Downloads per UTC hour, 24 entries.
@@ -59,10 +76,15 @@ pub struct Whale {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DaySummary {
+    /// `YYYY-MM-DD`.
     pub date: String,
+    /// Whales asked for after clamping to 1–100; `whales` has at most this many.
     pub count: u32,
+    /// The whole day's totals, whales or not.
     pub totals: Totals,
+    /// All 24 UTC hours, each with the top `count` whales' part.
     pub hourly: Vec<Hour>,
+    /// The top `count` whales, by rank.
     pub whales: Vec<Whale>,
 }
 
@@ -70,7 +92,9 @@ pub struct DaySummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DayInfo {
+    /// `YYYY-MM-DD`.
     pub date: String,
+    /// The day's totals, so the day list can show its size without loading the day.
     pub totals: Totals,
 }
 
@@ -80,13 +104,20 @@ pub struct DayInfo {
 pub struct Download {
     /// `HH:MM:SS`, UTC.
     pub time: String,
+    /// Package name as logged.
     pub package: String,
+    /// Package version; `None` when the log has `NA`.
     pub version: Option<String>,
+    /// Bytes sent.
     #[cfg_attr(test, ts(type = "number"))]
     pub size: u64,
+    /// R version the client sent; `None` when it sent none.
     pub r_version: Option<String>,
+    /// R's architecture, e.g. `x86_64`; `None` when not logged.
     pub r_arch: Option<String>,
+    /// R's OS, e.g. `mingw32`, `linux-gnu`; `None` when not logged.
     pub r_os: Option<String>,
+    /// Two-letter country code of the client's address; `None` when not logged.
     pub country: Option<String>,
 }
 
@@ -94,11 +125,15 @@ pub struct Download {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WhaleDetail {
+    /// `YYYY-MM-DD`.
     pub date: String,
+    /// The whale as listed in the day's summary, profile included.
     pub whale: Whale,
-    /// `HH:MM:SS` of the first and last download.
+    /// `HH:MM:SS` (UTC) of its first download.
     pub first: String,
+    /// `HH:MM:SS` (UTC) of its last download.
     pub last: String,
+    /// Every one of its downloads that day, chronological.
     pub downloads: Vec<Download>,
 }
 
@@ -172,7 +207,10 @@ impl Behaviour {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Mix {
+    /// The OS family (`windows`, `macos`, `linux`, `other`, `none`) or architecture (`x86_64`,
+    /// `i386`, `other`, `none`).
     pub name: String,
+    /// Downloads by clients of this kind.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
 }
@@ -181,42 +219,50 @@ pub struct Mix {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Facts {
+    /// Its downloads: what the shares below are out of.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
-    /// Distinct packages, and distinct packages downloaded by anyone that day.
+    /// Distinct packages it downloaded.
     #[cfg_attr(test, ts(type = "number"))]
     pub packages: u64,
+    /// Distinct packages downloaded by anyone that day: a mirror takes a large slice of them.
     #[cfg_attr(test, ts(type = "number"))]
     pub day_packages: u64,
-    /// The most downloaded package (ties: the alphabetically first) and its downloads.
+    /// Its most downloaded package (ties: the alphabetically first).
     pub top_package: String,
+    /// Its downloads of `top_package`: a loop fetches one package over and over.
     #[cfg_attr(test, ts(type = "number"))]
     pub top_package_downloads: u64,
     /// Distinct (package, version) pairs.
     #[cfg_attr(test, ts(type = "number"))]
     pub versions: u64,
-    /// Downloads whose request named no R version, and the same share for the whole day.
+    /// Its downloads whose request named no R version: a hint that the client is not R.
     #[cfg_attr(test, ts(type = "number"))]
     pub no_r_version: u64,
+    /// The same share for the whole day: 1.0 means the day's log records no R versions at all, so a
+    /// whale's share says nothing about it.
     pub day_no_r_share: f64,
-    /// By OS family (windows, macos, linux, other, none) and by architecture (x86_64, i386,
-    /// other, none), most first.
+    /// Its downloads by OS family (windows, macos, linux, other, none), most first.
     pub os: Vec<Mix>,
+    /// Its downloads by architecture (x86_64, i386, other, none), most first.
     pub arch: Vec<Mix>,
     /// UTC hours with at least one download.
     pub active_hours: u32,
-    /// Seconds since midnight of the first and last download.
+    /// Seconds since midnight (UTC) of its first download.
     pub first: u32,
+    /// Seconds since midnight (UTC) of its last download.
     pub last: u32,
-    /// The most downloads within 60 seconds (a window `[t, t+59]` starting at a download) and
-    /// the earliest `t` reaching it.
+    /// The most downloads within 60 seconds (a window `[t, t+59]` starting at a download).
     #[cfg_attr(test, ts(type = "number"))]
     pub burst: u64,
+    /// The earliest `t` (seconds since midnight) whose window holds `burst` downloads.
     pub burst_start: u32,
-    /// Gaps between consecutive downloads in seconds: lower quartile, median, upper quartile
-    /// (element `floor(p * (m - 1))` of the m sorted gaps); `None` with a single download.
+    /// Lower quartile of the gaps between consecutive downloads in seconds (element `floor(p * (m -
+    /// 1))` of the m sorted gaps, p = 0.25); `None` with a single download.
     pub gap_q1: Option<u32>,
+    /// Median of the same gaps (p = 0.5); `None` with a single download.
     pub gap_median: Option<u32>,
+    /// Upper quartile of the same gaps (p = 0.75); `None` with a single download.
     pub gap_q3: Option<u32>,
     /// Downloads of the day's top-100 whales together (this whale's share is `downloads / it`).
     #[cfg_attr(test, ts(type = "number"))]
@@ -224,18 +270,23 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// Share of the day's distinct packages it downloaded (0 when the day has none).
     pub fn package_share(&self) -> f64 {
         ratio(self.packages, self.day_packages)
     }
+    /// Share of its downloads that were `top_package`.
     pub fn top_package_share(&self) -> f64 {
         ratio(self.top_package_downloads, self.downloads)
     }
+    /// Distinct versions per distinct package: above 1 means it fetched old versions too.
     pub fn versions_per_package(&self) -> f64 {
         ratio(self.versions, self.packages)
     }
+    /// Share of its downloads without an R version.
     pub fn no_r_share(&self) -> f64 {
         ratio(self.no_r_version, self.downloads)
     }
+    /// Its share of the day's top-100 whales' downloads together.
     pub fn whale_share(&self) -> f64 {
         ratio(self.downloads, self.whale_downloads)
     }
@@ -260,9 +311,13 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Profile {
+    /// The rule that matched (the first of `Behaviour::ALL` that holds).
     pub behaviour: Behaviour,
+    /// `behaviour` as people read it (`Behaviour::label`).
     pub label: String,
+    /// One sentence of what it did, in words, from the facts.
     pub sentence: String,
+    /// The numbers the rule and the sentence were computed from, shown in the detail view.
     pub facts: Facts,
 }
 
@@ -270,6 +325,7 @@ pub struct Profile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageDay {
+    /// `YYYY-MM-DD`.
     pub date: String,
     /// Every download of the package that day.
     #[cfg_attr(test, ts(type = "number"))]
@@ -284,9 +340,11 @@ pub struct PackageDay {
     #[cfg_attr(test, ts(type = "number"))]
     pub without_whales: u64,
     /// The day's aggregate-only baseline (5% quantile of per-package downloads, as
-    /// `adjustedcranlogs` estimates CRAN-wide automated downloads) and `downloads` minus it.
+    /// `adjustedcranlogs` estimates CRAN-wide automated downloads); `None` for a day stored before
+    /// it was computed.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub baseline: Option<u64>,
+    /// `downloads` minus `baseline` (not below 0); `None` without a baseline.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub adjusted: Option<u64>,
 }
@@ -295,10 +353,13 @@ pub struct PackageDay {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageTotals {
+    /// Downloads over the range.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    /// Of which by each day's top-N whales.
     #[cfg_attr(test, ts(type = "number"))]
     pub whale_downloads: u64,
+    /// `downloads - whale_downloads`.
     #[cfg_attr(test, ts(type = "number"))]
     pub without_whales: u64,
     /// `None` when a day in range has no baseline.
@@ -311,12 +372,17 @@ pub struct PackageTotals {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageReport {
+    /// The package name as stored (exact case).
     pub package: String,
+    /// First day of the range, `YYYY-MM-DD`.
     pub from: String,
+    /// Last day of the range, `YYYY-MM-DD`.
     pub to: String,
     /// N: each day's top-N whales are what "without whales" leaves out.
     pub whales: u32,
+    /// Every stored day in range, oldest first.
     pub days: Vec<PackageDay>,
+    /// Sums over `days`.
     pub totals: PackageTotals,
     /// How this compares with the aggregate-only correction, in words.
     pub note: String,
@@ -326,10 +392,12 @@ pub struct PackageReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageName {
+    /// The package name as stored (exact case).
     pub package: String,
-    /// Downloads over all stored days, and on how many of them.
+    /// Downloads over all stored days.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    /// Stored days with at least one download of it.
     #[cfg_attr(test, ts(type = "number"))]
     pub days: u64,
 }
@@ -338,16 +406,21 @@ pub struct PackageName {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TrendDay {
+    /// `YYYY-MM-DD`.
     pub date: String,
+    /// Downloads that day (all packages).
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
+    /// Distinct `ip_id`s with a download that day.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloaders: u64,
-    /// Downloads of the day's top 1, 6 and 25 whales together.
+    /// Downloads of the day's top whale.
     #[cfg_attr(test, ts(type = "number"))]
     pub top1: u64,
+    /// Downloads of the day's top 6 whales together (the default count).
     #[cfg_attr(test, ts(type = "number"))]
     pub top6: u64,
+    /// Downloads of the day's top 25 whales together (the most the UI shows).
     #[cfg_attr(test, ts(type = "number"))]
     pub top25: u64,
     /// Top-100 whales per behaviour (every behaviour listed); `None` for a day stored before
@@ -360,7 +433,10 @@ pub struct TrendDay {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Trends {
+    /// First day asked for, `YYYY-MM-DD`.
     pub from: String,
+    /// Last day asked for, `YYYY-MM-DD`.
     pub to: String,
+    /// Every stored day in `from..=to`, oldest first.
     pub days: Vec<TrendDay>,
 }

@@ -1,66 +1,185 @@
 // Generated from the Rust types (crates/cranwhales/src/summary.rs, server/wire.rs,
 // server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.
 
-export type Totals = { downloads: number, downloaders: number, bytes: number, packages: number, skipped_rows: number, };
+export type Totals = { 
+/**
+ * Rows with a package (a row is one file fetched); the other counts are over these rows.
+ */
+downloads: number, 
+/**
+ * Distinct `ip_id`s with a download (ids are renumbered daily: these do not add up over days).
+ */
+downloaders: number, 
+/**
+ * Sum of `size` over the downloads: the day's bandwidth.
+ */
+bytes: number, 
+/**
+ * Distinct packages downloaded.
+ */
+packages: number, 
+/**
+ * Rows without a package (`NA` or empty): tolerated, counted here, left out of every other
+ * number.
+ */
+skipped_rows: number, };
 
-export type Hour = { hour: number, downloads: number, whale_downloads: number, };
+export type Hour = { 
+/**
+ * UTC hour, 0–23; all 24 are listed, quiet ones with zeros, so the chart needs no gaps filled.
+ */
+hour: number, 
+/**
+ * Downloads by everyone in this hour.
+ */
+downloads: number, 
+/**
+ * The part of `downloads` by the top `count` whales of the request (the highlighted bar).
+ */
+whale_downloads: number, };
 
 export type Behaviour = "archive" | "mirror" | "loop" | "classroom" | "steady" | "burst" | "session";
 
-export type Mix = { name: string, downloads: number, };
+export type Mix = { 
+/**
+ * The OS family (`windows`, `macos`, `linux`, `other`, `none`) or architecture (`x86_64`,
+ * `i386`, `other`, `none`).
+ */
+name: string, 
+/**
+ * Downloads by clients of this kind.
+ */
+downloads: number, };
 
-export type Facts = { downloads: number, 
+export type Facts = { 
 /**
- * Distinct packages, and distinct packages downloaded by anyone that day.
+ * Its downloads: what the shares below are out of.
  */
-packages: number, day_packages: number, 
+downloads: number, 
 /**
- * The most downloaded package (ties: the alphabetically first) and its downloads.
+ * Distinct packages it downloaded.
  */
-top_package: string, top_package_downloads: number, 
+packages: number, 
+/**
+ * Distinct packages downloaded by anyone that day: a mirror takes a large slice of them.
+ */
+day_packages: number, 
+/**
+ * Its most downloaded package (ties: the alphabetically first).
+ */
+top_package: string, 
+/**
+ * Its downloads of `top_package`: a loop fetches one package over and over.
+ */
+top_package_downloads: number, 
 /**
  * Distinct (package, version) pairs.
  */
 versions: number, 
 /**
- * Downloads whose request named no R version, and the same share for the whole day.
+ * Its downloads whose request named no R version: a hint that the client is not R.
  */
-no_r_version: number, day_no_r_share: number, 
+no_r_version: number, 
 /**
- * By OS family (windows, macos, linux, other, none) and by architecture (x86_64, i386,
- * other, none), most first.
+ * The same share for the whole day: 1.0 means the day's log records no R versions at all, so a
+ * whale's share says nothing about it.
  */
-os: Array<Mix>, arch: Array<Mix>, 
+day_no_r_share: number, 
+/**
+ * Its downloads by OS family (windows, macos, linux, other, none), most first.
+ */
+os: Array<Mix>, 
+/**
+ * Its downloads by architecture (x86_64, i386, other, none), most first.
+ */
+arch: Array<Mix>, 
 /**
  * UTC hours with at least one download.
  */
 active_hours: number, 
 /**
- * Seconds since midnight of the first and last download.
+ * Seconds since midnight (UTC) of its first download.
  */
-first: number, last: number, 
+first: number, 
 /**
- * The most downloads within 60 seconds (a window `[t, t+59]` starting at a download) and
- * the earliest `t` reaching it.
+ * Seconds since midnight (UTC) of its last download.
  */
-burst: number, burst_start: number, 
+last: number, 
 /**
- * Gaps between consecutive downloads in seconds: lower quartile, median, upper quartile
- * (element `floor(p * (m - 1))` of the m sorted gaps); `None` with a single download.
+ * The most downloads within 60 seconds (a window `[t, t+59]` starting at a download).
  */
-gap_q1: number | null, gap_median: number | null, gap_q3: number | null, 
+burst: number, 
+/**
+ * The earliest `t` (seconds since midnight) whose window holds `burst` downloads.
+ */
+burst_start: number, 
+/**
+ * Lower quartile of the gaps between consecutive downloads in seconds (element `floor(p * (m -
+ * 1))` of the m sorted gaps, p = 0.25); `None` with a single download.
+ */
+gap_q1: number | null, 
+/**
+ * Median of the same gaps (p = 0.5); `None` with a single download.
+ */
+gap_median: number | null, 
+/**
+ * Upper quartile of the same gaps (p = 0.75); `None` with a single download.
+ */
+gap_q3: number | null, 
 /**
  * Downloads of the day's top-100 whales together (this whale's share is `downloads / it`).
  */
 whale_downloads: number, };
 
-export type Profile = { behaviour: Behaviour, label: string, sentence: string, facts: Facts, };
+export type Profile = { 
+/**
+ * The rule that matched (the first of `Behaviour::ALL` that holds).
+ */
+behaviour: Behaviour, 
+/**
+ * `behaviour` as people read it (`Behaviour::label`).
+ */
+label: string, 
+/**
+ * One sentence of what it did, in words, from the facts.
+ */
+sentence: string, 
+/**
+ * The numbers the rule and the sentence were computed from, shown in the detail view.
+ */
+facts: Facts, };
 
-export type Whale = { rank: number, ip_id: number, name: string, 
+export type Whale = { 
+/**
+ * 1 is the day's biggest downloader (most downloads; ties: lower `ip_id` first).
+ */
+rank: number, 
+/**
+ * cranlogs' anonymised downloader id; renumbered every day, so only (date, `ip_id`) names a
+ * whale.
+ */
+ip_id: number, 
+/**
+ * A memorable `adjective_animal` name that depends only on (date, `ip_id`), stable across
+ * re-ingests.
+ */
+name: string, 
 /**
  * Modal country code; `None` when every row's country was missing.
  */
-country: string | null, downloads: number, bytes: number, packages: number, 
+country: string | null, 
+/**
+ * Its downloads (rows with a package).
+ */
+downloads: number, 
+/**
+ * Sum of their sizes.
+ */
+bytes: number, 
+/**
+ * Distinct packages among them.
+ */
+packages: number, 
 /**
  * Downloads per UTC hour, 24 entries.
  */
@@ -70,23 +189,99 @@ hourly: number[],
  */
 profile: Profile | null, };
 
-export type DaySummary = { date: string, count: number, totals: Totals, hourly: Array<Hour>, whales: Array<Whale>, };
+export type DaySummary = { 
+/**
+ * `YYYY-MM-DD`.
+ */
+date: string, 
+/**
+ * Whales asked for after clamping to 1–100; `whales` has at most this many.
+ */
+count: number, 
+/**
+ * The whole day's totals, whales or not.
+ */
+totals: Totals, 
+/**
+ * All 24 UTC hours, each with the top `count` whales' part.
+ */
+hourly: Array<Hour>, 
+/**
+ * The top `count` whales, by rank.
+ */
+whales: Array<Whale>, };
 
-export type DayInfo = { date: string, totals: Totals, };
+export type DayInfo = { 
+/**
+ * `YYYY-MM-DD`.
+ */
+date: string, 
+/**
+ * The day's totals, so the day list can show its size without loading the day.
+ */
+totals: Totals, };
 
 export type Download = { 
 /**
  * `HH:MM:SS`, UTC.
  */
-time: string, package: string, version: string | null, size: number, r_version: string | null, r_arch: string | null, r_os: string | null, country: string | null, };
-
-export type WhaleDetail = { date: string, whale: Whale, 
+time: string, 
 /**
- * `HH:MM:SS` of the first and last download.
+ * Package name as logged.
  */
-first: string, last: string, downloads: Array<Download>, };
+package: string, 
+/**
+ * Package version; `None` when the log has `NA`.
+ */
+version: string | null, 
+/**
+ * Bytes sent.
+ */
+size: number, 
+/**
+ * R version the client sent; `None` when it sent none.
+ */
+r_version: string | null, 
+/**
+ * R's architecture, e.g. `x86_64`; `None` when not logged.
+ */
+r_arch: string | null, 
+/**
+ * R's OS, e.g. `mingw32`, `linux-gnu`; `None` when not logged.
+ */
+r_os: string | null, 
+/**
+ * Two-letter country code of the client's address; `None` when not logged.
+ */
+country: string | null, };
 
-export type PackageDay = { date: string, 
+export type WhaleDetail = { 
+/**
+ * `YYYY-MM-DD`.
+ */
+date: string, 
+/**
+ * The whale as listed in the day's summary, profile included.
+ */
+whale: Whale, 
+/**
+ * `HH:MM:SS` (UTC) of its first download.
+ */
+first: string, 
+/**
+ * `HH:MM:SS` (UTC) of its last download.
+ */
+last: string, 
+/**
+ * Every one of its downloads that day, chronological.
+ */
+downloads: Array<Download>, };
+
+export type PackageDay = { 
+/**
+ * `YYYY-MM-DD`.
+ */
+date: string, 
 /**
  * Every download of the package that day.
  */
@@ -105,44 +300,121 @@ whale_downloads: number,
 without_whales: number, 
 /**
  * The day's aggregate-only baseline (5% quantile of per-package downloads, as
- * `adjustedcranlogs` estimates CRAN-wide automated downloads) and `downloads` minus it.
+ * `adjustedcranlogs` estimates CRAN-wide automated downloads); `None` for a day stored before
+ * it was computed.
  */
-baseline: number | null, adjusted: number | null, };
+baseline: number | null, 
+/**
+ * `downloads` minus `baseline` (not below 0); `None` without a baseline.
+ */
+adjusted: number | null, };
 
-export type PackageTotals = { downloads: number, whale_downloads: number, without_whales: number, 
+export type PackageTotals = { 
+/**
+ * Downloads over the range.
+ */
+downloads: number, 
+/**
+ * Of which by each day's top-N whales.
+ */
+whale_downloads: number, 
+/**
+ * `downloads - whale_downloads`.
+ */
+without_whales: number, 
 /**
  * `None` when a day in range has no baseline.
  */
 adjusted: number | null, };
 
-export type PackageReport = { package: string, from: string, to: string, 
+export type PackageReport = { 
+/**
+ * The package name as stored (exact case).
+ */
+package: string, 
+/**
+ * First day of the range, `YYYY-MM-DD`.
+ */
+from: string, 
+/**
+ * Last day of the range, `YYYY-MM-DD`.
+ */
+to: string, 
 /**
  * N: each day's top-N whales are what "without whales" leaves out.
  */
-whales: number, days: Array<PackageDay>, totals: PackageTotals, 
+whales: number, 
+/**
+ * Every stored day in range, oldest first.
+ */
+days: Array<PackageDay>, 
+/**
+ * Sums over `days`.
+ */
+totals: PackageTotals, 
 /**
  * How this compares with the aggregate-only correction, in words.
  */
 note: string, };
 
-export type PackageName = { package: string, 
+export type PackageName = { 
 /**
- * Downloads over all stored days, and on how many of them.
+ * The package name as stored (exact case).
  */
-downloads: number, days: number, };
+package: string, 
+/**
+ * Downloads over all stored days.
+ */
+downloads: number, 
+/**
+ * Stored days with at least one download of it.
+ */
+days: number, };
 
-export type TrendDay = { date: string, downloads: number, downloaders: number, 
+export type TrendDay = { 
 /**
- * Downloads of the day's top 1, 6 and 25 whales together.
+ * `YYYY-MM-DD`.
  */
-top1: number, top6: number, top25: number, 
+date: string, 
+/**
+ * Downloads that day (all packages).
+ */
+downloads: number, 
+/**
+ * Distinct `ip_id`s with a download that day.
+ */
+downloaders: number, 
+/**
+ * Downloads of the day's top whale.
+ */
+top1: number, 
+/**
+ * Downloads of the day's top 6 whales together (the default count).
+ */
+top6: number, 
+/**
+ * Downloads of the day's top 25 whales together (the most the UI shows).
+ */
+top25: number, 
 /**
  * Top-100 whales per behaviour (every behaviour listed); `None` for a day stored before
  * profiles existed.
  */
 behaviours: { [key in Behaviour]?: number } | null, };
 
-export type Trends = { from: string, to: string, days: Array<TrendDay>, };
+export type Trends = { 
+/**
+ * First day asked for, `YYYY-MM-DD`.
+ */
+from: string, 
+/**
+ * Last day asked for, `YYYY-MM-DD`.
+ */
+to: string, 
+/**
+ * Every stored day in `from..=to`, oldest first.
+ */
+days: Array<TrendDay>, };
 
 export type Progress = { "phase": "queued" } | { "phase": "starting" } | { "phase": "downloading", done: number, total: number | null, } | { "phase": "parsing", bytes: number, total: number | null, rows: number, } | { "phase": "storing" } | { "phase": "done", rows: number, } | { "phase": "error", status: number, error: string, };
 

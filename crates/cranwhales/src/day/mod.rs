@@ -34,8 +34,11 @@ pub const TOP: usize = 100;
 /// A row that breaks the day's rules; the caller adds the file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
+    /// Line number in the file (the header is line 1), so the message can point at it.
     pub line: u64,
+    /// The column at fault (`row` for the line as a whole: field count, length, UTF-8).
     pub field: &'static str,
+    /// What is wrong, in words (e.g. `"12k" is not a number`).
     pub problem: String,
 }
 
@@ -87,16 +90,25 @@ struct WhaleRow {
 
 /// A top downloader of the day with all its rows.
 pub struct WhaleTable {
+    /// 1 is the day's biggest downloader (most downloads; ties: lower `ip_id` first).
     pub rank: u32,
+    /// cranlogs' anonymised downloader id, renumbered every day.
     pub ip_id: u64,
+    /// Its `adjective_animal` name for (date, `ip_id`) (`names`).
     pub name: String,
+    /// Modal country code; `None` when every row's country was missing.
     pub country: Option<String>,
+    /// Its downloads (rows with a package).
     pub downloads: u64,
+    /// Sum of their sizes.
     pub bytes: u64,
+    /// Distinct packages among them.
     pub packages: u64,
-    /// Seconds since midnight of the first and last download.
+    /// Seconds since midnight (UTC) of its first download.
     pub first: u32,
+    /// Seconds since midnight (UTC) of its last download.
     pub last: u32,
+    /// Its downloads per UTC hour.
     pub hourly: [u64; 24],
     /// What it is doing (docs/whale-behaviours.md).
     pub profile: Profile,
@@ -107,9 +119,13 @@ pub struct WhaleTable {
 
 /// Downloads of one package on the day: all, by distinct ips, and by the top-100 whales.
 pub struct PackageCount {
+    /// The package name as logged.
     pub package: String,
+    /// Every download of it that day.
     pub downloads: u64,
+    /// Distinct `ip_id`s among them.
     pub downloaders: u64,
+    /// Of which by the top-100 whales together.
     pub whale_downloads: u64,
     /// (rank, downloads) of each top-100 whale that downloaded it, by rank: the downloads
     /// without the top N are `downloads` minus the entries of rank ≤ N.
@@ -118,15 +134,19 @@ pub struct PackageCount {
 
 /// Everything stored for one day, computed in memory before the store's single transaction.
 pub struct DayTables {
+    /// `YYYY-MM-DD`: the day every row is dated.
     pub date: String,
     /// Data rows read, skipped ones included.
     pub rows: u64,
     /// Empty lines, tolerated.
     pub blank_lines: u64,
+    /// The day's totals, as served in every summary.
     pub totals: Totals,
+    /// Downloads per UTC hour, whales or not.
     pub hourly: [u64; 24],
     /// Ranked, at most [`TOP`].
     pub whales: Vec<WhaleTable>,
+    /// Every package downloaded that day (in order of first download), for the package view.
     pub packages: Vec<PackageCount>,
     /// Day-level numbers for trends and the package view.
     pub stats: DayStats,

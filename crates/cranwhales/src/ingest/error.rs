@@ -11,39 +11,70 @@ use crate::store::StoreError;
 pub enum IngestError {
     /// The upstream server has no log for the date (HTTP 404).
     #[error("{url}: no log for this date upstream (HTTP 404)")]
-    NotFound { url: String },
+    NotFound {
+        /// The URL asked for.
+        url: String,
+    },
     /// The download could not start, failed, or stopped half way.
     #[error("{url}: download failed: {reason}")]
-    Download { url: String, reason: String },
+    Download {
+        /// The URL asked for.
+        url: String,
+        /// What went wrong, as the HTTP client or the file system said it.
+        reason: String,
+    },
     /// The local file could not be opened or read.
     #[error("{}: {reason}", path.display())]
-    Io { path: PathBuf, reason: String },
+    Io {
+        /// The local file.
+        path: PathBuf,
+        /// The OS error.
+        reason: String,
+    },
     /// The file is named `.gz` but does not start with the gzip magic bytes.
     #[error("{}: not a gzip file", path.display())]
-    NotGzip { path: PathBuf },
+    NotGzip {
+        /// The local file.
+        path: PathBuf,
+    },
     /// The gzip stream is truncated or corrupt.
     #[error("{}:{line}: gzip stream {reason}", path.display())]
     Gzip {
+        /// The local file.
         path: PathBuf,
+        /// The line being read when the stream broke, to show how far it got.
         line: u64,
+        /// `is truncated (…)` or `is corrupt: …`.
         reason: String,
     },
     /// No data rows (zero bytes, or a header only).
     #[error("{}: empty log: {reason}", path.display())]
-    Empty { path: PathBuf, reason: &'static str },
+    Empty {
+        /// The local file.
+        path: PathBuf,
+        /// Zero bytes, or no data rows after the header.
+        reason: &'static str,
+    },
     /// The first line is not the expected header.
     #[error("{}:1: wrong header: expected {expected}, found {found}", path.display())]
     Header {
+        /// The local file.
         path: PathBuf,
+        /// The cranlogs header, `date,time,…`.
         expected: String,
+        /// The file's first line (its first 120 characters).
         found: String,
     },
     /// A data row breaks the format (field count, number, time, date, UTF-8).
     #[error("{}:{line}: field {field}: {problem}", path.display())]
     Row {
+        /// The local file.
         path: PathBuf,
+        /// Line number in the file (the header is line 1).
         line: u64,
+        /// The column at fault (`row` for the line as a whole).
         field: String,
+        /// What is wrong, in words.
         problem: String,
     },
     /// A date argument that is not `YYYY-MM-DD`.

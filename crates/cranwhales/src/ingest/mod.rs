@@ -35,17 +35,21 @@ use reader::{pump, Batch, Counting};
 /// What an ingest did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct IngestReport {
+    /// The day stored, `YYYY-MM-DD`.
     pub date: String,
     /// The file read (the cache entry for a downloaded day).
     pub file: PathBuf,
     /// Data rows read (skipped ones included).
     pub rows: u64,
+    /// Rows with a package: what the summary counts.
     pub downloads: u64,
+    /// Rows without a package, tolerated and left out of the counts.
     pub skipped_rows: u64,
     /// Empty lines, tolerated.
     pub blank_lines: u64,
     /// Rows stored for the top-100 whales.
     pub whale_rows: u64,
+    /// Wall time from opening the store to the day committed (reading, aggregating, writing).
     pub seconds: f64,
 }
 

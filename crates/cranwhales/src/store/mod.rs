@@ -33,18 +33,30 @@ pub const DEFAULT_DB: &str = "data/cranwhales.db";
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A SQLite call failed (not a database, busy, disk full, ...).
     #[error("store {}: {source}", path.display())]
     Sqlite {
+        /// The database file.
         path: PathBuf,
+        /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// The database's directory did not exist and could not be created.
     #[error("store {}: cannot create directory: {source}", path.display())]
     Dir {
+        /// The database file.
         path: PathBuf,
+        /// The OS error.
         source: std::io::Error,
     },
+    /// The database was written by a newer cranwhales: left alone rather than misread.
     #[error("store {}: schema version {found} is newer than this program ({SCHEMA_VERSION})", path.display())]
-    Version { path: PathBuf, found: i64 },
+    Version {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version stored in the file.
+        found: i64,
+    },
 }
 
 /// Result of store operations.

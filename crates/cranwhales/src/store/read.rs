@@ -10,8 +10,11 @@ use crate::summary::{DaySummary, Hour, Profile, Whale, WhaleDetail};
 /// A package's downloads on a day (all, and by the day's top-100 whales).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PackageDownloads {
+    /// The package name as logged.
     pub package: String,
+    /// Every download of it that day.
     pub downloads: u64,
+    /// Of which by the day's top-100 whales together.
     pub whale_downloads: u64,
 }
 

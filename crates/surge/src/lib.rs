@@ -2,7 +2,6 @@
 //! compatible; plus `bench`, a lean one-URL load generator. One module per concept; `main.rs` only
 //! dispatches subcommands to the `run` functions here.
 
-#[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod bench;
 pub mod checks;
 pub mod failure;
@@ -11,13 +10,10 @@ pub mod har;
 pub mod logging;
 pub mod merge;
 pub mod net;
-#[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod output;
 pub mod record;
 pub mod recording;
-#[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod replay;
-#[allow(missing_docs)] // TEMPORARY (issue 14): until its public items are documented
 pub mod report;
 pub mod segment;
 pub mod shiny;

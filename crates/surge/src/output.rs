@@ -105,17 +105,24 @@ pub fn copy_recording(rec: &Recording, dir: &Path) -> Result<(), String> {
 /// One CSV row kept in memory until the session ends (16 bytes).
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
+    /// What happened (the `event` column).
     pub event: RowEvent,
+    /// Unix ms when it happened (the `timestamp` column).
     pub ts: i64,
+    /// recording.log line of the event it belongs to; 0 for the session's own create and done rows.
     pub line: u32,
 }
 
 /// The rows of one session; rendered to `sessions/<s>_<w>_<i>.csv` when it ends.
 #[derive(Debug)]
 pub struct SessionLog {
+    /// Run-wide session number, counted as sessions start (`session_id`).
     pub session: u32,
+    /// The simulated user that ran it, 0-based (`worker_id`).
     pub worker: u32,
+    /// Which of that user's sessions this is, 0-based (`iteration`): users loop over the recording.
     pub iteration: u32,
+    /// The rows so far, in order.
     pub rows: Vec<Row>,
     /// Why the session failed; its readable line goes into PLAYBACK_FAIL's comment column.
     pub failure: Option<Failure>,

@@ -10,12 +10,18 @@ use std::collections::BTreeMap;
 /// Result of a bench run (printed as text or JSON).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct BenchReport {
+    /// The URL requested.
     pub url: String,
+    /// `closed` (each connection sends when its previous answer arrived) or `open` (`--rate`: a
+    /// fixed schedule; latency measured from each request's intended send time).
     pub model: String,
+    /// Connections used (`-c`; merged: summed over the segments).
     pub connections: usize,
+    /// `--rate` in requests per second (the open model); null for the closed model.
     pub rate: Option<f64>,
-    /// The plan: `-d` (seconds) or `-n` (requests).
+    /// The plan by time: `-d` in seconds; null with `-n`.
     pub planned_duration_s: Option<f64>,
+    /// The plan by count: `-n`; null with `-d`.
     pub planned_requests: Option<u64>,
     /// `K/N` for one segment of the plan (`--segment`), else null.
     pub segment: Option<String>,
@@ -25,16 +31,25 @@ pub struct BenchReport {
     pub late_start_ms: u64,
     /// Unix ms of the plan's start.
     pub started_at_ms: i64,
+    /// Seconds from the plan's start until every connection finished (merged: earliest start to
+    /// latest end).
     pub duration_s: f64,
+    /// `ok` plus every error: in the open model the plan's count unless interrupted.
     pub requests: u64,
+    /// Requests answered, whatever the status; each one's latency is in the histogram.
     pub ok: u64,
+    /// Requests without an answer, by reason (`timeout`, a connection error, `not sent: …` for a
+    /// generator behind schedule).
     pub errors: BTreeMap<String, u64>,
+    /// Answered requests by HTTP status.
     pub status_codes: BTreeMap<u16, u64>,
+    /// Answered requests per second: `ok / duration_s`.
     pub rps: f64,
     /// Latency in ms.
     pub latency_ms: Summary,
     /// Open model: requests that started more than 10 ms after their intended time.
     pub late_starts: u64,
+    /// Response body bytes received.
     pub bytes_received: u64,
     /// For a result made by `surge merge`: how many segments it joins.
     pub merged_segments: Option<u32>,

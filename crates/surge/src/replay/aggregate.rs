@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
 /// Run-wide latency histograms (ms) and failures, filled as sessions end.
-pub struct Aggregate {
+pub(crate) struct Aggregate {
     pub per_kind: BTreeMap<Kind, Histogram<u64>>,
     pub overall: Histogram<u64>,
     pub session: Histogram<u64>,

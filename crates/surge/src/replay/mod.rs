@@ -32,10 +32,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-pub use aggregate::Aggregate;
+pub(crate) use aggregate::Aggregate;
 pub use flags::ReplayArgs;
 pub use print::replay_text;
-pub use summary::{from_aggregate, FailureCount, Head, RunSummary, SessionCounts};
+pub(crate) use summary::{from_aggregate, Head};
+pub use summary::{FailureCount, RunSummary, SessionCounts};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.

@@ -116,7 +116,7 @@ pub struct FailureCount {
 /// The plan and timing of a run: everything in summary.json that is not computed from the
 /// sessions' results (a replay fills it from its flags, `surge merge` from the segments').
 #[derive(Debug, Clone)]
-pub struct Head {
+pub(crate) struct Head {
     pub recording: String,
     pub target: String,
     pub users: u32,
@@ -177,7 +177,7 @@ pub(super) fn summarize(sh: &Shared, args: &ReplayArgs, interrupted: bool) -> Ru
 
 /// summary.json from a run's head, its aggregate, its (completed, failed) session counts and its
 /// failures, with the checks (`--max-failure-rate`, `--threshold`s) evaluated.
-pub fn from_aggregate(
+pub(crate) fn from_aggregate(
     head: Head,
     agg: &Aggregate,
     (done, failed): (u64, u64),

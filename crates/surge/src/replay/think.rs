@@ -5,8 +5,11 @@ use std::str::FromStr;
 /// How think time (the pauses in the recording) is replayed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ThinkTime {
+    /// `recorded` (the default): each pause as long as the recorded user took.
     Recorded,
+    /// `none`: no pauses, the most load one user can make.
     None,
+    /// `x<factor>`: every pause scaled by the factor (`x0.5` halves them).
     Factor(f64),
 }
 

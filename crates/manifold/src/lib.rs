@@ -10,7 +10,6 @@
 //! - [`upstream`]: connections to workers (keep-alive, TCP_NODELAY, quick ACKs).
 //! - [`status`]: JSON status and Prometheus metrics, with the host's saturation.
 //! - [`shutdown`]: SIGTERM / Ctrl-C; [`drain`]: what happens between the signal and the stop.
-#![warn(missing_docs)]
 
 pub mod config;
 pub mod drain;

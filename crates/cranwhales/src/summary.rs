@@ -257,8 +257,8 @@ pub struct Facts {
     pub burst: u64,
     /// The earliest `t` (seconds since midnight) whose window holds `burst` downloads.
     pub burst_start: u32,
-    /// Lower quartile of the gaps between consecutive downloads in seconds (element `floor(p * (m -
-    /// 1))` of the m sorted gaps, p = 0.25); `None` with a single download.
+    /// Lower quartile of the gaps between consecutive downloads in seconds (p = 0.25: element
+    /// `floor(p * (m - 1))` of the m sorted gaps); `None` with a single download.
     pub gap_q1: Option<u32>,
     /// Median of the same gaps (p = 0.5); `None` with a single download.
     pub gap_median: Option<u32>,
@@ -278,7 +278,7 @@ impl Facts {
     pub fn top_package_share(&self) -> f64 {
         ratio(self.top_package_downloads, self.downloads)
     }
-    /// Distinct versions per distinct package: above 1 means it fetched old versions too.
+    /// Distinct versions per distinct package: well above 1 means old versions too (archive).
     pub fn versions_per_package(&self) -> f64 {
         ratio(self.versions, self.packages)
     }

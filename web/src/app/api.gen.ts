@@ -114,8 +114,8 @@ burst: number,
  */
 burst_start: number, 
 /**
- * Lower quartile of the gaps between consecutive downloads in seconds (element `floor(p * (m -
- * 1))` of the m sorted gaps, p = 0.25); `None` with a single download.
+ * Lower quartile of the gaps between consecutive downloads in seconds (p = 0.25: element
+ * `floor(p * (m - 1))` of the m sorted gaps); `None` with a single download.
  */
 gap_q1: number | null, 
 /**

@@ -10,6 +10,7 @@ pub mod day;
 pub mod inflate;
 pub mod ingest;
 pub mod names;
+pub mod numfmt;
 pub mod parse;
 pub mod profile;
 pub mod progress;

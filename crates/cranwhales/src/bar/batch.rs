@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::thousands;
+use crate::numfmt::thousands;
 use crate::progress::{Event, Progress};
 
 /// The batch's display; shared by the worker threads.

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::bail;
 
-use crate::bar::{thousands, Bar, BatchBar};
+use crate::bar::{Bar, BatchBar};
 use crate::date;
 use crate::ingest::{self, IngestError, IngestReport};
+use crate::numfmt::thousands;
 use crate::progress::Progress;
 use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
 use crate::store::{Store, DEFAULT_DB};

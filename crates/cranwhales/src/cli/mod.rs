@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use crate::bar::thousands;
 use crate::date;
 use crate::ingest::IngestError;
+use crate::numfmt::thousands;
 use crate::store::{Store, DEFAULT_DB};
 use crate::summary::{DayInfo, DaySummary, PackageReport};
 

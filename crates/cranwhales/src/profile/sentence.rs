@@ -1,6 +1,7 @@
 //! One plain-English sentence per whale, built only from its facts and label: what it fetched,
 //! when and how, which client, and what that suggests.
 
+use crate::numfmt::thousands;
 use crate::summary::{Behaviour, Facts};
 
 /// "fetched 4,528 distinct packages (71% of everything downloaded that day), each about twice,
@@ -27,12 +28,12 @@ fn what(f: &Facts) -> String {
             f.top_package,
             times(f.top_package_downloads),
             pct(f.top_package_share()),
-            num(n),
-            num(f.packages - 1),
+            thousands(n),
+            thousands(f.packages - 1),
             if f.packages == 2 { "" } else { "s" }
         )
     } else {
-        let mut s = format!("fetched {} distinct packages", num(f.packages));
+        let mut s = format!("fetched {} distinct packages", thousands(f.packages));
         if f.package_share() >= 0.01 {
             s += &format!(
                 " ({} of everything downloaded that day)",
@@ -44,7 +45,7 @@ fn what(f: &Facts) -> String {
     if 10 * f.versions >= 13 * f.packages {
         s += &format!(
             ", in {} versions (about {:.1} per package)",
-            num(f.versions),
+            thousands(f.versions),
             f.versions_per_package()
         );
     }
@@ -68,7 +69,7 @@ fn times(n: u64) -> String {
     match n {
         1 => "once".into(),
         2 => "twice".into(),
-        _ => format!("{} times", num(n)),
+        _ => format!("{} times", thousands(n)),
     }
 }
 
@@ -104,7 +105,7 @@ fn when(f: &Facts) -> String {
     if f.burst >= 20 && span > 60 {
         s += &format!(
             ", up to {} in one minute (at {})",
-            num(f.burst),
+            thousands(f.burst),
             hm(f.burst_start)
         );
     }
@@ -112,75 +113,66 @@ fn when(f: &Facts) -> String {
 }
 
 fn client(f: &Facts, b: Behaviour) -> String {
-    let verdict = |r: &str, not_r: &str, unknown: &str| -> String {
-        if f.day_no_r_share >= 1.0 {
-            format!("this day's log records no R versions: {unknown}")
-        } else if f.no_r_share() >= 0.95 {
-            let all = if f.no_r_version == f.downloads {
-                "any request".to_owned()
-            } else {
-                format!("{} of requests", pct(f.no_r_share()))
-            };
-            format!("no R version in {all}: {not_r}")
-        } else if f.no_r_share() <= 0.05 {
-            format!("every request from R: {r}")
+    let [r, not_r, unknown] = suggests(b);
+    if f.day_no_r_share >= 1.0 {
+        format!("this day's log records no R versions: {unknown}")
+    } else if f.no_r_share() >= 0.95 {
+        let all = if f.no_r_version == f.downloads {
+            "any request".to_owned()
         } else {
-            format!(
-                "{} of requests without an R version: {unknown}",
-                pct(f.no_r_share())
-            )
-        }
-    };
-    match b {
-        Behaviour::Archive => verdict(
-            "fetching old versions too, an archive crawler",
-            "an archive crawler, not an R session",
-            "an archive crawler",
-        ),
-        Behaviour::Mirror => verdict(
-            "installing a large part of CRAN, mirror-like",
-            "a mirror or crawler, not an R session",
-            "a mirror or crawler",
-        ),
-        Behaviour::Loop => verdict(
-            "a script or CI job reinstalling in a loop",
-            "a script in a loop, not an R session",
-            "a script or CI job in a loop",
-        ),
-        Behaviour::Classroom => verdict(
-            "one set installed many times: a classroom, lab or CI",
-            "one set fetched many times by a tool, not an R session",
-            "one set installed many times: a classroom, lab or CI",
-        ),
-        Behaviour::Steady => verdict(
-            "busy all day, a scheduled job or shared machine",
-            "a crawler or scheduled job, not an R session",
-            "a crawler or scheduled job",
-        ),
-        Behaviour::Burst => verdict(
-            "a scripted bulk install",
-            "a tool fetching in bulk, not an R session",
-            "a scripted bulk fetch",
-        ),
-        Behaviour::Session => verdict(
-            "an R session installing packages",
-            "a script or tool, not an R session",
-            "an install session",
-        ),
+            format!("{} of requests", pct(f.no_r_share()))
+        };
+        format!("no R version in {all}: {not_r}")
+    } else if f.no_r_share() <= 0.05 {
+        format!("every request from R: {r}")
+    } else {
+        format!(
+            "{} of requests without an R version: {unknown}",
+            pct(f.no_r_share())
+        )
     }
 }
 
-/// `1,234`.
-fn num(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+/// What a behaviour suggests when every request came from R, when none did, and when the log
+/// cannot tell.
+fn suggests(b: Behaviour) -> [&'static str; 3] {
+    match b {
+        Behaviour::Archive => [
+            "fetching old versions too, an archive crawler",
+            "an archive crawler, not an R session",
+            "an archive crawler",
+        ],
+        Behaviour::Mirror => [
+            "installing a large part of CRAN, mirror-like",
+            "a mirror or crawler, not an R session",
+            "a mirror or crawler",
+        ],
+        Behaviour::Loop => [
+            "a script or CI job reinstalling in a loop",
+            "a script in a loop, not an R session",
+            "a script or CI job in a loop",
+        ],
+        Behaviour::Classroom => [
+            "one set installed many times: a classroom, lab or CI",
+            "one set fetched many times by a tool, not an R session",
+            "one set installed many times: a classroom, lab or CI",
+        ],
+        Behaviour::Steady => [
+            "busy all day, a scheduled job or shared machine",
+            "a crawler or scheduled job, not an R session",
+            "a crawler or scheduled job",
+        ],
+        Behaviour::Burst => [
+            "a scripted bulk install",
+            "a tool fetching in bulk, not an R session",
+            "a scripted bulk fetch",
+        ],
+        Behaviour::Session => [
+            "an R session installing packages",
+            "a script or tool, not an R session",
+            "an install session",
+        ],
     }
-    out
 }
 
 /// `71%`, `4.2%`, `0.3%`.

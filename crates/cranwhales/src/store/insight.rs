@@ -9,6 +9,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::{sql, Result, Store};
 use crate::date::Range;
+use crate::numfmt::thousands;
 use crate::summary::{
     Behaviour, PackageDay, PackageName, PackageReport, PackageTotals, TrendDay, Trends,
 };
@@ -176,11 +177,11 @@ fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> S
         "On {n} stored day{} {package} had {} downloads; {} ({:.1}%) came from each day's top {whales} \
          whale{}, leaving {}.",
         if n == 1 { "" } else { "s" },
-        sep(t.downloads),
-        sep(t.whale_downloads),
+        thousands(t.downloads),
+        thousands(t.whale_downloads),
         share(t.whale_downloads),
         if whales == 1 { "" } else { "s" },
-        sep(t.without_whales)
+        thousands(t.without_whales)
     );
     let Some(adjusted) = t.adjusted else {
         s += " Some of these days were stored before the aggregate baseline was kept; re-ingest them \
@@ -191,7 +192,7 @@ fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> S
     s += &format!(
         " The aggregate-only correction (as in adjustedcranlogs: subtract each day's 5% quantile of \
          per-package downloads, the same for every package) would remove {} ({:.1}%) instead",
-        sep(removed),
+        thousands(removed),
         share(removed)
     );
     s += if t.whale_downloads > removed {
@@ -202,19 +203,6 @@ fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> S
         "."
     };
     s
-}
-
-/// `12,345`.
-fn sep(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// One day of a package: the whales of rank ≤ `whales` taken out.

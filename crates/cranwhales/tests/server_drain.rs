@@ -49,6 +49,21 @@ async fn open_progress(addr: std::net::SocketAddr, date: &str) -> tokio::net::Tc
     s
 }
 
+/// The real binary fetching 2012-10-09 from a source that holds the download, with a browser's
+/// progress stream of that fetch open.
+async fn fetching_with_progress() -> (Source, Binary, tokio::net::TcpStream) {
+    let source = Source::start();
+    source.set("2012-10-09", Behaviour::Hold);
+    let server = Binary::start(&[], &["--source-url", &source.url, "--no-sample"]);
+    assert_eq!(
+        get(server.addr, "/api/days/2012-10-09", &[]).await.status,
+        202
+    );
+    until_held(&source, "2012-10-09").await;
+    let stream = open_progress(server.addr, "2012-10-09").await;
+    (source, server, stream)
+}
+
 /// The rest of a stream until the server closes it.
 async fn rest_of(mut s: tokio::net::TcpStream) -> String {
     let mut rest = Vec::new();
@@ -60,15 +75,7 @@ async fn rest_of(mut s: tokio::net::TcpStream) -> String {
 /// idle ones are closed, the stream runs to its `done` event, the day is stored, exit code 0.
 #[tokio::test]
 async fn sigterm_lets_a_progress_stream_finish() {
-    let source = Source::start();
-    source.set("2012-10-09", Behaviour::Hold);
-    let mut server = Binary::start(&[], &["--source-url", &source.url, "--no-sample"]);
-    assert_eq!(
-        get(server.addr, "/api/days/2012-10-09", &[]).await.status,
-        202
-    );
-    until_held(&source, "2012-10-09").await;
-    let stream = open_progress(server.addr, "2012-10-09").await;
+    let (source, mut server, stream) = fetching_with_progress().await;
     // A keep-alive connection that has been served and is idle now.
     let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     idle.write_all(b"GET /api/days HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -121,15 +128,7 @@ fn engine_days(server: &Binary) -> Vec<String> {
 /// process exits 0, and the store holds no half day.
 #[tokio::test]
 async fn second_sigterm_stops_at_once() {
-    let source = Source::start();
-    source.set("2012-10-09", Behaviour::Hold);
-    let mut server = Binary::start(&[], &["--source-url", &source.url, "--no-sample"]);
-    assert_eq!(
-        get(server.addr, "/api/days/2012-10-09", &[]).await.status,
-        202
-    );
-    until_held(&source, "2012-10-09").await;
-    let stream = open_progress(server.addr, "2012-10-09").await;
+    let (_source, mut server, stream) = fetching_with_progress().await;
     server.sigterm();
     until_stopping(&server).await;
     let start = Instant::now();

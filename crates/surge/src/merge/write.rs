@@ -5,7 +5,7 @@
 use super::read::{Part, SessionFile};
 use crate::checks::Threshold;
 use crate::failure::FailureKind;
-use crate::replay::{self, Aggregate, FailureCount, Head, RunSummary};
+use crate::replay::{self, Aggregate, FailureCount, Head, Plan, RunSummary, Split};
 use crate::timefmt;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -101,14 +101,16 @@ fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
     let interval = cfg["startIntervalMs"].as_u64().unwrap_or(0);
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     Head {
-        recording: text(&cfg["recordingPath"]),
-        target: text(&cfg["appUrl"]),
-        users,
-        start_interval_ms: interval,
-        loaded_duration_ms: (cfg["loadedDurationMinutes"].as_f64().unwrap_or(0.0) * 60_000.0)
-            .round() as u64,
-        think_time: text(&cfg["thinkTime"]),
-        message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
+        plan: Plan {
+            recording: text(&cfg["recordingPath"]),
+            target: text(&cfg["appUrl"]),
+            users,
+            start_interval_ms: interval,
+            loaded_duration_ms: (cfg["loadedDurationMinutes"].as_f64().unwrap_or(0.0) * 60_000.0)
+                .round() as u64,
+            think_time: text(&cfg["thinkTime"]),
+            message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
+        },
         started_at_ms: start_at.or(earliest).unwrap_or(0),
         warmup_ms: (interval * u64::from(users.saturating_sub(1))) as i64,
         finished_at_ms: finished.unwrap_or(last_row).max(last_row),
@@ -116,14 +118,16 @@ fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
         interrupted: parts
             .iter()
             .any(|p| p.summary["interrupted"] == Value::Bool(true)),
-        segment: None,
-        start_at: start_at.map(timefmt::format_iso),
-        late_start_ms: (parts.iter())
-            .filter_map(|p| p.summary["late_start_ms"].as_u64())
-            .max()
-            .unwrap_or(0),
-        segment_users: None,
-        merged_segments: Some(parts.len() as u32),
+        split: Split {
+            segment: None,
+            start_at: start_at.map(timefmt::format_iso),
+            late_start_ms: (parts.iter())
+                .filter_map(|p| p.summary["late_start_ms"].as_u64())
+                .max()
+                .unwrap_or(0),
+            segment_users: None,
+            merged_segments: Some(parts.len() as u32),
+        },
     }
 }
 

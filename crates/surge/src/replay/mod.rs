@@ -36,7 +36,7 @@ pub(crate) use aggregate::Aggregate;
 pub use flags::ReplayArgs;
 pub use print::replay_text;
 pub(crate) use summary::{from_aggregate, Head};
-pub use summary::{FailureCount, RunSummary, SessionCounts};
+pub use summary::{FailureCount, Plan, RunSummary, SessionCounts, Split};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.

@@ -7,19 +7,20 @@ use std::path::Path;
 /// Human-readable replay result.
 pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
     let mut s = String::new();
-    if let Some(seg) = &r.segment {
-        let users = r.segment_users.unwrap_or(0);
-        let _ = writeln!(s, "Segment {seg} of the plan: {users} of {} users", r.users);
+    let (split, users) = (&r.split, r.plan.users);
+    if let Some(seg) = &split.segment {
+        let n = split.segment_users.unwrap_or(0);
+        let _ = writeln!(s, "Segment {seg} of the plan: {n} of {users} users");
     }
-    if let Some(n) = r.merged_segments {
-        let _ = writeln!(s, "Merged from {n} segments ({} users)", r.users);
+    if let Some(n) = split.merged_segments {
+        let _ = writeln!(s, "Merged from {n} segments ({users} users)");
     }
-    if r.late_start_ms > 0 {
-        let at = r.start_at.as_deref().unwrap_or("?");
+    if split.late_start_ms > 0 {
+        let at = split.start_at.as_deref().unwrap_or("?");
         let _ = writeln!(
             s,
             "Late start: {} ms after --start-at {at}",
-            r.late_start_ms
+            split.late_start_ms
         );
     }
     let _ = writeln!(

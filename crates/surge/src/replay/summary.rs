@@ -20,20 +20,9 @@ use std::sync::atomic::Ordering;
 pub struct RunSummary {
     /// `surge <version>`.
     pub tool: String,
-    /// The recording.log replayed.
-    pub recording: String,
-    /// `--target`.
-    pub target: String,
-    /// `--users`.
-    pub users: u32,
-    /// Delay between user starts (ms).
-    pub start_interval_ms: u64,
-    /// `--loaded-duration` (ms).
-    pub loaded_duration_ms: u64,
-    /// `--think-time`: recorded, none or x<factor>.
-    pub think_time: String,
-    /// `--message-timeout` (ms).
-    pub message_timeout_ms: u64,
+    /// The plan, as given.
+    #[serde(flatten)]
+    pub plan: Plan,
     /// Unix ms: run start.
     pub started_at_ms: i64,
     /// Unix ms: end of warm-up (the last user started).
@@ -48,16 +37,9 @@ pub struct RunSummary {
     pub recording_duration_ms: i64,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
-    /// `K/N` for one segment of a plan (`--segment`); null for a whole run.
-    pub segment: Option<String>,
-    /// `--start-at`: the instant every generator started the plan (RFC 3339); null without it.
-    pub start_at: Option<String>,
-    /// How long after `--start-at` this process got to start (0: on time).
-    pub late_start_ms: u64,
-    /// Users this segment ran (of `users` in the plan); null for a whole run.
-    pub segment_users: Option<u32>,
-    /// For a run made by `surge merge`: how many segments it joins; else null.
-    pub merged_segments: Option<u32>,
+    /// Its part of a plan spread over several processes.
+    #[serde(flatten)]
+    pub split: Split,
     /// Sessions started, completed and failed.
     pub sessions: SessionCounts,
     /// failed / started (0 when none started).
@@ -76,6 +58,43 @@ pub struct RunSummary {
     pub checks: Vec<CheckResult>,
     /// Every check passed (exit status 0 unless interrupted).
     pub ok: bool,
+}
+
+/// A run's plan as its flags gave it (a replay) or its segments' config line (`surge merge`).
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[schemars(deny_unknown_fields)]
+pub struct Plan {
+    /// The recording.log replayed.
+    pub recording: String,
+    /// `--target`.
+    pub target: String,
+    /// `--users`.
+    pub users: u32,
+    /// Delay between user starts (ms).
+    pub start_interval_ms: u64,
+    /// `--loaded-duration` (ms).
+    pub loaded_duration_ms: u64,
+    /// `--think-time`: recorded, none or x<factor>.
+    pub think_time: String,
+    /// `--message-timeout` (ms).
+    pub message_timeout_ms: u64,
+}
+
+/// Where a run stands in a plan spread over several processes (`--segment`, `--start-at`,
+/// `surge merge`); all null or 0 for a whole run started at once.
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[schemars(deny_unknown_fields)]
+pub struct Split {
+    /// `K/N` for one segment of a plan (`--segment`); null for a whole run.
+    pub segment: Option<String>,
+    /// `--start-at`: the instant every generator started the plan (RFC 3339); null without it.
+    pub start_at: Option<String>,
+    /// How long after `--start-at` this process got to start (0: on time).
+    pub late_start_ms: u64,
+    /// Users this segment ran (of `users` in the plan); null for a whole run.
+    pub segment_users: Option<u32>,
+    /// For a run made by `surge merge`: how many segments it joins; else null.
+    pub merged_segments: Option<u32>,
 }
 
 /// Session counts of a run.
@@ -117,23 +136,13 @@ pub struct FailureCount {
 /// sessions' results (a replay fills it from its flags, `surge merge` from the segments').
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
-    pub recording: String,
-    pub target: String,
-    pub users: u32,
-    pub start_interval_ms: u64,
-    pub loaded_duration_ms: u64,
-    pub think_time: String,
-    pub message_timeout_ms: u64,
+    pub plan: Plan,
     pub started_at_ms: i64,
     pub warmup_ms: i64,
     pub finished_at_ms: i64,
     pub recording_duration_ms: i64,
     pub interrupted: bool,
-    pub segment: Option<String>,
-    pub start_at: Option<String>,
-    pub late_start_ms: u64,
-    pub segment_users: Option<u32>,
-    pub merged_segments: Option<u32>,
+    pub split: Split,
 }
 
 /// The summary of a finished (or interrupted) run.
@@ -141,23 +150,27 @@ pub(super) fn summarize(sh: &Shared, args: &ReplayArgs, interrupted: bool) -> Ru
     let agg = sh.agg.lock().expect("aggregate lock");
     let warmup = sh.interval * (args.users - 1);
     let head = Head {
-        recording: args.recording.display().to_string(),
-        target: args.app_url().unwrap_or_default().to_string(),
-        users: args.users,
-        start_interval_ms: sh.interval.as_millis() as u64,
-        loaded_duration_ms: args.loaded_duration().as_millis() as u64,
-        think_time: args.think_time.name(),
-        message_timeout_ms: args.message_timeout.as_millis() as u64,
+        plan: Plan {
+            recording: args.recording.display().to_string(),
+            target: args.app_url().unwrap_or_default().to_string(),
+            users: args.users,
+            start_interval_ms: sh.interval.as_millis() as u64,
+            loaded_duration_ms: args.loaded_duration().as_millis() as u64,
+            think_time: args.think_time.name(),
+            message_timeout_ms: args.message_timeout.as_millis() as u64,
+        },
         started_at_ms: sh.start.unix_ms,
         warmup_ms: warmup.as_millis() as i64,
         finished_at_ms: timefmt::now_ms(),
         recording_duration_ms: sh.rec.duration_ms(),
         interrupted,
-        segment: sh.segment.map(|s| s.to_string()),
-        start_at: sh.start_at.map(timefmt::format_iso),
-        late_start_ms: sh.start.late.as_millis() as u64,
-        segment_users: sh.segment.map(|s| s.users(args.users).count() as u32),
-        merged_segments: None,
+        split: Split {
+            segment: sh.segment.map(|s| s.to_string()),
+            start_at: sh.start_at.map(timefmt::format_iso),
+            late_start_ms: sh.start.late.as_millis() as u64,
+            segment_users: sh.segment.map(|s| s.users(args.users).count() as u32),
+            merged_segments: None,
+        },
     };
     let failures = (agg.failures.iter())
         .map(|(&(kind, line), (f, count))| FailureCount {
@@ -223,25 +236,15 @@ pub(crate) fn from_aggregate(
     let h = head;
     RunSummary {
         tool: format!("surge {}", env!("CARGO_PKG_VERSION")),
-        recording: h.recording,
-        target: h.target,
-        users: h.users,
-        start_interval_ms: h.start_interval_ms,
-        loaded_duration_ms: h.loaded_duration_ms,
-        think_time: h.think_time,
-        message_timeout_ms: h.message_timeout_ms,
         started_at_ms: h.started_at_ms,
         warmup_end_ms: h.started_at_ms + h.warmup_ms,
-        loaded_end_ms: h.started_at_ms + h.warmup_ms + h.loaded_duration_ms as i64,
+        loaded_end_ms: h.started_at_ms + h.warmup_ms + h.plan.loaded_duration_ms as i64,
         finished_at_ms: h.finished_at_ms,
         duration_ms: h.finished_at_ms - h.started_at_ms,
         recording_duration_ms: h.recording_duration_ms,
         interrupted: h.interrupted,
-        segment: h.segment,
-        start_at: h.start_at,
-        late_start_ms: h.late_start_ms,
-        segment_users: h.segment_users,
-        merged_segments: h.merged_segments,
+        plan: h.plan,
+        split: h.split,
         sessions: SessionCounts {
             started,
             completed: done,

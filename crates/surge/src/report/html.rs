@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{class::CLASS_NAMES, model::Model};
+use super::{class::CLASS_NAMES, model::Model, stats::RunSummary};
 
 /// Escapes text for HTML content and attributes.
 pub fn esc(s: &str) -> String {
@@ -84,80 +84,43 @@ fn cell(v: i64, ms: bool) -> String {
 /// The summary table's rows: one per measure, one value per run.
 fn summary_rows(m: &Model) -> Vec<Row<'static>> {
     let runs = &m.runs;
-    let col = |f: &dyn Fn(usize) -> i64| (0..runs.len()).map(f).collect::<Vec<_>>();
-    let s = |i: usize| &runs[i].summary;
+    let row = |key, label: String, ms, f: &dyn Fn(usize) -> i64| Row {
+        key,
+        label,
+        values: (0..runs.len()).map(f).collect(),
+        ms,
+    };
+    let count = |key, label: &str, f: fn(&RunSummary) -> usize| {
+        row(key, label.into(), false, &|i| f(&runs[i].summary) as i64)
+    };
     let mut rows = vec![
-        Row {
-            key: "workers",
-            label: "Simulated users".into(),
-            values: col(&|i| s(i).workers as i64),
-            ms: false,
-        },
-        Row {
-            key: "sessions",
-            label: "Sessions started".into(),
-            values: col(&|i| s(i).sessions as i64),
-            ms: false,
-        },
-        Row {
-            key: "completed",
-            label: "Sessions completed".into(),
-            values: col(&|i| s(i).completed as i64),
-            ms: false,
-        },
-        Row {
-            key: "failed",
-            label: "Sessions failed".into(),
-            values: col(&|i| s(i).failed as i64),
-            ms: false,
-        },
+        count("workers", "Simulated users", |s| s.workers),
+        count("sessions", "Sessions started", |s| s.sessions),
+        count("completed", "Sessions completed", |s| s.completed),
+        count("failed", "Sessions failed", |s| s.failed),
     ];
     if runs.iter().any(|r| r.summary.unfinished > 0) {
-        rows.push(Row {
-            key: "unfinished",
-            label: "Sessions unfinished".into(),
-            values: col(&|i| s(i).unfinished as i64),
-            ms: false,
-        });
+        rows.push(count("unfinished", "Sessions unfinished", |s| s.unfinished));
     }
-    rows.push(Row {
-        key: "events",
-        label: "Events replayed".into(),
-        values: col(&|i| s(i).events as i64),
-        ms: false,
-    });
-    rows.push(Row {
-        key: "duration",
-        label: "Run duration".into(),
-        values: col(&|i| runs[i].duration_ms),
-        ms: true,
-    });
+    rows.push(count("events", "Events replayed", |s| s.events));
+    let duration = |i: usize| runs[i].duration_ms;
+    rows.push(row("duration", "Run duration".into(), true, &duration));
     for (k, name, idx) in [
         ("pl_p50", "p50", 1),
         ("pl_p90", "p90", 2),
         ("pl_p99", "p99", 3),
         ("pl_max", "max", 4),
     ] {
-        rows.push(Row {
-            key: k,
-            label: format!("Page load {name}"),
-            values: col(&|i| s(i).page_load.arr()[idx]),
-            ms: true,
-        });
+        let label = format!("Page load {name}");
+        let f = |i: usize| runs[i].summary.page_load.arr()[idx];
+        rows.push(row(k, label, true, &f));
     }
-    rows.push(Row {
-        key: "over_limit",
-        label: format!("Page loads over {}", fmt_ms(m.page_load_limit_ms)),
-        values: col(&|i| s(i).over_limit as i64),
-        ms: false,
-    });
+    let over = format!("Page loads over {}", fmt_ms(m.page_load_limit_ms));
+    rows.push(count("over_limit", &over, |s| s.over_limit));
     for (k, name, idx) in [("sd_p50", "p50", 1), ("sd_max", "max", 4)] {
-        rows.push(Row {
-            key: k,
-            label: format!("Session duration {name}"),
-            values: col(&|i| s(i).session_duration.arr()[idx]),
-            ms: true,
-        });
+        let label = format!("Session duration {name}");
+        let f = |i: usize| runs[i].summary.session_duration.arr()[idx];
+        rows.push(row(k, label, true, &f));
     }
     rows
 }

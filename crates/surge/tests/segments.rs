@@ -57,34 +57,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn start_app() -> (Proc, String) {
-    start_app_in("normal")
-}
-
-/// The fixture app in `mode` (normal; hang: its JSON API never answers).
-fn start_app_in(mode: &str) -> (Proc, String) {
-    let mut cmd = Command::new("python3");
-    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sse-app/app.py"))
-        .arg(mode);
-    spawn_listening(cmd, "the fixture app (python3)")
-}
-
-/// GET on a plain socket (HTTP/1.1, Connection: close); returns status and body.
-fn http_get(base: &str, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = std::net::TcpStream::connect(hostport).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = String::new();
-    s.read_to_string(&mut all).unwrap();
-    let (head, body) = all.split_once("\r\n\r\n").unwrap();
-    (head[9..12].parse().unwrap(), body.to_string())
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -131,11 +103,38 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-fn replay_args<'a>(rec: &'a str, target: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+/// `surge replay REC --target TARGET --output-dir OUT` and `flags`.
+fn replay<'a>(rec: &'a str, target: &'a str, out: &'a str, flags: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec!["replay", rec, "--target", target, "--output-dir", out];
-    a.extend(PLAN);
+    a.extend(flags);
+    a
+}
+
+/// [`replay`] of [`PLAN`] and `extra`.
+fn replay_args<'a>(rec: &'a str, target: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    replay(rec, target, out, &[&PLAN[..], extra].concat())
+}
+
+/// `surge bench TARGET` at 10 requests/s for 1 s, segment `seg` of it, and `extra`.
+fn bench_segment<'a>(target: &'a str, seg: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "bench",
+        target,
+        "--rate",
+        "10",
+        "-d",
+        "1s",
+        "--segment",
+        seg,
+    ];
     a.extend(extra);
     a
+}
+
+/// `cp -r from to`.
+fn copy_dir(from: &Path, to: &Path) {
+    let st = Command::new("cp").arg("-r").arg(from).arg(to).status();
+    assert!(st.unwrap().success());
 }
 
 /// A session CSV read independently: (worker, iteration, comment lines, rows).
@@ -321,7 +320,7 @@ fn schedule_misses(sessions: &[(String, Sess)], start_ms: i64) -> Vec<String> {
 #[test]
 fn four_segments_merged_equal_one_run() {
     let _serial = serial();
-    let (_app, target) = start_app();
+    let (_app, target) = start_sse_app("normal");
     let tmp = TempDir::new("segments");
     let rec = write_recording(tmp.path(), false);
     let rec = rec.to_str().unwrap();
@@ -468,19 +467,14 @@ fn four_segments_merged_equal_one_run() {
 #[test]
 fn late_start_is_reported_and_started_users_run_at_once() {
     let _serial = serial();
-    let (_app, target) = start_app();
+    let (_app, target) = start_sse_app("normal");
     let tmp = TempDir::new("segments-late");
     let rec = write_recording(tmp.path(), false);
     let out = tmp.path().join("late");
     let start_ms = now_ms() - 3000;
     let at = rfc3339(start_ms);
-    let args = [
-        "replay",
-        rec.to_str().unwrap(),
-        "--target",
-        &target,
-        "--output-dir",
-        out.to_str().unwrap(),
+    let (rec, out_dir) = (rec.to_str().unwrap(), out.to_str().unwrap());
+    let flags = [
         "--users",
         "4",
         "--start-interval",
@@ -490,6 +484,7 @@ fn late_start_is_reported_and_started_users_run_at_once() {
         "--start-at",
         &at,
     ];
+    let args = replay(rec, &target, out_dir, &flags);
     let (code, _, stderr) = run(&args);
     assert_eq!(code, Some(0), "{stderr}");
     let late: Vec<&str> = stderr
@@ -542,7 +537,7 @@ fn refused(args: &[&str], want: &str, out: &Path) {
 #[test]
 fn bad_segments_are_refused_with_one_line() {
     let _serial = serial();
-    let (_app, target) = start_app();
+    let (_app, target) = start_sse_app("normal");
     let tmp = TempDir::new("segments-bad");
     let rec = write_recording(tmp.path(), false);
     let other = write_recording(tmp.path(), true);
@@ -557,60 +552,20 @@ fn bad_segments_are_refused_with_one_line() {
         ("x", "expected K/N"),
         ("1/0", "N must be"),
     ] {
-        let base = [
-            "replay",
-            rec,
-            "--target",
-            &target,
-            "--output-dir",
-            o,
-            "--segment",
-            seg,
-        ];
         refused(
-            &base,
+            &replay(rec, &target, o, &["--segment", seg]),
             &format!("--segment: segment \"{seg}\": {want}"),
             &out,
         );
-        let bench = [
-            "bench",
-            &target,
-            "--rate",
-            "10",
-            "-d",
-            "1s",
-            "--segment",
-            seg,
-        ];
-        refused(&bench, "--segment", &out);
+        refused(&bench_segment(&target, seg, &[]), "--segment", &out);
     }
     refused(
-        &[
-            "replay",
-            rec,
-            "--target",
-            &target,
-            "--output-dir",
-            o,
-            "--start-at",
-            "soon",
-        ],
+        &replay(rec, &target, o, &["--start-at", "soon"]),
         "--start-at: start time \"soon\"",
         &out,
     );
     refused(
-        &[
-            "replay",
-            rec,
-            "--target",
-            &target,
-            "--output-dir",
-            o,
-            "--users",
-            "2",
-            "--segment",
-            "3/3",
-        ],
+        &replay(rec, &target, o, &["--users", "2", "--segment", "3/3"]),
         "this segment has none",
         &out,
     );
@@ -636,49 +591,22 @@ fn bad_segments_are_refused_with_one_line() {
 
     // Real segment runs of two plans and two recordings (each user runs one short session).
     let quick = ["--start-interval", "10ms", "--think-time", "none"];
-    let replay = |rec: &str, users: &str, seg: &str, dir: &str| {
-        let mut a = vec![
-            "replay",
-            rec,
-            "--target",
-            &target,
-            "--output-dir",
-            dir,
-            "--users",
-            users,
-            "--segment",
-            seg,
-        ];
-        a.extend(quick);
-        let (code, _, err) = run(&a);
+    let replay_ok = |rec: &str, users: &str, seg: &str, dir: &str| {
+        let mut flags = vec!["--users", users, "--segment", seg];
+        flags.extend(quick);
+        let (code, _, err) = run(&replay(rec, &target, dir, &flags));
         assert_eq!(code, Some(0), "{err}");
     };
-    replay(rec, "2", "1/2", &s("a1"));
-    replay(rec, "2", "2/2", &s("a2"));
-    replay(rec, "3", "2/2", &s("b2"));
-    replay(other.to_str().unwrap(), "2", "2/2", &s("c2"));
+    replay_ok(rec, "2", "1/2", &s("a1"));
+    replay_ok(rec, "2", "2/2", &s("a2"));
+    replay_ok(rec, "3", "2/2", &s("b2"));
+    replay_ok(other.to_str().unwrap(), "2", "2/2", &s("c2"));
     let whole = s("whole");
-    let (code, _, err) = run(&[
-        "replay",
-        rec,
-        "--target",
-        &target,
-        "--output-dir",
-        &whole,
-        "--users",
-        "2",
-        "--think-time",
-        "none",
-    ]);
+    let flags = ["--users", "2", "--think-time", "none"];
+    let (code, _, err) = run(&replay(rec, &target, &whole, &flags));
     assert_eq!(code, Some(0), "{err}");
     std::fs::create_dir_all(p("dup")).unwrap();
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(p("a1"))
-        .arg(p("dup/a1"))
-        .status()
-        .unwrap()
-        .success());
+    copy_dir(&p("a1"), &p("dup/a1"));
 
     let merge = |inputs: &[String]| {
         let mut a = vec!["merge".to_string()];
@@ -687,13 +615,7 @@ fn bad_segments_are_refused_with_one_line() {
         a
     };
     std::fs::create_dir_all(p("empty")).unwrap();
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(p("a2"))
-        .arg(p("killed"))
-        .status()
-        .unwrap()
-        .success());
+    copy_dir(&p("a2"), &p("killed"));
     std::fs::remove_file(p("killed/summary.json")).unwrap();
     let cases: [(Vec<String>, String); 8] = [
         (
@@ -768,11 +690,11 @@ fn bad_segments_are_refused_with_one_line() {
 #[test]
 fn bench_segments_merge_exactly() {
     let _serial = serial();
-    let (_app, target) = start_app();
+    let (_app, target) = start_sse_app("normal");
     let tmp = TempDir::new("segments-bench");
     let home = || -> u64 {
         let (_, body) = http_get(&target, "/stats");
-        serde_json::from_str::<serde_json::Value>(&body).unwrap()["home"]
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()["home"]
             .as_u64()
             .unwrap()
     };
@@ -865,44 +787,16 @@ fn bench_segments_merge_exactly() {
 #[test]
 fn ctrl_c_ends_the_wait_for_start_at() {
     let _serial = serial();
-    let (_app, target) = start_app();
+    let (_app, target) = start_sse_app("normal");
     let tmp = TempDir::new("segments-int");
     let rec = write_recording(tmp.path(), false);
     let at = rfc3339(now_ms() + 60_000);
     let run_dir = tmp.path().join("run");
+    let (rec, out) = (rec.to_str().unwrap(), run_dir.to_str().unwrap());
+    let flags = ["--users", "2", "--segment", "2/2", "--start-at", &at];
     let cases: [(Vec<&str>, i32); 2] = [
-        (
-            vec![
-                "bench",
-                &target,
-                "--rate",
-                "10",
-                "-d",
-                "1s",
-                "--segment",
-                "1/2",
-                "--start-at",
-                &at,
-            ],
-            1,
-        ),
-        (
-            vec![
-                "replay",
-                rec.to_str().unwrap(),
-                "--target",
-                &target,
-                "--users",
-                "2",
-                "--segment",
-                "2/2",
-                "--start-at",
-                &at,
-                "--output-dir",
-                run_dir.to_str().unwrap(),
-            ],
-            130,
-        ),
+        (bench_segment(&target, "1/2", &["--start-at", &at]), 1),
+        (replay(rec, &target, out, &flags), 130),
     ];
     for (i, (args, want)) in cases.iter().enumerate() {
         let log = tmp.path().join(format!("int{i}.txt"));
@@ -930,7 +824,7 @@ fn open_model_accounts_for_every_scheduled_request() {
     // The API never answers: each request times out (200 ms) and the one connection falls ever
     // further behind its 20 req/s schedule; what is still unsent 200 ms after the schedule's end
     // is counted, not dropped.
-    let (_app, target) = start_app_in("hang");
+    let (_app, target) = start_sse_app("hang");
     let url = format!("{target}api/items");
     let args = [
         "bench",
@@ -967,7 +861,7 @@ fn open_model_accounts_for_every_scheduled_request() {
 fn merged_failures_equal_one_run() {
     let _serial = serial();
     // The JSON API never answers: every session fails at the same line with a timeout.
-    let (_app, target) = start_app_in("hang");
+    let (_app, target) = start_sse_app("hang");
     let tmp = TempDir::new("segments-fail");
     let rec = write_recording(tmp.path(), false);
     let d = |n: &str| tmp.path().join(n).to_str().unwrap().to_string();
@@ -981,23 +875,14 @@ fn merged_failures_equal_one_run() {
         "--message-timeout",
         "300ms",
     ];
-    let replay = |out: &str, extra: &[&str]| {
-        let mut a = vec![
-            "replay",
-            rec.to_str().unwrap(),
-            "--target",
-            &target,
-            "--output-dir",
-            out,
-        ];
-        a.extend(plan);
-        a.extend(extra);
-        let (code, _, err) = run(&a);
+    let replay_failing = |out: &str, extra: &[&str]| {
+        let flags = [&plan[..], extra].concat();
+        let (code, _, err) = run(&replay(rec.to_str().unwrap(), &target, out, &flags));
         assert_eq!(code, Some(1), "a failed check is exit status 1: {err}");
     };
-    replay(&d("one"), &[]);
-    replay(&d("f1"), &["--segment", "1/2"]);
-    replay(&d("f2"), &["--segment", "2/2"]);
+    replay_failing(&d("one"), &[]);
+    replay_failing(&d("f1"), &["--segment", "1/2"]);
+    replay_failing(&d("f2"), &["--segment", "2/2"]);
     let (code, _, err) = run(&["merge", &d("f2"), &d("f1"), "-o", &d("merged")]);
     assert_eq!(code, Some(0), "{err}");
     let (m, one) = (

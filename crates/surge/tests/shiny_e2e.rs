@@ -160,15 +160,7 @@ fn shiny_session_recorded_in_chromium_replays_with_20_users() {
 
     // The same session exported by the browser as HAR imports into a replayable recording.
     let har_rec = tmp.path().join("har.log");
-    let st = surge()
-        .arg("import-har")
-        .arg(tmp.path().join("session.har"))
-        .arg("-o")
-        .arg(&har_rec)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let hr = Recording::load(&har_rec).unwrap();
+    let hr = import_har(&tmp.path().join("session.har"), &har_rec);
     assert_eq!(hr.events[0].kind, Kind::ReqHome);
     assert!(hr.events.iter().any(|e| e.kind == Kind::WsOpen));
     let har_run = tmp.path().join("har-run");

@@ -17,31 +17,8 @@ fn app_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sse-app")
 }
 
-/// Starts the fixture app in `mode`; returns it and its base URL.
-fn start_app(mode: &str) -> (Proc, String) {
-    let mut cmd = Command::new("python3");
-    cmd.arg(app_dir().join("app.py")).arg(mode);
-    spawn_listening(cmd, "the SSE app (python3)")
-}
-
-/// GET on a plain socket (HTTP/1.1, Connection: close); returns status and body.
-fn get(base: &str, path: &str) -> (u16, Vec<u8>) {
-    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(hostport).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    s.read_to_end(&mut all).unwrap();
-    let head_end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let status = std::str::from_utf8(&all[9..12]).unwrap().parse().unwrap();
-    (status, all.split_off(head_end))
-}
-
 fn stats(base: &str) -> serde_json::Value {
-    let (st, body) = get(base, "/stats");
+    let (st, body) = http_get(base, "/stats");
     assert_eq!(st, 200);
     serde_json::from_slice(&body).unwrap()
 }
@@ -81,7 +58,7 @@ fn record_session(dir: &Path, app: &str) -> PathBuf {
 
 #[test]
 fn sse_session_recorded_in_chromium_replays_with_20_users() {
-    let (_app, app) = start_app("normal");
+    let (_app, app) = start_sse_app("normal");
     let tmp = TempDir::new("sse");
     let rec_path = record_session(tmp.path(), &app);
     let recording = Recording::load(&rec_path).unwrap();
@@ -182,16 +159,7 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
 
     // The browser's HAR of the same session imports with the stream marked, and replays.
     let har_rec = tmp.path().join("har.log");
-    let st = surge()
-        .arg("import-har")
-        .arg(tmp.path().join("session.har"))
-        .arg("-o")
-        .arg(&har_rec)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let hr = Recording::load(&har_rec).unwrap();
+    let hr = import_har(&tmp.path().join("session.har"), &har_rec);
     let hs: Vec<_> = hr.events.iter().filter(|e| e.stream.is_some()).collect();
     assert_eq!(hs.len(), 1);
     assert_eq!(&*hs[0].url, "/events");
@@ -238,7 +206,7 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         ),
     ] {
         let want = format!("REQ_GET line {line}: {want}");
-        let (_bad, bad) = start_app(mode);
+        let (_bad, bad) = start_sse_app(mode);
         let run = tmp.path().join(format!("run-{mode}"));
         let t = Instant::now();
         let out = replay_cmd(&rec_path, &bad, 3, &run)
@@ -292,14 +260,14 @@ fn vm_hwm_kb(pid: u32) -> u64 {
 
 #[test]
 fn big_download_streams_through_record_in_bounded_memory() {
-    let (_app, app) = start_app("normal");
+    let (_app, app) = start_sse_app("normal");
     let tmp = TempDir::new("big");
     let rec_path = tmp.path().join("recording.log");
     let (mut rec, proxy) = start_record(&app, &rec_path);
-    let (st, _) = get(&proxy, "/big?mb=1");
+    let (st, _) = http_get(&proxy, "/big?mb=1");
     assert_eq!(st, 200);
     let before = vm_hwm_kb(rec.0.id());
-    let (st, body) = get(&proxy, "/big?mb=50");
+    let (st, body) = http_get(&proxy, "/big?mb=50");
     assert_eq!(st, 200);
     assert_eq!(body.len(), 50 << 20);
     let grown = vm_hwm_kb(rec.0.id()) - before;
@@ -321,11 +289,11 @@ fn big_download_streams_through_record_in_bounded_memory() {
 #[test]
 fn stream_ended_by_the_server_is_read_to_its_end() {
     // Recorded against a server that ends the stream after 2 events: "stream":"server".
-    let (_early, early) = start_app("early");
+    let (_early, early) = start_sse_app("early");
     let tmp = TempDir::new("sse-server-end");
     let rec_path = tmp.path().join("recording.log");
     let (mut rec, proxy) = start_record(&early, &rec_path);
-    let (st, body) = get(&proxy, "/events");
+    let (st, body) = http_get(&proxy, "/events");
     assert_eq!(st, 200);
     assert_eq!(
         String::from_utf8_lossy(&body).matches("data: tick").count(),
@@ -348,7 +316,7 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
     assert_eq!(summary(&run)["sessions"]["completed"].as_u64(), Some(2));
 
     // Against a server whose stream never ends: failed after the recorded time + --message-timeout.
-    let (_normal, normal) = start_app("normal");
+    let (_normal, normal) = start_sse_app("normal");
     let run = tmp.path().join("run-endless");
     let t = Instant::now();
     let out = replay_cmd(&rec_path, &normal, 2, &run)
@@ -371,7 +339,7 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
 fn worker_id_is_learnt_while_the_home_page_streams() {
     // The page's rest is sent only after an asset under _w_abc123/ was fetched through the proxy
     // (then /release): the asset's event must already carry ${WORKER}.
-    let (_app, app) = start_app("worker");
+    let (_app, app) = start_sse_app("worker");
     let tmp = TempDir::new("sse-worker");
     let rec_path = tmp.path().join("recording.log");
     let (mut rec, proxy) = start_record(&app, &rec_path);
@@ -392,10 +360,10 @@ fn worker_id_is_learnt_while_the_home_page_streams() {
         assert!(n > 0, "home page ended before its <base href>");
         seen.extend_from_slice(&buf[..n]);
     }
-    let (st, body) = get(&proxy, "/_w_abc123/app.js");
+    let (st, body) = http_get(&proxy, "/_w_abc123/app.js");
     assert_eq!(st, 200);
     assert!(String::from_utf8_lossy(&body).contains("EventSource"));
-    assert_eq!(get(&app, "/release").0, 200);
+    assert_eq!(http_get(&app, "/release").0, 200);
     home.read_to_end(&mut seen).unwrap();
     assert!(String::from_utf8_lossy(&seen).contains("</html>"));
     assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));

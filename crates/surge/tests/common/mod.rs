@@ -246,6 +246,45 @@ pub fn spawn_listening(mut cmd: Command, what: &str) -> (Proc, String) {
     (Proc(child), format!("http://127.0.0.1:{port}/"))
 }
 
+/// Starts the Python fixture app (tests/fixtures/sse-app) in `mode` (normal; hang: its JSON API
+/// never answers; early, worker: see app.py); returns it and its base URL.
+pub fn start_sse_app(mode: &str) -> (Proc, String) {
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sse-app/app.py"))
+        .arg(mode);
+    spawn_listening(cmd, "the fixture app (python3)")
+}
+
+/// GET on a plain socket (HTTP/1.1, Connection: close); returns status and body.
+pub fn http_get(base: &str, path: &str) -> (u16, Vec<u8>) {
+    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(hostport).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let head_end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let status = std::str::from_utf8(&all[9..12]).unwrap().parse().unwrap();
+    (status, all.split_off(head_end))
+}
+
+/// `surge import-har HAR -o OUT`, which must succeed; returns the recording it wrote.
+pub fn import_har(har: &Path, out: &Path) -> surge::recording::Recording {
+    let st = surge()
+        .arg("import-har")
+        .arg(har)
+        .arg("-o")
+        .arg(out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    surge::recording::Recording::load(out).unwrap()
+}
+
 /// A fresh temporary directory (removed on drop).
 pub struct TempDir(pub PathBuf);
 

@@ -9,8 +9,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -32,16 +30,9 @@ fn start_bridge(rport: u16, drop_after: u32) -> (Proc, String) {
 }
 
 fn bridge_stats(base: &str) -> Value {
-    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(hostport).unwrap();
-    write!(
-        s,
-        "GET /stats HTTP/1.0\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = String::new();
-    s.read_to_string(&mut all).unwrap();
-    serde_json::from_str(all.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    let (status, body) = http_get(base, "/stats");
+    assert_eq!(status, 200);
+    serde_json::from_slice(&body).unwrap()
 }
 
 /// Results R computed, per Shiny session token (from SURGE_SESSION_LOG).

@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{fresh_dir, report_args, report_model, start_http};
-use std::{path::PathBuf, process::Command, time::Duration};
+use common::{fresh_dir, replay_cmd, report_args, report_model, start_http, surge};
+use std::{path::PathBuf, time::Duration};
 
 const API_DELAY_MS: u64 = 40;
 
@@ -40,20 +40,8 @@ fn report_of_a_fresh_surge_replay() {
     let rec = dir.join("recording.log");
     std::fs::write(&rec, recording(port)).unwrap();
     let run = dir.join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_surge"))
-        .arg("replay")
-        .arg(&rec)
-        .args(["--target", &format!("http://127.0.0.1:{port}")])
-        .args([
-            "--users",
-            "4",
-            "--start-interval",
-            "50ms",
-            "--think-time",
-            "none",
-            "--output-dir",
-        ])
-        .arg(&run)
+    let o = replay_cmd(&rec, &format!("http://127.0.0.1:{port}"), 4, &run)
+        .args(["--start-interval", "50ms", "--think-time", "none"])
         .arg("--overwrite-output")
         .output()
         .unwrap();
@@ -103,7 +91,7 @@ fn report_of_a_fresh_surge_replay() {
     // And the HTML through the binary, when the runtime is built in.
     if surge::report::runtime().is_ok() {
         let out = dir.join("report.html");
-        let o = Command::new(env!("CARGO_BIN_EXE_surge"))
+        let o = surge()
             .arg("report")
             .arg(&run)
             .arg("-o")

@@ -5,11 +5,10 @@
 
 mod common;
 
-use common::{fresh_dir, start_http};
+use common::{fresh_dir, replay_cmd, start_http};
 use serde_json::{json, Value};
 use std::{
     path::{Path, PathBuf},
-    process::Command,
     sync::atomic::{AtomicU32, Ordering},
     time::Duration,
 };
@@ -66,21 +65,9 @@ fn failures_are_counted_by_kind_and_the_summary_validates() {
     std::fs::write(&rec, RECORDING).unwrap();
     let run = dir.join("run");
     // Four users starting together, one session each (no loaded phase).
-    let o = Command::new(env!("CARGO_BIN_EXE_surge"))
-        .arg("replay")
-        .arg(&rec)
-        .args(["--target", &format!("http://127.0.0.1:{port}/")])
-        .args([
-            "--users",
-            "4",
-            "--start-interval",
-            "0",
-            "--think-time",
-            "none",
-        ])
+    let o = replay_cmd(&rec, &format!("http://127.0.0.1:{port}/"), 4, &run)
+        .args(["--start-interval", "0", "--think-time", "none"])
         .args(["--message-timeout", "1s", "--threshold", "REQ_HOME:p99<10s"])
-        .arg("--output-dir")
-        .arg(&run)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);

@@ -8,12 +8,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn base(extra: &[&str]) -> Vec<String> {
-    let mut a = vec!["--listen", "127.0.0.1:0"];
-    a.extend_from_slice(extra);
-    with_command(&a, py_worker(&[]))
-}
-
 /// The 1-minute load average as the kernel reports it now.
 fn loadavg1() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
@@ -101,12 +95,7 @@ fn status_reports_the_hosts_saturation() {
 fn session_cookie(m: &Manifold) -> String {
     let r = m.get("/pid");
     assert_eq!(r.status, 200);
-    r.header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string()
+    r.cookie()
 }
 
 /// SIGTERM with --drain-timeout: status answers 404 with `draining: true`, a new session gets 503

@@ -83,9 +83,7 @@ fn start_host(n: u32, dir: &Path) -> (Manifold, PathBuf) {
     let log = dir.join(format!("host{n}.sessions"));
     let app = fixture("shiny-replay");
     let m = start_env(
-        &args(&[
-            "--listen",
-            "127.0.0.1:0",
+        &on_free_port(&[
             "--min",
             "2",
             "--max",

@@ -11,12 +11,6 @@ use std::thread;
 
 use common::*;
 
-fn base(extra: &[&str]) -> Vec<String> {
-    let mut a = vec!["--listen", "127.0.0.1:0"];
-    a.extend_from_slice(extra);
-    with_command(&a, py_worker(&[]))
-}
-
 /// Under concurrent load the pool grows to --max (never beyond), and shrinks back to --min when
 /// idle, with the stopped worker processes really gone.
 #[test]
@@ -274,13 +268,7 @@ fn sigterm_during_load_loses_no_accepted_request() {
 fn sticky_cookie_pins_a_client_to_its_worker() {
     let m = InProc::start(&base(&["--min", "2", "--max", "2", "--sticky", "cookie"]));
     let r = m.get("/echo");
-    let cookie = r
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = r.cookie();
     assert!(cookie.starts_with("manifold_worker="), "{cookie}");
     let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
     let pid = v["pid"].as_u64().unwrap();

@@ -24,9 +24,7 @@ fn pids(s: &serde_json::Value) -> Vec<u32> {
 #[test]
 fn plumber_preset_scales_and_stops_cleanly() {
     let api = fixture("plumber/api.R");
-    let mut m = start(&args(&[
-        "--listen",
-        "127.0.0.1:0",
+    let mut m = start(&on_free_port(&[
         "--min",
         "1",
         "--max",
@@ -100,9 +98,7 @@ async fn shiny_output(addr: &str, cookie: &str) -> String {
 #[test]
 fn shiny_session_stays_on_its_worker() {
     let app = fixture("shiny");
-    let mut m = start(&args(&[
-        "--listen",
-        "127.0.0.1:0",
+    let mut m = start(&on_free_port(&[
         "--min",
         "2",
         "--max",
@@ -112,13 +108,7 @@ fn shiny_session_stays_on_its_worker() {
     ]));
     let page = m.get("/");
     assert_eq!(page.status, 200);
-    let cookie = page
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = page.cookie();
     let worker: u64 = cookie
         .strip_prefix("manifold_worker=")
         .unwrap()

@@ -117,25 +117,6 @@ impl Manifold {
         wait_child(&mut self.child)
     }
 
-    /// GET `path`.
-    pub fn get(&self, path: &str) -> Resp {
-        request(&self.addr, "GET", path, &[], "")
-    }
-
-    /// The parsed status JSON.
-    pub fn status(&self) -> serde_json::Value {
-        status_at(&self.addr)
-    }
-
-    /// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
-    pub fn wait_status(
-        &self,
-        what: &str,
-        f: impl Fn(&serde_json::Value) -> bool,
-    ) -> serde_json::Value {
-        wait_status_at(&self.addr, what, f)
-    }
-
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
@@ -147,6 +128,39 @@ impl Drop for Manifold {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// What a test asks of a running manifold, in-process or the binary: both listen on `addr`.
+pub trait Served {
+    /// The address it listens on.
+    fn addr(&self) -> &str;
+
+    /// GET `path`.
+    fn get(&self, path: &str) -> Resp {
+        request(self.addr(), "GET", path, &[], "")
+    }
+
+    /// The parsed status JSON.
+    fn status(&self) -> serde_json::Value {
+        status_at(self.addr())
+    }
+
+    /// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
+    fn wait_status(&self, what: &str, f: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        wait_status_at(self.addr(), what, f)
+    }
+}
+
+impl Served for Manifold {
+    fn addr(&self) -> &str {
+        &self.addr
+    }
+}
+
+impl Served for InProc {
+    fn addr(&self) -> &str {
+        &self.addr
     }
 }
 
@@ -226,25 +240,6 @@ impl InProc {
         }
     }
 
-    /// GET `path`.
-    pub fn get(&self, path: &str) -> Resp {
-        request(&self.addr, "GET", path, &[], "")
-    }
-
-    /// The parsed status JSON.
-    pub fn status(&self) -> serde_json::Value {
-        status_at(&self.addr)
-    }
-
-    /// Polls the status page until `f` holds (bounded by [`DEADLINE`]).
-    pub fn wait_status(
-        &self,
-        what: &str,
-        f: impl Fn(&serde_json::Value) -> bool,
-    ) -> serde_json::Value {
-        wait_status_at(&self.addr, what, f)
-    }
-
     /// Drains, stops every worker, and returns what `run` returned.
     pub fn stop(mut self) -> Result<(), String> {
         self.finish()
@@ -322,6 +317,12 @@ impl Resp {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// The `name=value` part of its Set-Cookie header, which it must have.
+    pub fn cookie(&self) -> String {
+        let set = self.header("set-cookie").expect("a Set-Cookie header");
+        set.split(';').next().unwrap().to_string()
+    }
 }
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`), read to the end.
@@ -383,6 +384,19 @@ pub fn parse(raw: &[u8]) -> Option<Resp> {
 /// Converts string slices to owned args.
 pub fn args(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
+}
+
+/// `--listen 127.0.0.1:0` (any free port) and `extra`.
+pub fn on_free_port(extra: &[&str]) -> Vec<String> {
+    args(&[&["--listen", "127.0.0.1:0"], extra].concat())
+}
+
+/// Manifold on a free port with `extra` flags over the Python fixture worker.
+pub fn base(extra: &[&str]) -> Vec<String> {
+    let mut a = on_free_port(extra);
+    a.push("--".into());
+    a.extend(py_worker(&[]));
+    a
 }
 
 /// `a` followed by `--` and the command.

@@ -119,19 +119,26 @@ export class TrendsTab {
 
 const AXIS = { color: "#555", fontSize: 11 };
 
-function xAxis(t: Trends) {
-  return { type: "category", data: t.days.map((d) => d.date), axisLabel: { ...AXIS, rotate: t.days.length > 12 ? 35 : 0 } };
+/** What the three charts share: a title, one category per stored day, a legend at `legendTop`. */
+function byDay(t: Trends, title: string, o: { gridRight: number; legendTop: number; tooltip: object; yAxis: unknown; series: unknown }) {
+  return {
+    animationDuration: 300,
+    title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
+    grid: { left: 80, right: o.gridRight, top: 48, bottom: 70 },
+    legend: { top: o.legendTop, right: 16 },
+    tooltip: o.tooltip,
+    xAxis: { type: "category", data: t.days.map((d) => d.date), axisLabel: { ...AXIS, rotate: t.days.length > 12 ? 35 : 0 } },
+    yAxis: o.yAxis,
+    series: o.series,
+  };
 }
 
 /** Downloads and unique downloaders per stored day. */
 export function trafficOption(t: Trends) {
-  return {
-    animationDuration: 300,
-    title: { text: "Downloads and unique downloaders (click a day to open it)", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
-    grid: { left: 80, right: 80, top: 48, bottom: 70 },
-    legend: { top: 6, right: 16 },
+  return byDay(t, "Downloads and unique downloaders (click a day to open it)", {
+    gridRight: 80,
+    legendTop: 6,
     tooltip: { trigger: "axis" },
-    xAxis: xAxis(t),
     yAxis: [
       { type: "value", axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
       { type: "value", splitLine: { show: false }, axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
@@ -140,18 +147,15 @@ export function trafficOption(t: Trends) {
       { name: "downloads", type: "bar", data: t.days.map((d) => d.downloads), itemStyle: { color: "#3c8dbc" } },
       { name: "unique downloaders", type: "line", yAxisIndex: 1, data: t.days.map((d) => d.downloaders), itemStyle: { color: "#f39c12" } },
     ],
-  };
+  });
 }
 
 /** Share of each day's downloads taken by its top 1, 6 and 25 whales. */
 export function shareOption(t: Trends) {
-  return {
-    animationDuration: 300,
-    title: { text: "Share of the day's downloads by its biggest whales", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
-    grid: { left: 80, right: 24, top: 48, bottom: 70 },
-    legend: { top: 6, right: 16 },
+  return byDay(t, "Share of the day's downloads by its biggest whales", {
+    gridRight: 24,
+    legendTop: 6,
     tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(1)}%` },
-    xAxis: xAxis(t),
     yAxis: { type: "value", max: 100, axisLabel: { ...AXIS, formatter: (v: number) => `${v}%` } },
     series: TOPS.map((k) => ({
       name: k.label,
@@ -159,18 +163,15 @@ export function shareOption(t: Trends) {
       data: t.days.map((d) => (d.downloads ? Math.round((1000 * 100 * d[k.key]) / d.downloads) / 1000 : 0)),
       itemStyle: { color: k.color },
     })),
-  };
+  });
 }
 
 /** How many of each day's top-100 whales fall in each behaviour (stacked). */
 export function behavioursOption(t: Trends) {
-  return {
-    animationDuration: 300,
-    title: { text: "Behaviour of each day's top-100 whales", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
-    grid: { left: 80, right: 24, top: 48, bottom: 70 },
-    legend: { top: 26, right: 16 },
+  return byDay(t, "Behaviour of each day's top-100 whales", {
+    gridRight: 24,
+    legendTop: 26,
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
-    xAxis: xAxis(t),
     yAxis: { type: "value", axisLabel: AXIS },
     series: BEHAVIOURS.map((b) => ({
       name: BEHAVIOUR_LABELS[b],
@@ -179,5 +180,5 @@ export function behavioursOption(t: Trends) {
       data: t.days.map((d) => d.behaviours?.[b] ?? 0),
       itemStyle: { color: BEHAVIOUR_COLORS[b] },
     })),
-  };
+  });
 }

@@ -79,6 +79,29 @@ export function timeAxis(max: number, name: string) {
   };
 }
 
+/** The option of a facet drawn over run time, one per run: legend top right, the time axis and
+ * zoom along it; the caller gives the rest. */
+export function runTimeFacet(o: {
+  xMax: number;
+  xName: string;
+  grid: object;
+  legendItemWidth: number;
+  tooltip: object;
+  yAxis: unknown;
+  series: unknown;
+}) {
+  return {
+    animation: false,
+    grid: o.grid,
+    legend: { top: 0, right: 8, itemWidth: o.legendItemWidth, textStyle: { fontSize: 11 } },
+    tooltip: { ...TOOLTIP_BASE, ...o.tooltip },
+    xAxis: timeAxis(o.xMax, o.xName),
+    yAxis: o.yAxis,
+    dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }],
+    series: o.series,
+  };
+}
+
 /** Shaded warm-up and cool-down bands (seconds). */
 export function phaseAreas(run: Run, xIsRunTime: boolean) {
   if (!xIsRunTime) return undefined;

@@ -1,7 +1,7 @@
 // Active sessions (step line) and completed events per second (bars) over each run.
 import type { Run } from "../data";
 import { fmtSec } from "../format";
-import { chart, facet, niceMax, phaseAreas, row, timeAxis, TOOLTIP_BASE } from "./common";
+import { chart, facet, niceMax, phaseAreas, row, runTimeFacet } from "./common";
 
 function bucketSeconds(durS: number): number {
   const raw = durS / 120;
@@ -48,26 +48,24 @@ export function concurrencyView(runs: Run[]): void {
     const box = facet("concurrency", runs.length > 1 ? run.m.name : "");
     const c = chart(box, 300);
     const areas = phaseAreas(run, true);
-    c.setOption({
-      animation: false,
+    c.setOption(runTimeFacet({
+      xMax,
+      xName: "time since the run started",
       grid: { left: 52, right: 56, top: 26, bottom: 44 },
-      legend: { top: 0, right: 8, itemWidth: 12, textStyle: { fontSize: 11 } },
+      legendItemWidth: 12,
       tooltip: {
-        ...TOOLTIP_BASE,
         trigger: "axis",
         axisPointer: { type: "line" },
         valueFormatter: (v: unknown) => (typeof v === "number" ? v.toFixed(v < 10 ? 1 : 0) : String(v)),
       },
-      xAxis: timeAxis(xMax, "time since the run started"),
       yAxis: [
         { type: "value", min: 0, max: aMax, name: "active sessions", nameLocation: "middle", nameGap: 34, splitLine: { lineStyle: { color: "#eef0f3" } } },
         { type: "value", min: 0, max: rMax, name: `events/s (${fmtSec(bucket)} buckets)`, nameLocation: "middle", nameGap: 40, splitLine: { show: false } },
       ],
-      dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }],
       series: [
         { name: "events/s", type: "bar", yAxisIndex: 1, data: d.rate, barWidth: "90%", itemStyle: { color: "rgba(74,165,100,0.45)" }, ...(areas ? { markArea: areas } : {}) },
         { name: "active sessions", type: "line", step: "end", symbol: "none", data: d.active, lineStyle: { color: "#3b6fb6", width: 2 }, itemStyle: { color: "#3b6fb6" } },
       ],
-    });
+    }));
   });
 }

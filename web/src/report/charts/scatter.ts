@@ -2,7 +2,7 @@
 // Calculate total) by session start. One facet per run, shared scales.
 import type { Model, Run } from "../data";
 import { esc, fmtMs, fmtSec } from "../format";
-import { chart, CLASS_COLORS, facet, FAIL, niceMax, phaseAreas, row, timeAxis, TOOLTIP_BASE } from "./common";
+import { chart, CLASS_COLORS, facet, FAIL, niceMax, phaseAreas, row, runTimeFacet } from "./common";
 
 const OUTCOME = ["completed", "failed", "unfinished"];
 const OUTCOME_COLOR = ["#3b6fb6", FAIL, "#98a2b3"];
@@ -12,6 +12,26 @@ function sessionTip(run: Run, i: number, extra: string): string {
   const reason = s.reason[i] >= 0 ? ` — ${esc(run.m.summary.reasons[s.reason[i]][0])}` : "";
   return `<b>session ${s.id[i]}</b> (user ${s.worker[i]}, iteration ${s.iter[i]})<br>` +
     `started at ${fmtMs(s.start[i])}, ${OUTCOME[s.outcome[i]]}${reason}<br>${extra}`;
+}
+
+/** One run's sessions by start time against a y axis in seconds (0..yMax); each point's data is
+ * [x, y, 0, session index], its tooltip the session and `detail` of the point. */
+function sessionFacet(run: Run, xMax: number, yMax: number, yName: string, detail: (d: number[]) => string, series: unknown) {
+  return runTimeFacet({
+    xMax,
+    xName: "session start (since the run started)",
+    grid: { left: 64, right: 16, top: 26, bottom: 44 },
+    legendItemWidth: 10,
+    tooltip: {
+      trigger: "item",
+      formatter: (p: unknown) => {
+        const d = (p as { data: number[] }).data;
+        return sessionTip(run, d[3], detail(d));
+      },
+    },
+    yAxis: { type: "value", min: 0, max: yMax, name: yName, nameLocation: "middle", nameGap: 48, axisLabel: { formatter: (v: number) => fmtSec(v) } },
+    series,
+  });
 }
 
 /** Session duration vs the recording's own duration. */
@@ -40,24 +60,11 @@ export function durationView(model: Model, runs: Run[]): void {
     };
     const areas = phaseAreas(run, true);
     if (areas) series[0].markArea = areas;
-    c.setOption({
-      animation: false,
-      grid: { left: 64, right: 16, top: 26, bottom: 44 },
-      legend: { top: 0, right: 8, itemWidth: 10, textStyle: { fontSize: 11 } },
-      tooltip: {
-        ...TOOLTIP_BASE,
-        trigger: "item",
-        formatter: (p: unknown) => {
-          const d = (p as { data: number[] }).data;
-          const ratio = run.rec.duration_ms > 0 ? ` (×${(d[1] * 1000 / run.rec.duration_ms).toFixed(2)} the recording)` : "";
-          return sessionTip(run, d[3], `duration <b>${fmtSec(d[1])}</b>${ratio}`);
-        },
-      },
-      xAxis: timeAxis(xMax, "session start (since the run started)"),
-      yAxis: { type: "value", min: 0, max: yMax, name: "session duration", nameLocation: "middle", nameGap: 48, axisLabel: { formatter: (v: number) => fmtSec(v) } },
-      dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }],
-      series,
-    });
+    const detail = (d: number[]) => {
+      const ratio = run.rec.duration_ms > 0 ? ` (×${(d[1] * 1000 / run.rec.duration_ms).toFixed(2)} the recording)` : "";
+      return `duration <b>${fmtSec(d[1])}</b>${ratio}`;
+    };
+    c.setOption(sessionFacet(run, xMax, yMax, "session duration", detail, series));
   }
 }
 
@@ -74,36 +81,22 @@ export function latencyView(model: Model, runs: Run[]): void {
     const s = run.m.sessions;
     const pts = (arr: Float64Array) => Array.from(arr, (v, i) => [s.start[i] / 1000, v / 1000, 0, i]);
     const size = run.nSessions > 400 ? 4 : 6;
-    c.setOption({
-      animation: false,
-      grid: { left: 64, right: 16, top: 26, bottom: 44 },
-      legend: { top: 0, right: 8, itemWidth: 10, textStyle: { fontSize: 11 } },
-      tooltip: {
-        ...TOOLTIP_BASE,
-        trigger: "item",
-        formatter: (p: unknown) => {
-          const d = (p as { data: number[] }).data;
-          const i = d[3];
-          return sessionTip(run, i,
-            `HTTP (page + assets) <b>${fmtMs(run.httpTotal[i])}</b> · Calculate <b>${fmtMs(run.calcTotal[i])}</b>` +
-            (s.page_load[i] >= 0 ? `<br>page load ${fmtMs(s.page_load[i])}` : ""));
+    const detail = (d: number[]) => {
+      const i = d[3];
+      return `HTTP (page + assets) <b>${fmtMs(run.httpTotal[i])}</b> · Calculate <b>${fmtMs(run.calcTotal[i])}</b>` +
+        (s.page_load[i] >= 0 ? `<br>page load ${fmtMs(s.page_load[i])}` : "");
+    };
+    c.setOption(sessionFacet(run, xMax, yMax, "total latency per session", detail, [
+      {
+        name: "HTTP total", type: "scatter", symbolSize: size, data: pts(run.httpTotal),
+        itemStyle: { color: CLASS_COLORS[0], opacity: 0.8 },
+        markLine: {
+          silent: true, symbol: "none", lineStyle: { color: FAIL, width: 1.5 },
+          label: { formatter: `page-load limit ${fmtMs(model.page_load_limit_ms)}`, color: FAIL, position: "insideEndTop" },
+          data: [{ yAxis: model.page_load_limit_ms / 1000 }],
         },
       },
-      xAxis: timeAxis(xMax, "session start (since the run started)"),
-      yAxis: { type: "value", min: 0, max: yMax, name: "total latency per session", nameLocation: "middle", nameGap: 48, axisLabel: { formatter: (v: number) => fmtSec(v) } },
-      dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "none" }],
-      series: [
-        {
-          name: "HTTP total", type: "scatter", symbolSize: size, data: pts(run.httpTotal),
-          itemStyle: { color: CLASS_COLORS[0], opacity: 0.8 },
-          markLine: {
-            silent: true, symbol: "none", lineStyle: { color: FAIL, width: 1.5 },
-            label: { formatter: `page-load limit ${fmtMs(model.page_load_limit_ms)}`, color: FAIL, position: "insideEndTop" },
-            data: [{ yAxis: model.page_load_limit_ms / 1000 }],
-          },
-        },
-        { name: "Calculate total", type: "scatter", symbolSize: size, symbol: "triangle", data: pts(run.calcTotal), itemStyle: { color: CLASS_COLORS[3], opacity: 0.8 } },
-      ],
-    });
+      { name: "Calculate total", type: "scatter", symbolSize: size, symbol: "triangle", data: pts(run.calcTotal), itemStyle: { color: CLASS_COLORS[3], opacity: 0.8 } },
+    ]));
   }
 }

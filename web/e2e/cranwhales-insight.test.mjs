@@ -8,81 +8,40 @@
 // Usage (repo root): node --test web/e2e/cranwhales-insight.test.mjs   (needs target/debug/cranwhales)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
-import { chromium } from "playwright-core";
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const cranlogs = resolve(process.env.CRANWHALES_TEST_DATA || resolve(root, "../shared/data"), "cranlogs");
-const bin = process.env.CRANWHALES_BIN || join(root, "target/debug/cranwhales");
-const artifacts = join(root, "artifacts/cranwhales");
-mkdirSync(artifacts, { recursive: true });
+import { join } from "node:path";
+import { clickTab, cranlogs, getJson, int, openPage, screenshot, startServer, stop } from "./cranwhales-support.mjs";
 
 const DAYS = ["2012-10-17", "2013-12-04", "2014-12-21", "2015-02-14"];
 const LOOP_DAY = "2015-02-14"; // rank 5 fetched memoise 2,309 times
 let work, server, base, browser, page;
 
-function startServer() {
+/** The server on a store of DAYS, loaded as its sample days; no source to fetch from. */
+function startOnFourDays() {
   const samples = join(work, "sample");
   mkdirSync(samples);
   for (const d of DAYS) copyFileSync(join(cranlogs, `${d}.csv.gz`), join(samples, `${d}.csv.gz`));
-  return new Promise((ok, fail) => {
-    const child = spawn(
-      bin,
-      ["serve", "--db", join(work, "cw.db"), "--cache-dir", join(work, "cache"), "--sample-dir", samples,
-        "--source-url", "http://127.0.0.1:9", "--addr", "127.0.0.1:0"],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    child.on("error", fail);
-    child.on("exit", (code) => fail(new Error(`cranwhales serve exited with ${code}`)));
-    createInterface({ input: child.stdout }).once("line", (line) => {
-      const m = /http:\/\/[\d.:]+/.exec(line);
-      m ? ok({ child, url: m[0] }) : fail(new Error(`no URL in ${line}`));
-    });
-  });
+  return startServer(work, ["--sample-dir", samples, "--source-url", "http://127.0.0.1:9"]);
 }
 
-const api = async (path) => {
-  const r = await fetch(base + path);
-  assert.equal(r.status, 200, `${path}: ${r.status}`);
-  return r.json();
-};
+const api = (path) => getJson(base, path);
 // Independent formatting of what the page must show.
-const int = (n) => n.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 const pct = (a, b) => `${(b > 0 ? (100 * a) / b : 0).toFixed(1)}%`;
-const shot = (name) => page.screenshot({ path: join(artifacts, `insight-${name}.png`), fullPage: true });
-const tab = async (label) => {
-  await page.getByRole("tab", { name: label }).click();
-  await page.waitForFunction((l) => document.querySelector(".tabs button.active")?.textContent === l, label);
-};
+const shot = (name) => screenshot(page, `insight-${name}`);
+const tab = (label) => clickTab(page, label);
 const seriesOf = (p, id) => p.evaluate((id) => window.cranwhales.charts.get(id).getOption().series.map((s) => ({ name: s.name, data: s.data })), id);
 const cells = (p, sel) => p.$$eval(`${sel} tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
 
 before(async () => {
   work = mkdtempSync(join(tmpdir(), "cranwhales-insight-e2e-"));
-  const s = await startServer();
+  const s = await startOnFourDays();
   server = s.child;
   base = s.url;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.errors = [];
-  page.on("pageerror", (e) => page.errors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && !/status of 4\d\d/.test(m.text()) && page.errors.push(m.text()));
+  ({ browser, page } = await openPage(/status of 4\d\d/));
 });
 
-after(async () => {
-  await browser?.close();
-  server?.removeAllListeners("exit");
-  server?.kill();
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+after(() => stop(browser, server, work));
 
 test("whale list: one behaviour label and sentence per whale, as the API says", async () => {
   await page.goto(`${base}/?date=${LOOP_DAY}&count=8&tab=whales`);

@@ -7,20 +7,11 @@
 // Usage (repo root): node --test web/e2e/cranwhales.test.mjs   (needs target/debug/cranwhales)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
-import { chromium } from "playwright-core";
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const cranlogs = resolve(process.env.CRANWHALES_TEST_DATA || resolve(root, "../shared/data"), "cranlogs");
-const bin = process.env.CRANWHALES_BIN || join(root, "target/debug/cranwhales");
-const artifacts = join(root, "artifacts/cranwhales");
-mkdirSync(artifacts, { recursive: true });
+import { join } from "node:path";
+import { clickTab, cranlogs, getJson, int, openPage, root, screenshot, startServer, stop } from "./cranwhales-support.mjs";
 
 const FETCHED_DAY = "2014-05-01"; // in ../shared, not in data/sample: fetched on demand
 const MISSING_DAY = "2012-10-02"; // no log in ../shared: the source answers 404
@@ -54,37 +45,9 @@ function startSource() {
   });
 }
 
-function startServer(url) {
-  return new Promise((ok, fail) => {
-    const child = spawn(
-      bin,
-      [
-        "serve",
-        "--db", join(work, "cw.db"),
-        "--cache-dir", join(work, "cache"),
-        "--sample-dir", join(root, "data/sample"),
-        "--source-url", url,
-        "--addr", "127.0.0.1:0",
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    child.on("error", fail);
-    child.on("exit", (code) => fail(new Error(`cranwhales serve exited with ${code}`)));
-    createInterface({ input: child.stdout }).once("line", (line) => {
-      const m = /http:\/\/[\d.:]+/.exec(line);
-      m ? ok({ child, url: m[0] }) : fail(new Error(`no URL in ${line}`));
-    });
-  });
-}
-
-const api = async (path) => {
-  const r = await fetch(base + path);
-  assert.equal(r.status, 200, `${path}: ${r.status}`);
-  return r.json();
-};
+const api = (path) => getJson(base, path);
 
 // Independent formatting for what the value boxes must say.
-const int = (n) => n.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 function binary(n) {
   const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
   const k = n < 1024 ? 0 : Math.min(5, Math.floor(Math.log(n) / Math.log(1024)));
@@ -96,36 +59,23 @@ const option = (id) => page.evaluate((id) => {
   const o = window.cranwhales.charts.get(id).getOption();
   return { series: o.series.map((s) => ({ name: s.name, data: s.data })), x: o.xAxis.map((a) => a.data ?? null), y: o.yAxis.map((a) => a.data ?? null) };
 }, id);
-const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
-const tab = async (label) => {
-  await page.getByRole("tab", { name: label }).click();
-  await page.waitForFunction((l) => document.querySelector(".tabs button.active")?.textContent === l, label);
-};
+const shot = (name) => screenshot(page, name);
+const tab = (label) => clickTab(page, label);
 const ready = () => page.waitForFunction(() => document.body.dataset.view === "ready");
 
 before(async () => {
   work = mkdtempSync(join(tmpdir(), "cranwhales-e2e-"));
   source = await startSource();
-  const s = await startServer(`http://127.0.0.1:${source.address().port}`);
+  const url = `http://127.0.0.1:${source.address().port}`;
+  const s = await startServer(work, ["--sample-dir", join(root, "data/sample"), "--source-url", url]);
   server = s.child;
   base = s.url;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && !/status of 404/.test(m.text()) && errors.push(m.text()));
-  page.errors = errors;
+  ({ browser, page } = await openPage(/status of 404/));
 });
 
 after(async () => {
-  await browser?.close();
-  server?.removeAllListeners("exit");
-  server?.kill();
   source?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
+  await stop(browser, server, work);
 });
 
 test("opens on the latest stored day: All traffic boxes and hourly bars", async () => {

@@ -440,10 +440,7 @@ fn phase_one(h: &Haproxy, hosts: &[(&Manifold, &Path); 2], dir: &Path) {
 fn phase_two(h: &Haproxy, host1: &mut Manifold, host2: &Manifold, dir: &Path) {
     let from = h.lines.lock().unwrap().len();
     let run = dir.join("run2");
-    let host1_pids: Vec<u32> = workers(&host1.status())
-        .iter()
-        .map(|w| w["pid"].as_u64().unwrap() as u32)
-        .collect();
+    let host1_pids = pids(&host1.status());
     let mut p = replay(h.port, USERS_2, &run);
     thread::sleep(Duration::from_millis(800));
     host1.sigterm();

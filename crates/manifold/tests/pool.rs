@@ -25,25 +25,25 @@ fn scales_up_under_load_and_down_when_idle() {
         .collect();
     let s = m.wait_status("three workers", |s| workers(s).len() == 3);
     assert!(workers(&s).len() <= 3);
-    let mut pids = BTreeSet::new();
+    let mut served_by = BTreeSet::new();
     for r in reqs {
         let r = r.join().unwrap();
         assert_eq!(r.status, 200, "{}", r.body);
         let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
-        pids.insert(v["pid"].as_u64().unwrap() as u32);
+        served_by.insert(v["pid"].as_u64().unwrap() as u32);
     }
-    assert!(pids.len() >= 2, "load was spread over workers: {pids:?}");
-    let all: Vec<u32> = workers(&m.status())
-        .iter()
-        .map(|w| w["pid"].as_u64().unwrap() as u32)
-        .collect();
+    assert!(
+        served_by.len() >= 2,
+        "load was spread over workers: {served_by:?}"
+    );
+    let all = pids(&m.status());
     assert_eq!(
         m.status()["totals"]["worker_starts"],
         3,
         "never more than --max"
     );
     let s = m.wait_status("back to one worker", |s| workers(s).len() == 1);
-    let kept = workers(&s)[0]["pid"].as_u64().unwrap() as u32;
+    let kept = pids(&s)[0];
     for pid in all.into_iter().filter(|p| *p != kept) {
         assert_gone(pid);
     }
@@ -236,10 +236,7 @@ fn queue_is_fifo() {
 #[test]
 fn sigterm_during_load_loses_no_accepted_request() {
     let mut m = start(&base(&["--min", "2", "--max", "2"]));
-    let pids: Vec<u32> = workers(&m.status())
-        .iter()
-        .map(|w| w["pid"].as_u64().unwrap() as u32)
-        .collect();
+    let pids = pids(&m.status());
     let reqs: Vec<_> = (0..6)
         .map(|i| {
             let addr = m.addr.clone();
@@ -436,7 +433,7 @@ fn failing_replacements_back_off_and_answer_503() {
 fn second_sigterm_stops_without_waiting() {
     use std::io::{Read, Write};
     let mut m = start(&base(&["--min", "1", "--max", "1"]));
-    let pid = workers(&m.status())[0]["pid"].as_u64().unwrap() as u32;
+    let pid = pids(&m.status())[0];
     let mut s = std::net::TcpStream::connect(&m.addr).unwrap();
     s.set_read_timeout(Some(DEADLINE)).unwrap();
     s.write_all(b"GET /sleep?ms=60000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -464,10 +461,7 @@ fn second_sigterm_stops_without_waiting() {
 #[test]
 fn workers_die_with_a_killed_manifold() {
     let mut m = start(&base(&["--min", "2", "--max", "2"]));
-    let pids: Vec<u32> = workers(&m.status())
-        .iter()
-        .map(|w| w["pid"].as_u64().unwrap() as u32)
-        .collect();
+    let pids = pids(&m.status());
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|&p| alive(p)));
     m.child.kill().unwrap();

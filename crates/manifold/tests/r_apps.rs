@@ -12,13 +12,6 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-fn pids(s: &serde_json::Value) -> Vec<u32> {
-    workers(s)
-        .iter()
-        .map(|w| w["pid"].as_u64().unwrap() as u32)
-        .collect()
-}
-
 /// `manifold plumber api.R`: concurrent slow requests spread over two R workers, the extra one
 /// stops when idle, and SIGTERM stops every R process.
 #[test]

@@ -283,6 +283,14 @@ pub fn workers(s: &serde_json::Value) -> Vec<serde_json::Value> {
     s["workers"].as_array().unwrap().clone()
 }
 
+/// The pids of the workers listed in a status document.
+pub fn pids(s: &serde_json::Value) -> Vec<u32> {
+    workers(s)
+        .iter()
+        .map(|w| w["pid"].as_u64().unwrap() as u32)
+        .collect()
+}
+
 /// Workers in state "ready".
 pub fn ready(s: &serde_json::Value) -> usize {
     workers(s).iter().filter(|w| w["state"] == "ready").count()

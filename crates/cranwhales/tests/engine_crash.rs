@@ -62,17 +62,10 @@ fn kill_9_during_ingest_leaves_the_store_consistent() {
     let before = state(&db);
 
     // 1. A replacement of 2013-12-04 (its first 5000 rows), killed with the transaction open.
-    let text = gunzip(&day_file("2013-12-04"));
-    let cut: Vec<u8> = text
-        .split_inclusive(|&b| b == b'\n')
-        .take(5001)
-        .flatten()
-        .copied()
-        .collect();
     let part_dir = dir.path().join("part");
     std::fs::create_dir(&part_dir).unwrap();
     let part = part_dir.join("2013-12-04.csv.gz");
-    gzip_to(&part, &cut);
+    cut_day(&day_file("2013-12-04"), 5000, &part);
     let mut child = spawn(&db, &part, true);
     wait_for(&mut child, "holding transaction open");
     // Readers are not blocked by the open write and see the old day.

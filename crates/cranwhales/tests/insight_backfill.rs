@@ -39,13 +39,13 @@ fn backfill_a_range_two_at_a_time() {
     let (db, cache) = (dir.path().join("cw.db"), dir.path().join("cache"));
     let range: Vec<String> = (7..=17).map(|d| format!("2012-10-{d:02}")).collect();
 
+    let backfill = || {
+        let args = ["--jobs", "2", "2012-10-07..2012-10-17"];
+        ingest(&db, &cache, &source.url, &args)
+    };
+
     // 11 days, one of which breaks half way: 10 result lines, one error, exit 1.
-    let (code, out, err) = ingest(
-        &db,
-        &cache,
-        &source.url,
-        &["--jobs", "2", "2012-10-07..2012-10-17"],
-    );
+    let (code, out, err) = backfill();
     assert_eq!(code, 1, "{err}");
     let mut done: Vec<&str> = out.lines().map(|l| &l[..10]).collect();
     done.sort();
@@ -72,12 +72,7 @@ fn backfill_a_range_two_at_a_time() {
 
     // A re-run skips the 10 stored days and fetches only the missing one.
     source.set("2012-10-10", Behaviour::Serve);
-    let (code, out, err) = ingest(
-        &db,
-        &cache,
-        &source.url,
-        &["--jobs", "2", "2012-10-07..2012-10-17"],
-    );
+    let (code, out, err) = backfill();
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("skipped 10 days already in"), "{err}");
     assert_eq!(out.lines().count(), 1, "{out}");

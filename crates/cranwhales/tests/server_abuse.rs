@@ -296,6 +296,14 @@ async fn until_held(source: &Source, date: &str) {
     panic!("the download of {date} never reached the source's hold");
 }
 
+/// The progress stream of `date` ended with an error event: 502, naming the day.
+fn ends_in_502(events: &[serde_json::Value], date: &str) {
+    let last = events.last().unwrap();
+    assert_eq!(last["phase"], "error", "{events:?}");
+    assert_eq!(last["status"], 502);
+    assert!(last["error"].as_str().unwrap().contains(date), "{last}");
+}
+
 /// A source that stops sending half way: after the stall timeout (30 s, moved on the paused
 /// clock) waiting clients get an error event (502), the store is unchanged, and a later request
 /// fetches the day again.
@@ -313,13 +321,7 @@ async fn source_that_hangs_is_given_up_on() {
     assert_eq!(get(app.addr, "/api/days/2012-10-09", &[]).await.status, 202);
     tokio::time::advance(Duration::from_secs(2)).await;
     let events = progress.await.unwrap();
-    let last = events.last().unwrap();
-    assert_eq!(last["phase"], "error", "{events:?}");
-    assert_eq!(last["status"], 502);
-    assert!(
-        last["error"].as_str().unwrap().contains("2012-10-09"),
-        "{last}"
-    );
+    ends_in_502(&events, "2012-10-09");
     let days = get(app.addr, "/api/days", &[]).await.json();
     assert_eq!(days.as_array().unwrap().len(), 1, "store unchanged: {days}");
     // The abandoned ingest still blocks on the held socket, so auto-advance stays off: back to
@@ -343,13 +345,7 @@ async fn source_that_dies_mid_download() {
     let app = App::start(&["2012-10-17"], &["--source-url", &source.url]).await;
     assert_eq!(get(app.addr, "/api/days/2012-10-11", &[]).await.status, 202);
     let events = follow(app.addr, "2012-10-11").await;
-    let last = events.last().unwrap();
-    assert_eq!(last["phase"], "error", "{events:?}");
-    assert_eq!(last["status"], 502);
-    assert!(
-        last["error"].as_str().unwrap().contains("2012-10-11"),
-        "{last}"
-    );
+    ends_in_502(&events, "2012-10-11");
     let stored = || async {
         get(app.addr, "/api/days", &[])
             .await

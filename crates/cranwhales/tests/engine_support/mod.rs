@@ -60,6 +60,18 @@ pub fn gzip_to(path: &Path, text: &[u8]) {
     e.finish().unwrap();
 }
 
+/// The day log `from` cut to its header and first `rows` rows, gzipped to `to`.
+pub fn cut_day(from: &Path, rows: usize, to: &Path) {
+    let text = gunzip(from);
+    let cut: Vec<u8> = text
+        .split_inclusive(|&b| b == b'\n')
+        .take(rows + 1)
+        .flatten()
+        .copied()
+        .collect();
+    gzip_to(to, &cut);
+}
+
 /// What one ip did on the day.
 #[derive(Default, Debug)]
 pub struct Ip {

@@ -90,16 +90,7 @@ fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
     assert!(started >= 200, "{stdout}");
     assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{stdout}");
     assert_eq!(session_csvs(&run).len() as u64, started);
-    let http_rows: usize = session_csvs(&run)
-        .iter()
-        .map(|f| {
-            read_csv(f)
-                .rows
-                .iter()
-                .filter(|r| r[3] == "REQ_GET_END")
-                .count()
-        })
-        .sum();
+    let http_rows = count_rows(&run, "REQ_GET_END");
     assert_eq!(
         s["events"]["REQ_GET"]["count"].as_u64().unwrap() as usize,
         http_rows

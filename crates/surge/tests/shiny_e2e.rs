@@ -143,16 +143,7 @@ fn shiny_session_recorded_in_chromium_replays_with_20_users() {
     }
     // summary.json counts agree with the CSVs (independent count).
     let s = summary(&run);
-    let ws_recv_rows: usize = session_csvs(&run)
-        .iter()
-        .map(|f| {
-            read_csv(f)
-                .rows
-                .iter()
-                .filter(|r| r[3] == "WS_RECV_END")
-                .count()
-        })
-        .sum();
+    let ws_recv_rows = count_rows(&run, "WS_RECV_END");
     assert_eq!(
         s["events"]["WS_RECV"]["count"].as_u64().unwrap() as usize,
         ws_recv_rows

@@ -480,6 +480,12 @@ pub fn session_csvs(run: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// How many rows of `event` a run's session CSVs hold (counted here, not by surge).
+pub fn count_rows(run: &Path, event: &str) -> usize {
+    let rows = |f: &PathBuf| read_csv(f).rows.iter().filter(|r| r[3] == event).count();
+    session_csvs(run).iter().map(rows).sum()
+}
+
 /// The set of event names used in a run's CSVs.
 pub fn vocabulary(run: &Path) -> BTreeSet<String> {
     let mut set = BTreeSet::new();

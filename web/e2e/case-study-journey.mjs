@@ -17,7 +17,7 @@ const pause = Number(pauseArg ?? 5000);
 // "recalculating" class. cranwhales draws into an ECharts canvas; its series hold the data.
 const shiny = {
   tab: (label) => `a[data-toggle="tab"][data-value="${label}"]`,
-  plotDrawn: (id) => {
+  drawn: (id) => {
     const el = document.getElementById(id);
     const img = el?.querySelector("img");
     return !!img && img.complete && img.naturalWidth > 0 && !el.classList.contains("recalculating");
@@ -25,7 +25,7 @@ const shiny = {
 };
 const ours = {
   tab: (label) => `.tabs button:text-is("${label}")`,
-  chartDrawn: (id) => (window.cranwhales?.charts.get(id)?.getOption()?.series?.[0]?.data?.length ?? 0) > 0,
+  drawn: (id) => (window.cranwhales?.charts.get(id)?.getOption()?.series?.[0]?.data?.length ?? 0) > 0,
 };
 
 const browser = await chromium.launch({
@@ -41,24 +41,30 @@ const shot = async (name) => {
   if (shots) await page.screenshot({ path: `${shots}/${mode}-${++step}-${name}.png` });
 };
 const log = (what) => console.log(`journey ${mode}: ${what}`);
+const ui = mode === "shiny" ? shiny : ours;
+
+/** Waits for All traffic's chart `first`, then opens each [tab label, chart id] of `steps` in
+ * turn after a pause, waiting until its chart is drawn. */
+async function walk(first, steps) {
+  await page.waitForFunction(ui.drawn, first);
+  log("All traffic drawn");
+  await shot("traffic");
+  for (const [label, id] of steps) {
+    await page.waitForTimeout(pause);
+    await page.click(ui.tab(label));
+    await page.waitForFunction(ui.drawn, id);
+    log(`${label} drawn`);
+    await shot(id);
+  }
+}
 
 try {
   await page.goto(url, { waitUntil: "load" });
   if (mode === "shiny") {
-    await page.waitForFunction(shiny.plotDrawn, "all_hour");
-    log("All traffic drawn");
-    await shot("traffic");
-    const steps = [
+    await walk("all_hour", [
       ["Biggest whales", "downloaders"],
       ["Whales by hour", "downloaders_hour"],
-    ];
-    for (const [label, id] of steps) {
-      await page.waitForTimeout(pause);
-      await page.click(shiny.tab(label));
-      await page.waitForFunction(shiny.plotDrawn, id);
-      log(`${label} drawn`);
-      await shot(id);
-    }
+    ]);
     await page.waitForTimeout(pause);
     await page.click(shiny.tab("Detail view"));
     // The select is filled with the whales, biggest first; pick the first one if none is chosen.
@@ -75,25 +81,15 @@ try {
       }
       return first;
     }, select);
-    await page.waitForFunction(shiny.plotDrawn, "details-detail");
+    await page.waitForFunction(shiny.drawn, "details-detail");
     log(`Detail view drawn for ${top}`);
     await shot("detail");
   } else {
-    await page.waitForFunction(ours.chartDrawn, "chart-traffic");
-    log("All traffic drawn");
-    await shot("traffic");
-    const steps = [
+    await walk("chart-traffic", [
       ["Biggest whales", "chart-whales"],
       ["Whales by hour", "chart-hourly"],
       ["Detail view", "chart-detail"],
-    ];
-    for (const [label, id] of steps) {
-      await page.waitForTimeout(pause);
-      await page.click(ours.tab(label));
-      await page.waitForFunction(ours.chartDrawn, id);
-      log(`${label} drawn`);
-      await shot(id);
-    }
+    ]);
     const top = await page.evaluate(() => document.querySelector("#whale").selectedOptions[0]?.textContent);
     const first = await page.evaluate(() => document.querySelector("#whale").options[0]?.textContent);
     if (top !== first) throw new Error(`detail view shows ${top}, not the top whale ${first}`);

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::progress::{Event, Progress};
 
-/// Why a day's log could not be had; ingest reports it as an `IngestError` of the same name.
+/// Why a day's log could not be had; ingest passes it on as `IngestError::Source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// The upstream server has no log for the date (HTTP 404).

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use cranwhales::ingest::{ingest_date, ingest_path, IngestError};
 use cranwhales::progress::{Event, Progress, Silent};
-use cranwhales::source::SourceConfig;
+use cranwhales::source::{SourceConfig, SourceError};
 use cranwhales::store::Store;
 use engine_support::*;
 
@@ -201,7 +201,7 @@ fn a_date_with_no_log_upstream_is_not_found() {
         cache_dir: dir.path().join("cache"),
     };
     match ingest_date(&db, "2012-10-15", &cfg, &Silent) {
-        Err(e @ IngestError::NotFound { .. }) => {
+        Err(e @ IngestError::Source(SourceError::NotFound { .. })) => {
             assert_eq!(
                 e.to_string(),
                 format!(
@@ -247,7 +247,7 @@ fn a_download_that_stops_half_way_is_never_used() {
         cache_dir: dir.path().join("cache"),
     };
     match ingest_date(&db, "2012-10-16", &cfg, &Silent) {
-        Err(IngestError::Download { url, reason }) => {
+        Err(IngestError::Source(SourceError::Download { url, reason })) => {
             assert!(url.ends_with("/2012/2012-10-16.csv.gz"));
             assert!(
                 reason.contains("stopped after") || reason.contains("closed"),
@@ -282,7 +282,7 @@ fn failing_downloads_are_reported() {
     };
     let e = ingest_date(&db, "2012-10-16", &cfg, &Silent).unwrap_err();
     assert!(
-        matches!(&e, IngestError::Download { reason, .. } if reason == "HTTP status 500"),
+        matches!(&e, IngestError::Source(SourceError::Download { reason, .. }) if reason == "HTTP status 500"),
         "{e:?}"
     );
 
@@ -296,7 +296,10 @@ fn failing_downloads_are_reported() {
         cache_dir: dir.path().join("cache"),
     };
     let e = ingest_date(&db, "2012-10-16", &cfg, &Silent).unwrap_err();
-    assert!(matches!(e, IngestError::Download { .. }), "{e:?}");
+    assert!(
+        matches!(e, IngestError::Source(SourceError::Download { .. })),
+        "{e:?}"
+    );
     assert!(e.to_string().starts_with(&format!(
         "http://{closed}/2012/2012-10-16.csv.gz: download failed"
     )));

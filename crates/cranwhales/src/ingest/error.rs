@@ -9,20 +9,9 @@ use crate::store::StoreError;
 /// whichever it is, the store is unchanged.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    /// The upstream server has no log for the date (HTTP 404).
-    #[error("{url}: no log for this date upstream (HTTP 404)")]
-    NotFound {
-        /// The URL asked for.
-        url: String,
-    },
-    /// The download could not start, failed, or stopped half way.
-    #[error("{url}: download failed: {reason}")]
-    Download {
-        /// The URL asked for.
-        url: String,
-        /// What went wrong, as the HTTP client or the file system said it.
-        reason: String,
-    },
+    /// The log could not be had from the source: none upstream (404), or the download failed.
+    #[error(transparent)]
+    Source(#[from] SourceError),
     /// The local file could not be opened or read.
     #[error("{}: {reason}", path.display())]
     Io {
@@ -83,13 +72,4 @@ pub enum IngestError {
     /// The store could not be opened or written.
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-impl From<SourceError> for IngestError {
-    fn from(e: SourceError) -> Self {
-        match e {
-            SourceError::NotFound { url } => IngestError::NotFound { url },
-            SourceError::Download { url, reason } => IngestError::Download { url, reason },
-        }
-    }
 }

@@ -18,7 +18,7 @@ use super::db::Db;
 use crate::date::Day;
 use crate::ingest::{ingest_date, IngestError};
 use crate::progress::{Event, Progress};
-use crate::source::SourceConfig;
+use crate::source::{SourceConfig, SourceError};
 
 /// Where a fetch is, as sent to browsers over SSE (one JSON object per event, tagged by `phase`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -283,7 +283,7 @@ impl Fetcher {
                 tracing::info!(%day, "fetched and stored");
                 Status::Done { rows: report.rows }
             }
-            Ok(Err(IngestError::NotFound { url })) => Status::Failed {
+            Ok(Err(IngestError::Source(SourceError::NotFound { url }))) => Status::Failed {
                 status: 404,
                 error: format!("the source has no log for {day} ({url} answered 404)"),
             },

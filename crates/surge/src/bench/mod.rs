@@ -2,11 +2,13 @@
 //! connection and its own histogram. HTTP/1.1 goes through `h1` (the request serialized once, written
 //! as is for every exchange); `--http2` uses hyper's h2c client with a reused request template.
 //! Closed model by default; `--rate` is an open model whose latency is measured from each request's
-//! intended send time (no coordinated omission).
+//! intended send time (no coordinated omission), so requests are woken by a sub-millisecond timer
+//! (`timer`).
 
 mod print;
 mod report;
 mod schedule;
+mod timer;
 
 pub use print::bench_text;
 pub use report::{merge, BenchReport};
@@ -486,6 +488,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
     // every time.
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
+    let mut send_timer = timer::SendTimer::default();
     // Everyone waits for the plan's start (`--start-at`; Ctrl-C ends the wait); then the closed
     // model starts the next request at the previous one's end time.
     while Instant::now() < plan.t0 && !plan.stop.load(Ordering::Relaxed) {
@@ -512,7 +515,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 }
                 Slot::Send(intended) => {
                     k += 1;
-                    tokio::time::sleep_until(intended).await;
+                    send_timer.sleep_until(intended).await;
                     let sent = Instant::now();
                     if sent.saturating_duration_since(intended) > LATE {
                         st.late += 1;

@@ -35,7 +35,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let rt = match surge::runtime() {
+    // bench runs its connections on threads of its own (`--threads`): its loop here only waits.
+    let rt = match &cli.command {
+        Command::Bench(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        _ => surge::runtime(),
+    };
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => return surge::exit_code(Err(e.into()), cli.verbose),
     };

@@ -1,7 +1,8 @@
 //! `surge bench` against a real nginx on loopback: request counts agree with nginx's own access log,
 //! the open model keeps to its schedule, and a refused port gives errors by kind and exit status 1.
 //! Then the HTTP/1.1 client against scripted servers: byte counts for Content-Length and chunked
-//! bodies, connection reuse and close, and broken or silent servers as counted errors.
+//! bodies, connection reuse and close, and broken or silent servers as counted errors; the
+//! connections dealt to --threads event loops, pinned one per CPU only when the CPUs match.
 
 mod common;
 
@@ -133,6 +134,13 @@ fn bad_arguments_exit_2_with_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("only http://"));
+    let out = surge()
+        .args(["bench", "-t", "0", "http://127.0.0.1:1/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim(), "surge: error: --threads must be at least 1");
 }
 
 // ---- The HTTP/1.1 client path against hand-scripted servers (std threads on 127.0.0.1) ----
@@ -321,6 +329,80 @@ fn chunked_bodies_count_decoded_bytes() {
     assert_eq!(r["bytes_received"], expected);
     assert_eq!(r["bytes_received"], s.body_sent.load(Ordering::SeqCst));
     assert_eq!(s.accepted.load(Ordering::SeqCst), 2);
+}
+
+/// The connections are dealt to the --threads event loops (3, 3 and 2 of 8) and each open-model
+/// connection owns its slots of the schedule, so every connection is opened once and sends its
+/// 50 of the 400 requests whatever thread runs it; more threads than connections run one each.
+#[test]
+fn threads_share_the_connections() {
+    let s = Scripted::start(|n, _| sized(size_of(n), ""));
+    let (code, r) = bench(&["-c", "8", "-t", "3", "--rate", "400", "-d", "1s", &s.url()]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["threads"], 3, "{r}");
+    assert_eq!(r["ok"], 400, "{r}");
+    assert_eq!(s.accepted.load(Ordering::SeqCst), 8);
+    assert_eq!(s.requests.lock().unwrap().len(), 400);
+    assert_eq!(r["bytes_received"], s.body_sent.load(Ordering::SeqCst));
+    let (code, r) = bench(&["-c", "2", "-t", "8", "-n", "10", &s.url()]);
+    assert_eq!(
+        (code, &r["threads"], &r["ok"]),
+        (Some(0), &2.into(), &10.into())
+    );
+}
+
+/// Each thread ("lane") is pinned to one CPU when the process may run on exactly as many CPUs as
+/// it has threads (here `taskset -c 0,1` and 2 threads), and floats over them otherwise; read
+/// from the running lanes' /proc entries.
+#[test]
+fn lanes_pin_one_per_cpu_only_when_the_cpus_match() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let s = Scripted::start(|n, _| sized(size_of(n), ""));
+    let lanes_cpus = |threads: &str| {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", "0,1"]).arg(env!("CARGO_BIN_EXE_surge"));
+        cmd.args([
+            "bench",
+            "-c",
+            "2",
+            "-t",
+            threads,
+            "--rate",
+            "20",
+            "-d",
+            "3s",
+            &s.url(),
+        ]);
+        let mut p = Proc(cmd.stdout(Stdio::null()).spawn().unwrap());
+        let task = std::path::PathBuf::from(format!("/proc/{}/task", p.0.id()));
+        let mut found = BTreeMap::new();
+        for _ in 0..100 {
+            for t in std::fs::read_dir(&task).unwrap().flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+                let cpus = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"));
+                if let (Some(lane), Some(c)) = (comm.trim().strip_prefix("surge-lane-"), cpus) {
+                    found.insert(lane.to_string(), c.trim().to_string());
+                }
+            }
+            if found.len() == threads.parse::<usize>().unwrap() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        interrupt(&mut p, Duration::from_secs(5));
+        found
+    };
+    let two = lanes_cpus("2");
+    assert_eq!(two.get("0").map(String::as_str), Some("0"), "{two:?}");
+    assert_eq!(two.get("1").map(String::as_str), Some("1"), "{two:?}");
+    let one = lanes_cpus("1");
+    assert_eq!(one.get("0").map(String::as_str), Some("0-1"), "{one:?}");
 }
 
 /// `Connection: close`, and HTTP/1.0 bodies that end at close, make the client reconnect without

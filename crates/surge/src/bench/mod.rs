@@ -1,10 +1,12 @@
 //! `surge bench`: the client loop of a one-URL load test. One task per connection, each owning its
-//! connection and its own histogram. HTTP/1.1 goes through `h1` (the request serialized once, written
-//! as is for every exchange); `--http2` uses hyper's h2c client with a reused request template.
+//! connection and its own histogram, dealt to `--threads` single-threaded event loops (`lanes`).
+//! HTTP/1.1 goes through `h1` (the request serialized once, written as is for every exchange);
+//! `--http2` uses hyper's h2c client with a reused request template.
 //! Closed model by default; `--rate` is an open model whose latency is measured from each request's
 //! intended send time (no coordinated omission), so requests are woken by a sub-millisecond timer
 //! (`timer`).
 
+mod lanes;
 mod print;
 mod report;
 mod schedule;
@@ -39,6 +41,10 @@ pub struct BenchArgs {
     /// Concurrent connections
     #[arg(short = 'c', long, default_value_t = 50)]
     pub connections: usize,
+    /// Threads, each running its share of the connections on its own event loop (default: the
+    /// CPUs this process may use)
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
     /// Total requests to send (default: run for --duration)
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
@@ -101,6 +107,8 @@ struct Plan {
     /// This process's share of the schedule (1/1 without --segment).
     segment: Segment,
     conns: usize,
+    /// Event-loop threads (`lanes`), at most one per connection.
+    lanes: usize,
     start: Start,
     t0: Instant,
     stop: AtomicBool,
@@ -132,10 +140,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     if let Some(line) = plan.start.late_line("requests whose send time has passed") {
         eprintln!("{line}");
     }
-    let mut tasks = tokio::task::JoinSet::new();
-    for id in 0..plan.conns {
-        tasks.spawn(conn_loop(plan.clone(), id));
-    }
+    let mut lanes = lanes::start(&plan, plan.lanes);
+    let mut ended = 0;
     let bar = progress_bar(&args);
     let mut all = ConnStats {
         hist: Some(stats::new_histogram()),
@@ -146,9 +152,14 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tokio::select! {
-            r = tasks.join_next() => match r {
-                Some(Ok(s)) => fold(&mut all, s),
-                Some(Err(e)) => *all.errors.entry(format!("task: {e}")).or_insert(0) += 1,
+            r = lanes.recv() => match r {
+                Some(r) => {
+                    ended += 1;
+                    match r {
+                        Ok(s) => fold(&mut all, s),
+                        Err(e) => *all.errors.entry(e).or_insert(0) += 1,
+                    }
+                }
                 None => break,
             },
             _ = tick.tick() => {
@@ -159,6 +170,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
                 plan.stop.store(true, Ordering::Relaxed)
             }
         }
+    }
+    if ended < plan.lanes {
+        let lost = (plan.lanes - ended) as u64;
+        *all.errors
+            .entry("lane: thread died without its statistics".into())
+            .or_insert(0) += lost;
     }
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -187,6 +204,7 @@ fn bench_report(args: &BenchArgs, plan: &Plan, mut all: ConnStats) -> BenchRepor
         }
         .into(),
         connections: plan.conns,
+        threads: plan.lanes,
         rate: args.rate,
         planned_duration_s: plan.deadline.map(|d| (d - plan.t0).as_secs_f64()),
         planned_requests: args.requests,
@@ -265,6 +283,11 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     if args.connections == 0 {
         anyhow::bail!("-c must be at least 1");
     }
+    let threads = match args.threads {
+        Some(0) => anyhow::bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let method: Method = args
         .method
         .parse()
@@ -342,6 +365,7 @@ fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         }),
         segment: segment.unwrap_or(Segment { index: 1, count: 1 }),
         conns: args.connections,
+        lanes: threads.min(args.connections),
         start,
         t0,
         stop: AtomicBool::new(false),

@@ -9,10 +9,11 @@ pub fn bench_text(r: &BenchReport) -> String {
     let _ = writeln!(s, "Target:       {}", r.url);
     let _ = writeln!(
         s,
-        "Model:        {}{} ({} connections)",
+        "Model:        {}{} ({} connections, {} threads)",
         r.model,
         r.rate.map(|x| format!(", {x} req/s")).unwrap_or_default(),
-        r.connections
+        r.connections,
+        r.threads
     );
     if let Some(seg) = &r.segment {
         let _ = writeln!(s, "Segment:      {seg} of the schedule");

@@ -17,6 +17,9 @@ pub struct BenchReport {
     pub model: String,
     /// Connections used (`-c`; merged: summed over the segments).
     pub connections: usize,
+    /// Threads that ran the connections, each with its own event loop (merged: summed).
+    #[serde(default)]
+    pub threads: usize,
     /// `--rate` in requests per second (the open model); null for the closed model.
     pub rate: Option<f64>,
     /// The plan by time: `-d` in seconds; null with `-n`.
@@ -91,6 +94,7 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
         segment: None,
         merged_segments: Some(parts.len() as u32),
         connections: 0,
+        threads: 0,
         started_at_ms: i64::MAX,
         requests: 0,
         ok: 0,
@@ -114,6 +118,7 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
         hist.add(&h)
             .map_err(|e| format!("{name}: histogram_us: {e:?}"))?;
         out.connections += r.connections;
+        out.threads += r.threads;
         out.started_at_ms = out.started_at_ms.min(r.started_at_ms);
         end_ms = end_ms.max(r.started_at_ms as f64 + r.duration_s * 1000.0);
         out.requests += r.requests;

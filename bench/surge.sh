@@ -4,7 +4,7 @@
 # req/s, p99 and generator CPU time per request, plus ratio lines; (2) a 10,000-user replay of a real
 # cranwhales recording (made here through `surge record` + headless Chromium) reporting surge's peak
 # RSS per session; (3) one --rate plan as 2 segments (one process per CPU, `surge merge`) vs 1
-# process on both CPUs: merged p99 vs single p99 and request counts. Everything on 127.0.0.1;
+# process with 2 threads on both CPUs: merged p99 vs single p99 and lost requests (oha likewise). Everything on 127.0.0.1;
 # every process started here is stopped on exit. PART=gen|replay|segments runs one part.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -121,57 +121,117 @@ PY
 fi
 
 # ---------- 3. one plan as 2 segments on 2 CPUs vs 1 process ----------  (PART=segments: only this)
-# The same open-model plan (SEG_RATE req/s for SEG_DUR s, SEG_CONNS connections in all): once by one
-# process allowed both CPUs, once as --segment 1/2 on CPU 0 + --segment 2/2 on CPU 1 with one
-# --start-at, joined by `surge merge` (histograms added exactly). nginx stays on CPU 1 for both.
-# Alternating order, SEG_ROUNDS rounds; the ratio is the median of the per-round ratios.
+# The same open-model plan (SEG_RATE req/s for SEG_DUR s, SEG_CONNS connections in all) on the same
+# CPU budget: once by one process with 2 threads on CPUs 0,1 (surge pins one per CPU), once as
+# --segment 1/2 (1 thread, CPU 0) + --segment 2/2 (1 thread, CPU 1) with one --start-at, joined by
+# `surge merge` (histograms added exactly), and the 1 process again as a control: its ratio to the
+# first shows how far two identical runs differ here. nginx stays on CPU 1 throughout. The peer:
+# one oha -q with 2 worker threads vs two oha -q at half the rate with 1 thread each, percentiles
+# from all their rows. Each round runs the five in a rotating order; ratios are medians of the
+# per-round ratios, with their range. On this shared host other work (builds) preempts the
+# measured processes and sets the p99 (2..50 ms, either way round), so nginx and the generators
+# run SCHED_FIFO here when allowed (SEG_FIFO=0: not).
 if [ "${PART:-all}" = all ] || [ "${PART:-all}" = segments ]; then
 SEG_RATE="${SEG_RATE:-4000}"; SEG_DUR="${SEG_DUR:-3}"; SEG_CONNS="${SEG_CONNS:-40}"; SEG_ROUNDS="${SEG_ROUNDS:-8}"
+RT=()
+if [ "${SEG_FIFO:-1}" = 1 ] && chrt -f 1 true 2>/dev/null; then
+  RT=(chrt -f 1)
+  for p in "${PIDS[0]}" $(pgrep -P "${PIDS[0]}"); do chrt -f -p 1 "$p"; done
+fi
 echo
-echo "== one plan (--rate $SEG_RATE, ${SEG_DUR}s, -c $SEG_CONNS): 2 segments (CPU 0 | CPU 1) + surge merge vs 1 process (CPUs 0,1); nginx on CPU 1"
-: > "$TMP/seg.tsv"
-for r in $(seq 1 "$SEG_ROUNDS"); do
-  if [ $((r % 2)) = 1 ]; then order="one seg"; else order="seg one"; fi
-  for m in $order; do
-    if [ "$m" = one ]; then
-      taskset -c 0,1 "$SURGE" bench --rate "$SEG_RATE" -d "${SEG_DUR}s" -c "$SEG_CONNS" --json "$URL" > "$TMP/one.json"
-    else
-      at="$(date -u -d '+1 sec' +%Y-%m-%dT%H:%M:%S.%3NZ)"
-      segpids=()
+echo "== one plan (--rate $SEG_RATE, ${SEG_DUR}s, -c $SEG_CONNS): 1 process, 2 threads (CPUs 0,1) vs 2 segments," \
+  "1 thread each (CPU 0 | CPU 1) + surge merge; oha the same way; nginx on CPU 1; ${RT[*]:-no realtime priority}"
+half() { # k (1|2) command...: the k-th half of the plan on CPU k-1
+  local k="$1"; shift
+  "${RT[@]}" taskset -c $((k - 1)) "$@"
+}
+oha_q() { # cpus threads rate conns out
+  "${RT[@]}" taskset -c "$1" oha -q "$3" -c "$4" -z "${SEG_DUR}s" --latency-correction --worker-threads "$2" \
+    --no-tui --output-format csv "$URL" > "$5"
+}
+run_seg() {
+  case $1 in
+    one|same) "${RT[@]}" taskset -c 0,1 "$SURGE" bench --rate "$SEG_RATE" -d "${SEG_DUR}s" -c "$SEG_CONNS" -t 2 \
+           --json "$URL" > "$TMP/$1.json" ;;
+    seg)
+      local at; at="$(date -u -d '+1 sec' +%Y-%m-%dT%H:%M:%S.%3NZ)"
+      local pids=()
       for k in 1 2; do
-        taskset -c $((k - 1)) "$SURGE" bench --rate "$SEG_RATE" -d "${SEG_DUR}s" -c $((SEG_CONNS / 2)) \
+        half "$k" "$SURGE" bench --rate "$SEG_RATE" -d "${SEG_DUR}s" -c $((SEG_CONNS / 2)) -t 1 \
           --segment "$k/2" --start-at "$at" --json "$URL" > "$TMP/seg$k.json" &
-        segpids+=($!)
+        pids+=($!)
       done
-      wait "${segpids[@]}"
-      "$SURGE" merge "$TMP/seg1.json" "$TMP/seg2.json" -o "$TMP/merged.json" --overwrite-output > /dev/null
-    fi
-  done
+      wait "${pids[@]}"
+      "$SURGE" merge "$TMP/seg1.json" "$TMP/seg2.json" -o "$TMP/merged.json" --overwrite-output > /dev/null ;;
+    oha1) oha_q 0,1 2 "$SEG_RATE" "$SEG_CONNS" "$TMP/oha1.csv" ;;
+    oha2)
+      oha_q 0 1 $((SEG_RATE / 2)) $((SEG_CONNS / 2)) "$TMP/oha2a.csv" &
+      local a=$!
+      oha_q 1 1 $((SEG_RATE / 2)) $((SEG_CONNS / 2)) "$TMP/oha2b.csv"
+      wait "$a" ;;
+  esac
+}
+: > "$TMP/seg.tsv"
+CFGS=(one seg oha1 same oha2)
+for r in $(seq 1 "$SEG_ROUNDS"); do
+  k=$(( (r - 1) % ${#CFGS[@]} ))
+  for m in "${CFGS[@]:$k}" "${CFGS[@]:0:$k}"; do run_seg "$m"; done
   python3 - "$TMP" "$r" >> "$TMP/seg.tsv" <<'PY'
 import json, sys
 tmp, r = sys.argv[1], sys.argv[2]
+def rows(*names):  # oha CSV: request-duration (s) and status of every request
+    out = []
+    for n in names:
+        for l in open(f"{tmp}/{n}.csv").read().split("\n")[1:]:
+            if l:
+                f = l.split(",")
+                out.append((float(f[4]) * 1000, f[6]))
+    return out
+def pct(v, q):  # nearest rank, as HdrHistogram reports it
+    v = sorted(v)
+    return v[max(0, -(-len(v) * q // 100) - 1)]
 one, seg = json.load(open(f"{tmp}/one.json")), json.load(open(f"{tmp}/merged.json"))
-parts = [json.load(open(f"{tmp}/seg{k}.json")) for k in (1, 2)]
-print("\t".join(map(str, [r, one["requests"], seg["requests"], one["ok"], seg["ok"],
-      one["latency_ms"]["p99"], seg["latency_ms"]["p99"], one["late_starts"], seg["late_starts"],
-      max(p["late_start_ms"] for p in parts)])))
+same = json.load(open(f"{tmp}/same.json"))
+barrier = max(json.load(open(f"{tmp}/seg{k}.json"))["late_start_ms"] for k in (1, 2))
+vals = [r, one["requests"], one["ok"], one["latency_ms"]["p50"], one["latency_ms"]["p99"],
+        seg["requests"], seg["ok"], seg["latency_ms"]["p50"], seg["latency_ms"]["p99"],
+        one["late_starts"], seg["late_starts"], barrier, same["requests"], same["ok"],
+        same["latency_ms"]["p99"]]
+for rs in (rows("oha1"), rows("oha2a", "oha2b")):
+    ms = [x for x, st in rs]
+    vals += [len(rs), sum(st == "200" for _, st in rs), pct(ms, 50), pct(ms, 99)]
+print("\t".join(map(str, vals)))
 PY
 done
+if [ ${#RT[@]} -gt 0 ]; then
+  for p in "${PIDS[0]}" $(pgrep -P "${PIDS[0]}"); do chrt -o -p 0 "$p"; done
+fi
 python3 - "$TMP/seg.tsv" "$SEG_RATE" "$SEG_DUR" <<'PY'
 import statistics, sys
-rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+rows = [[float(x) for x in l.split("\t")] for l in open(sys.argv[1]).read().split("\n") if l]
 planned = round(float(sys.argv[2]) * float(sys.argv[3]))
-ratios, lost = [], 0
-for r, n1, n2, ok1, ok2, p1, p2, late1, late2, barrier in rows:
-    ratios.append(float(p2) / float(p1))
-    lost += abs(int(n1) - int(n2))
-    print(f"round {r}: 1 process {n1} requests ({ok1} ok) p99 {float(p1):.3f} ms | 2 segments merged "
-          f"{n2} requests ({ok2} ok) p99 {float(p2):.3f} ms | late sends {late1} vs {late2}, "
-          f"segments' late start {barrier} ms")
+for (r, n1, ok1, a50, a99, n2, ok2, b50, b99, late1, late2, barrier, n3, ok3, c99,
+     on1, ook1, o150, o199, on2, ook2, o250, o299) in rows:
+    print(f"round {r:.0f}: surge 1 process p99 {a99:.3f} ms, 2 segments merged p99 {b99:.3f} ms "
+          f"({b99 / a99:.2f}), 1 process again {c99:.3f} ms ({c99 / a99:.2f}) | oha 1 process p99 {o199:.3f} ms, 2 processes {o299:.3f} ms "
+          f"({o299 / o199:.2f}) | late sends {late1:.0f} vs {late2:.0f}, segments' late start {barrier:.0f} ms")
+def line(name, i, j, target=""):
+    v = sorted(r[j] / r[i] for r in rows)
+    q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
+    print(f"ratio: {name} = {statistics.median(v):.3f} ({target}median of {len(v)} rounds; "
+          f"quartiles {q[0]:.2f}..{q[2]:.2f}, range {v[0]:.2f}..{v[-1]:.2f})")
 print()
-print(f"ratio: 2 segments merged / 1 process p99 = {statistics.median(ratios):.3f} "
-      f"(target 0.95..1.05; median of {len(ratios)} rounds)")
-print(f"requests: planned {planned} per run; 1 process vs merged differ by {lost} over {len(rows)} rounds (target 0)")
+print("medians, ms: surge 1 process p50 %.3f p99 %.3f | 2 segments p50 %.3f p99 %.3f | "
+      "oha 1 process p50 %.3f p99 %.3f | 2 processes p50 %.3f p99 %.3f" % tuple(
+      statistics.median(r[i] for r in rows) for i in (3, 4, 7, 8, 17, 18, 21, 22)))
+line("2 segments merged / 1 process p99", 4, 8, "target 0.95..1.05; ")
+line("1 process again / 1 process p99 (control: the noise of the line above)", 4, 14)
+line("2 segments merged / 1 process p50", 3, 7)
+line("oha 2 processes / 1 process p99 (peer)", 18, 22)
+lost = sum(3 * planned - r[1] - r[5] - r[12] for r in rows)
+failed = sum(r[1] - r[2] + r[5] - r[6] + r[12] - r[13] for r in rows)
+print(f"requests: planned {planned} per run; lost {lost:.0f} and failed {failed:.0f} over "
+      f"{len(rows)} rounds x 3 surge runs (target 0)")
 PY
 fi
 

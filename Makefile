@@ -14,6 +14,7 @@ help:
 	@echo "make demo   - build everything and serve cranwhales on http://127.0.0.1:8080 (bundled data; PORT=, ADDR=)"
 	@echo "make test   - install what is needed, then run every test (Rust, browser, R)"
 	@echo "make bench-ingest | bench-serve | bench-surge | bench-manifold - side-by-side benchmarks"
+	@echo "make image  - the surge container image with buildah, without Docker Hub (root; IMAGE_TAG=)"
 	@echo "make case-study - the original R app vs manifold vs ours under surge (needs CRANWHALES_R_DIR)"
 
 # System packages, npm modules and toolchain components; each step skips what is already there.

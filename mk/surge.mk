@@ -20,7 +20,15 @@ TEST_TARGETS += test-surge-deploy
 test-surge-deploy: build
 	.venv/bin/python deploy/check.py
 
+# The surge container image (deploy/surge/Containerfile) built with buildah from base images made
+# here (debootstrap, npm registry, this host's Rust): no Docker Hub, no daemon. Root; minutes, so
+# not in `make test`. IMAGE_TAG= names it (default localhost/surge).
+.PHONY: image
+image:
+	deploy/build-image.sh $(IMAGE_TAG)
+
 .PHONY: bench-surge
-# surge vs wrk vs oha on nginx (pinned CPUs), plus a 10,000-user replay's memory per session.
+# surge vs wrk vs oha on nginx (pinned CPUs); one --rate plan as 2 segments vs 1 process (PART=segments);
+# a 10,000-user replay's memory per session.
 bench-surge: web
 	bench/surge.sh

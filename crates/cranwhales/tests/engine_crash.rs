@@ -1,6 +1,7 @@
 //! `kill -9` of a real `cranwhales ingest` process, while it reads and while its day's
 //! transaction is written but not committed: the store stays consistent, keeps the old day,
-//! serves readers meanwhile, and a re-run succeeds.
+//! serves readers meanwhile, and a re-run succeeds. A day whose write fails in a batch's one
+//! writer fails alone and leaves nothing of itself.
 
 mod engine_support;
 
@@ -116,4 +117,81 @@ fn kill_9_during_ingest_leaves_the_store_consistent() {
         r.downloads
     );
     assert!(a.integrity_ok().unwrap());
+}
+
+/// `ingest --jobs 2` with two days' transactions failing after all their rows were inserted
+/// (fault injected): a new day leaves no row in any table, a replaced one keeps its old tables,
+/// and the days read beside them are stored as a clean ingest stores them.
+#[test]
+fn a_day_failing_in_the_batch_writer_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    ingest_path(&db, &day_file("2012-10-16"), &Silent).unwrap();
+    let old = Store::open(&db)
+        .unwrap()
+        .day_summary("2012-10-16", 100)
+        .unwrap();
+    let days = ["2012-10-14", "2012-10-15", "2012-10-16", "2012-10-17"];
+    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(["ingest", "--force", "--jobs", "2", "--db"])
+        .arg(&db)
+        .args(days.map(day_file))
+        .env("CRANWHALES_TEST_FAIL_WRITE", "2012-10-15,2012-10-16")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let mut stored: Vec<&str> = stdout.lines().map(|l| &l[..10]).collect();
+    stored.sort();
+    assert_eq!(stored, ["2012-10-14", "2012-10-17"], "{stdout}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 3, "{stderr}");
+    for d in ["2012-10-15", "2012-10-16"] {
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains(d) && e.contains("failed on purpose")),
+            "{d}: {stderr}"
+        );
+    }
+    assert!(errors[2].contains("2 of 4 sources failed"), "{stderr}");
+
+    let store = Store::open(&db).unwrap();
+    assert!(store.integrity_ok().unwrap());
+    let dates: Vec<String> = store.days().unwrap().into_iter().map(|d| d.date).collect();
+    assert_eq!(dates, ["2012-10-14", "2012-10-16", "2012-10-17"]);
+    assert_eq!(store.day_summary("2012-10-16", 100).unwrap(), old);
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for t in [
+        "days",
+        "hourly",
+        "whales",
+        "whale_hourly",
+        "whale_rows",
+        "packages",
+    ] {
+        let n: i64 = conn
+            .query_row(
+                &format!("SELECT count(*) FROM {t} WHERE date = '2012-10-15'"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 0, "{t} has rows of the failed day");
+    }
+    let clean = dir.path().join("clean.db");
+    for d in ["2012-10-14", "2012-10-17"] {
+        ingest_path(&clean, &day_file(d), &Silent).unwrap();
+    }
+    let (a, b) = (Store::open(&db).unwrap(), Store::open(&clean).unwrap());
+    for d in ["2012-10-14", "2012-10-17"] {
+        assert_eq!(
+            a.day_summary(d, 100).unwrap(),
+            b.day_summary(d, 100).unwrap()
+        );
+    }
 }

@@ -1,15 +1,17 @@
-//! `cranwhales ingest`: files, dates and `FROM..TO` ranges of dates, N days at a time. Each day is
-//! ingested on its own (its own transaction), so a failed day leaves the others stored; dates
-//! already in the store are skipped unless `--force`.
+//! `cranwhales ingest`: files, dates and `FROM..TO` ranges of dates, N days read at a time and
+//! written by one writer. Each day is stored on its own (its own transaction), so a failed day
+//! leaves the others stored; dates already in the store are skipped unless `--force`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, sync_channel};
 
 use anyhow::bail;
 
 use crate::bar::{Bar, BatchBar};
 use crate::date;
-use crate::ingest::{self, IngestError, IngestReport};
+use crate::day::Threads;
+use crate::ingest::{self, IngestError, IngestReport, ReadDay};
 use crate::numfmt::thousands;
 use crate::progress::Progress;
 use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
@@ -101,7 +103,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     // Held open for the whole run: when the last connection to a WAL database closes, SQLite
     // checkpoints the whole log into the file, fsyncs and deletes it; each day's ingest closing
     // its own connection did that once per day (78-day backfill: ~2x the time of the ingests).
-    let store = Store::open(&args.db)?;
+    let mut store = Store::open(&args.db)?;
     if !args.force && jobs.iter().any(|j| matches!(j, Job::Date(_))) {
         let before = jobs.len();
         let mut keep = Vec::with_capacity(before);
@@ -121,16 +123,22 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
             );
         }
     }
-    let run = |job: &Job, progress: &dyn Progress| match job {
-        Job::File(p) => ingest::ingest_path(&args.db, p, progress).map_err(|e| e.to_string()),
-        Job::Date(d) => {
-            ingest::ingest_date(&args.db, d, &source, progress).map_err(|e| e.to_string())
-        }
+    let workers = (args.jobs as usize).min(jobs.len()).max(1);
+    // A lone day splits its steps over two threads; with several days in flight each has one.
+    let threads = if workers > 1 {
+        Threads::One
+    } else {
+        Threads::Two
+    };
+    let read = |job: &Job, progress: &dyn Progress| match job {
+        Job::File(p) => ingest::read_path(p, threads, progress).map_err(|e| e.to_string()),
+        Job::Date(d) => ingest::read_date(d, &source, threads, progress).map_err(|e| e.to_string()),
         Job::Bad(_, e) => Err(e.clone()),
     };
     let failed = if jobs.len() == 1 {
         let bar = Bar::new(&jobs[0].label());
-        let result = run(&jobs[0], &bar);
+        let result = read(&jobs[0], &bar)
+            .and_then(|day| ingest::store_day(&mut store, &day, &bar).map_err(|e| e.to_string()));
         drop(bar);
         let (line, _) = outcome(&result);
         match result {
@@ -139,7 +147,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
         }
         usize::from(result.is_err())
     } else {
-        batch(&jobs, args.jobs as usize, run)
+        batch(&jobs, workers, read, &mut store)
     };
     drop(store);
     if failed > 0 {
@@ -151,29 +159,53 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `jobs` on `workers` threads under one progress display; returns how many failed.
+/// Reads `jobs` on `workers` threads and writes them, as each is read, from this thread through
+/// `store`'s one connection (one transaction per day), under one progress display; returns how
+/// many failed. The writer never waits for SQLite's lock behind another job, and the readers
+/// never wait for a write: a day read is queued (at most `workers` of them) while the one before
+/// is written.
 fn batch(
     jobs: &[Job],
     workers: usize,
-    run: impl Fn(&Job, &dyn Progress) -> Result<IngestReport, String> + Sync,
+    read: impl Fn(&Job, &dyn Progress) -> Result<ReadDay, String> + Sync,
+    store: &mut Store,
 ) -> usize {
     let display = BatchBar::new(jobs.len());
     let next = AtomicUsize::new(0);
-    let failed = AtomicUsize::new(0);
+    let mut failed = 0;
     std::thread::scope(|s| {
-        for _ in 0..workers.min(jobs.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let label = job.label();
-                let result = run(job, &display.job(&label));
-                let (line, rows) = outcome(&result);
-                failed.fetch_add(usize::from(result.is_err()), Ordering::Relaxed);
-                display.finish(&label, &line, rows, result.is_err());
+        let (tx, rx) = sync_channel(workers);
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (read, display, next) = (&read, &display, &next);
+            s.spawn(move || {
+                // Days written come back here to be freed by the thread that allocated them.
+                let (written_tx, written) = channel::<ReadDay>();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let progress = display.job(&job.label());
+                    let day = read(job, &progress);
+                    written.try_iter().for_each(drop);
+                    if tx.send((job, progress, day, written_tx.clone())).is_err() {
+                        break;
+                    }
+                }
             });
         }
+        drop(tx);
+        for (job, progress, day, back) in rx {
+            let result = day.and_then(|d| {
+                let report = ingest::store_day(store, &d, &progress).map_err(|e| e.to_string());
+                let _ = back.send(d);
+                report
+            });
+            let (line, rows) = outcome(&result);
+            failed += usize::from(result.is_err());
+            display.finish(&job.label(), &line, rows, result.is_err());
+        }
     });
-    failed.into_inner()
+    failed
 }
 
 /// The result line of one source, and its rows.

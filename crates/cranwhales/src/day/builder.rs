@@ -3,8 +3,9 @@
 
 use super::interner::{key_hash, same, Interner};
 use super::ips::{Ips, NONE};
+use super::COUNTRY_SHIFT;
 use super::{downloaders, rank, row_err, stats, whales};
-use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, WhaleTable, COUNTRY_SHIFT};
+use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, Threads, WhaleTable};
 use crate::csv::{col, Fields};
 use crate::names;
 use crate::parse;
@@ -344,22 +345,29 @@ impl DayBuilder {
         Ok(self.country_ix.add(raw, hash))
     }
 
-    /// Ranks the downloaders and builds the day's tables. `None` when no data row was seen.
-    pub fn finish(self) -> Option<DayTables> {
+    /// Ranks the downloaders and builds the day's tables on `threads`. `None` when no data row
+    /// was seen.
+    pub fn finish(self, threads: Threads) -> Option<DayTables> {
         let date = self.date?;
         if self.rows == 0 {
             return None;
         }
         let ranking = rank::rank(&self.ips);
-        let (whale_rows, pkg_whale) =
-            whales::rows_of_whales(&self.log, &self.big_sizes, &ranking, &self.ips, &self.dict);
+        let (whale_rows, pkg_whale) = whales::rows_of_whales(
+            &self.log,
+            &self.big_sizes,
+            &ranking,
+            &self.ips,
+            &self.dict,
+            threads,
+        );
         let pkg_of: Vec<u32> = self.dict.pkgvers.iter().map(|(p, _)| *p).collect();
         let mut pkg_downloads = vec![0u64; self.dict.packages.len()];
         for (pv, n) in self.pkgver_count.iter().enumerate() {
             pkg_downloads[pkg_of[pv] as usize] += n;
         }
         let downloaders =
-            downloaders::unique_downloaders(&self.log, &pkg_of, &pkg_downloads, &self.ips);
+            downloaders::unique_downloaders(&self.log, &pkg_of, &pkg_downloads, &self.ips, threads);
         // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
         let log = self.log;
         std::thread::spawn(move || drop(log));
@@ -384,7 +392,7 @@ impl DayBuilder {
             },
         };
         let whales = whales::tables(
-            whale_rows, names, &whale_ids, &ranking, &self.ips, &self.dict, &input,
+            whale_rows, names, &ranking, &self.ips, &self.dict, &input, threads,
         );
         let packages = package_counts(&self.dict, &whales, pkg_downloads, downloaders, pkg_whale);
         let stats = stats::day_stats(&whales, &packages, no_r_rows);

@@ -8,16 +8,25 @@
 //! slot instead, so the loop has no data-dependent branch.
 
 use super::ips::{Ips, DENSE_IPS};
-use super::RowRec;
+use super::{RowRec, Threads};
 
 /// Distinct ips per package id. `pkg_of[pkgver]` is the package of a package+version id and
-/// `downloads[p]` the rows of package `p` in `log`.
+/// `downloads[p]` the rows of package `p` in `log`. `Threads::One` scans the log once for all
+/// packages.
 pub(super) fn unique_downloaders(
     log: &[RowRec],
     pkg_of: &[u32],
     downloads: &[u64],
     ips: &Ips,
+    threads: Threads,
 ) -> Vec<u64> {
+    let slots = Slots {
+        dense: ips.dense().len(),
+        len: ips.dense().len() + ips.sparse_len(),
+    };
+    if threads == Threads::One {
+        return count_range(log, pkg_of, downloads, 0..downloads.len(), slots);
+    }
     let total: u64 = downloads.iter().sum();
     // First package of the second half: where the running sum passes half the rows.
     let mut run = 0u64;
@@ -27,15 +36,8 @@ pub(super) fn unique_downloaders(
             2 * run > total
         })
         .map_or(downloads.len(), |p| p + 1);
-    let slots = Slots {
-        dense: ips.dense().len(),
-        len: ips.dense().len() + ips.sparse_len(),
-    };
     let half = |lo: usize, hi: usize| count_range(log, pkg_of, downloads, lo..hi, slots);
-    let (mut first, second) = std::thread::scope(|s| {
-        let second = s.spawn(|| half(cut, downloads.len()));
-        (half(0, cut), second.join().expect("downloaders thread"))
-    });
+    let (mut first, second) = threads.join(|| half(0, cut), || half(cut, downloads.len()));
     first.extend(second);
     first
 }

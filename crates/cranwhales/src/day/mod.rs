@@ -31,6 +31,35 @@ pub use stats::DayStats;
 /// How many downloaders are ranked and kept with all their rows.
 pub const TOP: usize = 100;
 
+/// How many threads one day's work may use. A lone day splits its long steps (the row log's
+/// scans, the whales' tables, packing) over two threads so that a 2-core machine's second core
+/// does not idle; when several days are in flight every core already has a day, and splitting
+/// only adds work (each downloader-counting thread scans the whole log) and hand-offs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// Everything on the calling thread.
+    One,
+    /// The long steps on the calling thread and one more.
+    Two,
+}
+
+impl Threads {
+    /// Runs `a` and `b`, on two threads when `self` is `Two`.
+    pub(crate) fn join<A: Send, B: Send>(
+        self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        match self {
+            Threads::One => (a(), b()),
+            Threads::Two => std::thread::scope(|s| {
+                let second = s.spawn(b);
+                (a(), second.join().expect("second thread of a day's step"))
+            }),
+        }
+    }
+}
+
 /// A row that breaks the day's rules; the caller adds the file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {

@@ -3,19 +3,21 @@
 
 use super::ips::Ips;
 use super::rank::Ranking;
-use super::{Dict, FastMap, RowRec, WhaleRow, WhaleTable, COUNTRY_SHIFT};
+use super::{Dict, FastMap, RowRec, Threads, WhaleRow, WhaleTable, COUNTRY_SHIFT};
 use crate::profile::{self, DayContext, EnvClass, Profiler, Row};
 
 /// Each whale's rows (by rank - 1), in file order, and each package's downloads by whales.
 ///
-/// The log scan is the largest part of `finish` and the reading thread is done by now: each
-/// half of the log is scanned on its own core, and the halves joined in file order.
+/// The log scan is the largest part of `finish` and the reading thread is done by now: with
+/// `Threads::Two` each half of the log is scanned on its own core, and the halves joined in file
+/// order.
 pub(super) fn rows_of_whales(
     log: &[RowRec],
     big_sizes: &FastMap<u64, u64>,
     ranking: &Ranking,
     ips: &Ips,
     dict: &Dict,
+    threads: Threads,
 ) -> (Vec<Vec<WhaleRow>>, Vec<u64>) {
     let scan = |part: &[RowRec], first: usize| {
         let mut rows: Vec<Vec<WhaleRow>> = vec![Vec::new(); ranking.order.len()];
@@ -47,12 +49,12 @@ pub(super) fn rows_of_whales(
         }
         (rows, pkg_whale)
     };
+    if threads == Threads::One {
+        return scan(log, 0);
+    }
     let half = log.len() / 2;
-    let ((mut whale_rows, mut pkg_whale), (later, pkg_later)) = std::thread::scope(|s| {
-        let second = s.spawn(|| scan(&log[half..], half));
-        let first = scan(&log[..half], 0);
-        (first, second.join().expect("log scan thread"))
-    });
+    let ((mut whale_rows, mut pkg_whale), (later, pkg_later)) =
+        threads.join(|| scan(&log[..half], 0), || scan(&log[half..], half));
     for (rows, more) in whale_rows.iter_mut().zip(later) {
         rows.extend_from_slice(&more);
     }
@@ -97,19 +99,20 @@ pub(super) struct ProfileInput {
     pub day: DayContext,
 }
 
-/// One table per whale, built on two threads (odd and even ranks), in rank order.
+/// One table per whale, in rank order; with `Threads::Two` built on two threads (odd and even
+/// ranks).
 pub(super) fn tables(
     whale_rows: Vec<Vec<WhaleRow>>,
     names: Vec<String>,
-    whale_ids: &[u64],
     ranking: &Ranking,
     ips: &Ips,
     dict: &Dict,
     input: &ProfileInput,
+    threads: Threads,
 ) -> Vec<WhaleTable> {
     let countries = Countries::new(dict);
     let table = |r: usize, rows: Vec<WhaleRow>, name: String, sc: &mut Scratch| {
-        let acc = ips.get(ranking.order[r]).0;
+        let (acc, ip_id) = ips.get(ranking.order[r]);
         let s = stats(r, rows, dict, &countries, &mut sc.seen);
         let facts = sc.profiler.measure(
             s.rows.iter().map(|w| Row {
@@ -124,7 +127,7 @@ pub(super) fn tables(
         );
         WhaleTable {
             rank: r as u32 + 1,
-            ip_id: whale_ids[r],
+            ip_id,
             name,
             country: s.country,
             downloads: u64::from(acc.downloads),
@@ -138,12 +141,7 @@ pub(super) fn tables(
             package_counts: sc.profiler.package_counts().collect(),
         }
     };
-    let (even, odd): (Vec<_>, Vec<_>) = whale_rows
-        .into_iter()
-        .zip(names)
-        .enumerate()
-        .partition(|(r, _)| r % 2 == 0);
-    let tables = |part: Vec<(usize, (Vec<WhaleRow>, String))>| {
+    let build = |part: Vec<(usize, (Vec<WhaleRow>, String))>| {
         let mut sc = Scratch {
             seen: vec![0u32; dict.packages.len()],
             profiler: Profiler::default(),
@@ -152,10 +150,12 @@ pub(super) fn tables(
             .map(|(r, (rows, name))| table(r, rows, name, &mut sc))
             .collect::<Vec<_>>()
     };
-    let (even, odd) = std::thread::scope(|s| {
-        let odd = s.spawn(|| tables(odd));
-        (tables(even), odd.join().expect("whale tables thread"))
-    });
+    let all = whale_rows.into_iter().zip(names).enumerate();
+    if threads == Threads::One {
+        return build(all.collect());
+    }
+    let (even, odd): (Vec<_>, Vec<_>) = all.partition(|(r, _)| r % 2 == 0);
+    let (even, odd) = threads.join(|| build(even), || build(odd));
     let mut whales = Vec::with_capacity(ranking.order.len());
     let mut odd = odd.into_iter();
     for w in even {

@@ -69,7 +69,15 @@ pub enum IngestError {
     /// A date argument that is not `YYYY-MM-DD`.
     #[error("{0:?} is not a date (expected YYYY-MM-DD)")]
     BadDate(String),
-    /// The store could not be opened or written.
+    /// The store could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A day read whole could not be written; its transaction was rolled back.
+    #[error("{date}: not stored: {source}")]
+    Write {
+        /// The day that was not stored.
+        date: String,
+        /// Why SQLite refused it.
+        source: StoreError,
+    },
 }

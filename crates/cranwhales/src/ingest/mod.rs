@@ -1,5 +1,8 @@
 //! Getting a day into the store: read (and inflate) the log on one thread, split and aggregate
-//! rows on the calling thread, then write the day's tables in one transaction.
+//! rows on the calling thread, then write the day's tables in one transaction. A batch of days
+//! (`cli::ingest`) reads several days at once, each on one thread (`Threads::One`: the cores are
+//! taken by the other days), and writes them from one thread through one connection
+//! (`read_path` / `read_date` → `store_day`).
 //!
 //! One pass, bounded memory: the file is streamed in 512 KiB chunks through a channel of four;
 //! the decompressed text is never held whole (see `day` for what memory grows with).
@@ -17,20 +20,20 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::date;
-use crate::day::DayTables;
+use crate::day::{DayTables, Threads};
 use crate::inflate::Gunzip;
 use crate::progress::{Event, Progress};
 use crate::source::{self, SourceConfig};
-use crate::store::Store;
+use crate::store::{PackedDay, Store};
 
 pub use error::IngestError;
 use parser::Parser;
-use reader::{pump, Batch, Counting};
+use reader::{Batch, Batches, Counting, Pump, Received};
 
 /// What an ingest did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -56,6 +59,21 @@ pub struct IngestReport {
 /// Longest line accepted (a row is ~100 bytes; this bounds memory on garbage input).
 const MAX_LINE: usize = 1 << 20;
 
+/// A day read, checked and packed, not yet in any store: what a batch's readers hand to its one
+/// writer (`store_day`).
+pub struct ReadDay {
+    packed: PackedDay,
+    file: PathBuf,
+    started: Instant,
+}
+
+impl ReadDay {
+    /// The day's date.
+    pub fn date(&self) -> &str {
+        &self.packed.day().date
+    }
+}
+
 /// Ingests a local `.csv.gz` (or `.csv`) log into the store at `db`. If the file name starts with
 /// a date, every row must carry it; otherwise the first row's date is the day.
 pub fn ingest_path(
@@ -63,13 +81,9 @@ pub fn ingest_path(
     file: &Path,
     progress: &dyn Progress,
 ) -> Result<IngestReport, IngestError> {
-    let name_date = file
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.get(..10))
-        .filter(|d| date::is_log_date(d))
-        .map(str::to_owned);
-    ingest_file(db, file, name_date.as_deref(), progress)
+    let mut store = Store::open(db)?;
+    let day = read_path(file, Threads::Two, progress)?;
+    store_day(&mut store, &day, progress)
 }
 
 /// Ingests the day `date` (`YYYY-MM-DD`), downloading its log into the cache unless already there.
@@ -79,11 +93,38 @@ pub fn ingest_date(
     source: &SourceConfig,
     progress: &dyn Progress,
 ) -> Result<IngestReport, IngestError> {
+    let mut store = Store::open(db)?;
+    let day = read_date(date, source, Threads::Two, progress)?;
+    store_day(&mut store, &day, progress)
+}
+
+/// Reads a local log as `ingest_path` does, without storing it.
+pub fn read_path(
+    file: &Path,
+    threads: Threads,
+    progress: &dyn Progress,
+) -> Result<ReadDay, IngestError> {
+    let name_date = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.get(..10))
+        .filter(|d| date::is_log_date(d))
+        .map(str::to_owned);
+    read_file(file, name_date.as_deref(), threads, progress)
+}
+
+/// Downloads (unless cached) and reads a day as `ingest_date` does, without storing it.
+pub fn read_date(
+    date: &str,
+    source: &SourceConfig,
+    threads: Threads,
+    progress: &dyn Progress,
+) -> Result<ReadDay, IngestError> {
     if !date::is_log_date(date) {
         return Err(IngestError::BadDate(date.to_owned()));
     }
     let file = source::fetch(date, source, progress)?;
-    let result = ingest_file(db, &file, Some(date), progress);
+    let result = read_file(&file, Some(date), threads, progress);
     if let Err(IngestError::Gzip { .. } | IngestError::NotGzip { .. } | IngestError::Empty { .. }) =
         &result
     {
@@ -93,27 +134,47 @@ pub fn ingest_date(
     result
 }
 
-fn ingest_file(
-    db: &Path,
+fn read_file(
     file: &Path,
     date: Option<&str>,
+    threads: Threads,
+    progress: &dyn Progress,
+) -> Result<ReadDay, IngestError> {
+    let started = Instant::now();
+    let day = read_day_on(file, date, threads, progress)?;
+    Ok(ReadDay {
+        packed: PackedDay::new(day, threads),
+        file: file.to_owned(),
+        started,
+    })
+}
+
+/// Writes a read day into `store` in its one transaction. (Borrowed: a batch hands the day back
+/// to the thread that read it to be freed there; glibc's free of another thread's memory and the
+/// reader's next allocations fighting over that arena cost a backfill ~10% more CPU.)
+pub fn store_day(
+    store: &mut Store,
+    day: &ReadDay,
     progress: &dyn Progress,
 ) -> Result<IngestReport, IngestError> {
-    let started = Instant::now();
-    let mut store = Store::open(db)?;
-    let day = read_day(file, date, progress)?;
     progress.event(Event::Storing);
-    store.replace_day(&day, &file.display().to_string())?;
-    progress.event(Event::Done { rows: day.rows });
+    (store.replace_day(&day.packed, &day.file.display().to_string())).map_err(|source| {
+        IngestError::Write {
+            date: day.date().to_owned(),
+            source,
+        }
+    })?;
+    let d = day.packed.day();
+    progress.event(Event::Done { rows: d.rows });
     Ok(IngestReport {
-        date: day.date.clone(),
-        file: file.to_owned(),
-        rows: day.rows,
-        downloads: day.totals.downloads,
-        skipped_rows: day.totals.skipped_rows,
-        blank_lines: day.blank_lines,
-        whale_rows: day.whale_row_count(),
-        seconds: started.elapsed().as_secs_f64(),
+        date: d.date.clone(),
+        rows: d.rows,
+        downloads: d.totals.downloads,
+        skipped_rows: d.totals.skipped_rows,
+        blank_lines: d.blank_lines,
+        whale_rows: d.whale_row_count(),
+        seconds: day.started.elapsed().as_secs_f64(),
+        file: day.file.clone(),
     })
 }
 
@@ -122,6 +183,16 @@ fn ingest_file(
 pub fn read_day(
     file: &Path,
     date: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<DayTables, IngestError> {
+    read_day_on(file, date, Threads::Two, progress)
+}
+
+/// `read_day` on `threads`: with `Threads::Two` the file is read and inflated on a second thread.
+pub fn read_day_on(
+    file: &Path,
+    date: Option<&str>,
+    threads: Threads,
     progress: &dyn Progress,
 ) -> Result<DayTables, IngestError> {
     let io_err = |e: std::io::Error| IngestError::Io {
@@ -153,41 +224,46 @@ pub fn read_day(
         inner: f,
         n: consumed.clone(),
     };
-
-    let (tx, rx) = sync_channel::<std::io::Result<Batch>>(4);
-    let (free_tx, free_rx) = sync_channel::<Batch>(8);
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            if gzip {
-                pump(Gunzip::new(counting), tx, free_rx);
-            } else {
-                pump(counting, tx, free_rx);
-            }
-        });
-        // `consume` owns the receiver: on error it is dropped on return, which stops the reader.
-        consume(file, date, rx, free_tx, &consumed, total, progress)
-    })
+    let input: Box<dyn Read + Send> = if gzip {
+        Box::new(Gunzip::new(counting))
+    } else {
+        Box::new(counting)
+    };
+    let mut parser = Parser::new(file, date);
+    let mut feed =
+        |batches: &mut dyn Batches| consume(&mut parser, batches, &consumed, total, progress);
+    match threads {
+        Threads::One => feed(&mut Pump::new(input))?,
+        Threads::Two => {
+            let (tx, rx) = sync_channel::<std::io::Result<Batch>>(4);
+            let (free_tx, free_rx) = sync_channel::<Batch>(8);
+            std::thread::scope(|s| {
+                s.spawn(move || Pump::new(input).send_all(tx, free_rx));
+                // `feed` owns the receiver: on error it is dropped on return, which stops the
+                // reader.
+                feed(&mut Received { rx, free_tx })
+            })?
+        }
+    }
+    parser.finish(threads)
 }
 
 fn consume(
-    file: &Path,
-    date: Option<&str>,
-    rx: Receiver<std::io::Result<Batch>>,
-    free_tx: SyncSender<Batch>,
+    parser: &mut Parser<'_>,
+    batches: &mut dyn Batches,
     consumed: &AtomicU64,
     total: u64,
     progress: &dyn Progress,
-) -> Result<DayTables, IngestError> {
-    let mut parser = Parser::new(file, date);
+) -> Result<(), IngestError> {
     let mut last = Instant::now();
-    for msg in rx {
+    while let Some(msg) = batches.next_batch() {
         let batch = msg.map_err(|e| IngestError::Gzip {
-            path: file.to_owned(),
+            path: parser.path.to_owned(),
             line: parser.line,
             reason: describe_inflate_error(&e),
         })?;
         parser.batch(&batch)?;
-        let _ = free_tx.try_send(batch);
+        batches.recycle(batch);
         if last.elapsed() >= Duration::from_millis(100) {
             last = Instant::now();
             let bytes = consumed.load(Ordering::Relaxed);
@@ -203,7 +279,7 @@ fn consume(
         total: Some(total),
         rows: parser.builder.rows(),
     });
-    parser.finish()
+    Ok(())
 }
 
 fn describe_inflate_error(e: &std::io::Error) -> String {

@@ -6,14 +6,14 @@ use std::path::Path;
 use super::reader::{Batch, LineIx, Numbers};
 use super::{IngestError, MAX_LINE};
 use crate::csv::{self, SplitError};
-use crate::day::{DayBuilder, DayTables, RowError};
+use crate::day::{DayBuilder, DayTables, RowError, Threads};
 
 /// How many lines ahead the parser prefetches a row's interner slot and ip accumulator.
 const PREFETCH_AHEAD: usize = 4;
 
 /// Turns indexed lines into rows of the day.
 pub(super) struct Parser<'a> {
-    path: &'a Path,
+    pub path: &'a Path,
     pub line: u64,
     pub builder: DayBuilder,
 }
@@ -139,7 +139,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub fn finish(self) -> Result<DayTables, IngestError> {
+    pub fn finish(self, threads: Threads) -> Result<DayTables, IngestError> {
         let path = self.path.to_owned();
         if self.line == 0 {
             return Err(IngestError::Empty {
@@ -147,7 +147,7 @@ impl<'a> Parser<'a> {
                 reason: "no header",
             });
         }
-        self.builder.finish().ok_or(IngestError::Empty {
+        self.builder.finish(threads).ok_or(IngestError::Empty {
             path,
             reason: "no data rows after the header",
         })

@@ -134,63 +134,122 @@ fn numbers(text: &[u8], end: usize, c: &[u32; 9]) -> Option<Numbers> {
     })
 }
 
-/// Reads `r` to the end, sending batches of whole, indexed lines (or the first error) down `tx`.
-/// A partial last line is carried into the next batch; a line is never longer than `MAX_LINE`
-/// plus one chunk here (the parser rejects it), so memory stays bounded.
-pub(super) fn pump(
-    mut r: impl Read,
-    tx: SyncSender<std::io::Result<Batch>>,
-    free: Receiver<Batch>,
-) {
-    let mut carry: Vec<u8> = Vec::new();
-    let mut eof = false;
-    while !eof {
-        let mut batch = free.try_recv().unwrap_or_default();
-        // `text` keeps its length between uses (no re-zeroing); `len` is the part in use.
-        let start = carry.len();
-        if batch.text.len() < start + CHUNK {
-            batch.text.resize(start + CHUNK, 0);
+/// Where the parser takes its batches from: the reading thread's channel, or a `Pump` run on the
+/// parser's own thread.
+pub(super) trait Batches {
+    /// The next batch of lines (or the read error that ends the input); `None` at the end.
+    fn next_batch(&mut self) -> Option<std::io::Result<Batch>>;
+    /// Hands a parsed batch back for its memory to be reused.
+    fn recycle(&mut self, batch: Batch);
+}
+
+/// Cuts `r` into batches of whole, indexed lines. A partial last line is carried into the next
+/// batch; a line is never longer than `MAX_LINE` plus one chunk here (the parser rejects it), so
+/// memory stays bounded.
+pub(super) struct Pump<R> {
+    r: R,
+    carry: Vec<u8>,
+    eof: bool,
+    spare: Option<Batch>,
+}
+
+impl<R: Read> Pump<R> {
+    pub fn new(r: R) -> Self {
+        Pump {
+            r,
+            carry: Vec::new(),
+            eof: false,
+            spare: None,
         }
-        batch.text[..start].copy_from_slice(&carry);
-        carry.clear();
-        let mut n = start;
-        let full = start + CHUNK;
-        while n < full {
-            match r.read(&mut batch.text[n..full]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
+    }
+
+    /// The reading thread: every batch (or the first error) down `tx`, reusing the batches
+    /// that come back on `free`.
+    pub fn send_all(mut self, tx: SyncSender<std::io::Result<Batch>>, free: Receiver<Batch>) {
+        loop {
+            if let Ok(b) = free.try_recv() {
+                self.spare = Some(b);
+            }
+            let Some(msg) = self.next_batch() else { return };
+            let failed = msg.is_err();
+            if tx.send(msg).is_err() || failed {
+                return;
             }
         }
-        batch.len = n;
-        if !eof {
-            match memchr::memrchr(b'\n', &batch.text[..n]) {
-                Some(nl) => {
-                    carry.extend_from_slice(&batch.text[nl + 1..n]);
-                    batch.len = nl + 1;
-                }
-                // No line end yet: read on, unless the line is already too long to be a row.
-                None if n <= MAX_LINE => {
-                    carry.extend_from_slice(&batch.text[..n]);
-                    continue;
-                }
-                None => {}
+    }
+}
+
+impl<R: Read> Batches for Pump<R> {
+    fn next_batch(&mut self) -> Option<std::io::Result<Batch>> {
+        while !self.eof {
+            let mut batch = self.spare.take().unwrap_or_default();
+            // `text` keeps its length between uses (no re-zeroing); `len` is the part in use.
+            let start = self.carry.len();
+            if batch.text.len() < start + CHUNK {
+                batch.text.resize(start + CHUNK, 0);
             }
+            batch.text[..start].copy_from_slice(&self.carry);
+            self.carry.clear();
+            let mut n = start;
+            let full = start + CHUNK;
+            while n < full {
+                match self.r.read(&mut batch.text[n..full]) {
+                    Ok(0) => {
+                        self.eof = true;
+                        break;
+                    }
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.eof = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+            batch.len = n;
+            if !self.eof {
+                match memchr::memrchr(b'\n', &batch.text[..n]) {
+                    Some(nl) => {
+                        self.carry.extend_from_slice(&batch.text[nl + 1..n]);
+                        batch.len = nl + 1;
+                    }
+                    // No line end yet: read on, unless the line is already too long to be a row.
+                    None if n <= MAX_LINE => {
+                        self.carry.extend_from_slice(&batch.text[..n]);
+                        self.spare = Some(batch);
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            if batch.len == 0 {
+                self.spare = Some(batch);
+                continue;
+            }
+            batch.index();
+            return Some(Ok(batch));
         }
-        if batch.len == 0 {
-            continue;
-        }
-        batch.index();
-        if tx.send(Ok(batch)).is_err() {
-            return;
-        }
+        None
+    }
+
+    fn recycle(&mut self, batch: Batch) {
+        self.spare = Some(batch);
+    }
+}
+
+/// The parser's end of the reading thread's channel.
+pub(super) struct Received {
+    pub rx: Receiver<std::io::Result<Batch>>,
+    pub free_tx: SyncSender<Batch>,
+}
+
+impl Batches for Received {
+    fn next_batch(&mut self) -> Option<std::io::Result<Batch>> {
+        self.rx.recv().ok()
+    }
+
+    fn recycle(&mut self, batch: Batch) {
+        let _ = self.free_tx.try_send(batch);
     }
 }
 

@@ -25,6 +25,7 @@ use crate::summary::{DayInfo, Totals};
 use schema::SCHEMA_VERSION;
 
 pub use read::PackageDownloads;
+pub use write::PackedDay;
 
 /// Where the database lives unless `--db` says otherwise (relative to the working directory);
 /// every command's default.

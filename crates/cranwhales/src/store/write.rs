@@ -1,30 +1,79 @@
 //! Writing a day: every table of the day rewritten in one transaction.
+//!
+//! The work that needs no lock (packing the whales' rows, serialising their profiles, putting
+//! rows in key order) is done first, in `PackedDay::new`, on the thread that read the day; the
+//! transaction itself only inserts, in key order, so each table's B-tree grows at its right edge.
 
 use rusqlite::{params, Transaction};
 
 use super::schema::DAY_TABLES;
 use super::{sql, Result, Store};
-use crate::day::{DayTables, PackScratch};
+use crate::day::{DayTables, PackScratch, Threads};
 use crate::parse::hms;
 use crate::summary::Behaviour;
 
 /// One day written at a time per process (other processes still meet SQLite's write lock).
 static WRITERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// A day ready for its transaction: the whales' rows packed, profiles as JSON, packages and
+/// whales in the order of their tables' keys.
+pub struct PackedDay {
+    day: DayTables,
+    /// Per whale (by rank - 1): (rows, blob).
+    blobs: Vec<(u64, Vec<u8>)>,
+    profiles: Vec<String>,
+    /// Indexes into `day.packages` with their encoded `whale_ranks`, by package name (the
+    /// `packages` key after the date).
+    packages: Vec<(u32, Option<Vec<u8>>)>,
+    /// Indexes into `day.whales`, by ip_id (the `whale_hourly` and `whale_rows` keys).
+    whale_order: Vec<u32>,
+}
+
+impl PackedDay {
+    /// Packs `day` for writing, on `threads`.
+    pub fn new(day: DayTables, threads: Threads) -> PackedDay {
+        let blobs = pack_all(&day, threads);
+        let profiles = (day.whales.iter())
+            .map(|w| serde_json::to_string(&w.profile).expect("serialisable"))
+            .collect();
+        let mut by_name: Vec<(&str, u32)> = (day.packages.iter().enumerate())
+            .map(|(i, p)| (p.package.as_str(), i as u32))
+            .collect();
+        by_name.sort_unstable();
+        let packages = (by_name.into_iter())
+            .map(|(_, i)| {
+                let p = &day.packages[i as usize];
+                let ranks = (!p.whale_ranks.is_empty()).then(|| encode_ranks(&p.whale_ranks));
+                (i, ranks)
+            })
+            .collect();
+        let mut whale_order: Vec<u32> = (0..day.whales.len() as u32).collect();
+        whale_order.sort_unstable_by_key(|&i| day.whales[i as usize].ip_id);
+        PackedDay {
+            day,
+            blobs,
+            profiles,
+            packages,
+            whale_order,
+        }
+    }
+
+    /// The day's tables.
+    pub fn day(&self) -> &DayTables {
+        &self.day
+    }
+}
+
 impl Store {
     /// Replaces one day with `day`, atomically: readers and crashes see the old day or the new one.
-    pub fn replace_day(&mut self, day: &DayTables, source: &str) -> Result<()> {
+    pub fn replace_day(&mut self, day: &PackedDay, source: &str) -> Result<()> {
         let path = self.path.clone();
         self.write(day, source).map_err(sql(&path))
     }
 
-    fn write(&mut self, day: &DayTables, source: &str) -> rusqlite::Result<()> {
+    fn write(&mut self, packed: &PackedDay, source: &str) -> rusqlite::Result<()> {
+        let day = &packed.day;
         let d = day.date.as_str();
-        // Packed before the write lock is taken.
-        let blobs = pack_all(day);
-        let profiles: Vec<String> = (day.whales.iter())
-            .map(|w| serde_json::to_string(&w.profile).expect("serialisable"))
-            .collect();
         // Writers of this process queue here and wake as soon as the one before commits; waiting
         // on SQLite's own lock instead sleeps in its busy handler (1, 2, 5, … 100 ms steps).
         let _turn = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -32,33 +81,37 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for t in DAY_TABLES {
-            tx.execute(&format!("DELETE FROM {t} WHERE date = ?1"), [d])?;
+            tx.prepare_cached(&format!("DELETE FROM {t} WHERE date = ?1"))?
+                .execute([d])?;
         }
         day_row(&tx, day, source)?;
-        {
-            let mut st = tx.prepare("INSERT INTO hourly VALUES (?1, ?2, ?3)")?;
-            for (h, n) in day.hourly.iter().enumerate() {
-                st.execute(params![d, h, n])?;
-            }
-            let mut st = tx.prepare(
-                "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?;
-            for p in &day.packages {
-                let ranks = (!p.whale_ranks.is_empty()).then(|| encode_ranks(&p.whale_ranks));
-                st.execute(params![
-                    d,
-                    p.package,
-                    p.downloads,
-                    p.whale_downloads,
-                    p.downloaders,
-                    ranks
-                ])?;
-            }
-            whales(&tx, day, blobs, profiles)?;
+        let mut st = tx.prepare_cached("INSERT INTO hourly VALUES (?1, ?2, ?3)")?;
+        for (h, n) in day.hourly.iter().enumerate() {
+            st.execute(params![d, h, n])?;
         }
+        drop(st);
+        let mut st = tx.prepare_cached(
+            "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for (i, ranks) in &packed.packages {
+            let p = &day.packages[*i as usize];
+            st.execute(params![
+                d,
+                p.package,
+                p.downloads,
+                p.whale_downloads,
+                p.downloaders,
+                ranks
+            ])?;
+        }
+        drop(st);
+        whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
-        hold_for_crash_test();
+        {
+            fail_for_test(d)?;
+            hold_for_crash_test();
+        }
         tx.commit()
     }
 }
@@ -96,23 +149,17 @@ fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Res
     Ok(())
 }
 
-/// The whales' rows in `whales`, `whale_hourly` and `whale_rows`.
-fn whales(
-    tx: &Transaction<'_>,
-    day: &DayTables,
-    blobs: Vec<(u64, Vec<u8>)>,
-    profiles: Vec<String>,
-) -> rusqlite::Result<()> {
+/// The whales' rows in `whales`, `whale_hourly` and `whale_rows`, each table in its key order.
+fn whales(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
+    let day = &packed.day;
     let d = day.date.as_str();
-    let mut whale = tx.prepare(
+    let mut st = tx.prepare_cached(
         "INSERT INTO whales (date, rank, ip_id, name, country, downloads, bytes, packages,
              first_time, last_time, behaviour, profile)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
-    let mut hour = tx.prepare("INSERT INTO whale_hourly VALUES (?1, ?2, ?3, ?4)")?;
-    let mut rows = tx.prepare("INSERT INTO whale_rows VALUES (?1, ?2, ?3, ?4)")?;
-    for ((w, (n, blob)), profile) in day.whales.iter().zip(blobs).zip(profiles) {
-        whale.execute(params![
+    for (w, profile) in day.whales.iter().zip(&packed.profiles) {
+        st.execute(params![
             d,
             w.rank,
             w.ip_id,
@@ -126,10 +173,18 @@ fn whales(
             w.profile.behaviour.key(),
             profile
         ])?;
+    }
+    let mut hour = tx.prepare_cached("INSERT INTO whale_hourly VALUES (?1, ?2, ?3, ?4)")?;
+    for &i in &packed.whale_order {
+        let w = &day.whales[i as usize];
         for (h, n) in w.hourly.iter().enumerate() {
             hour.execute(params![d, w.ip_id, h, n])?;
         }
-        rows.execute(params![d, w.ip_id, n, blob])?;
+    }
+    let mut rows = tx.prepare_cached("INSERT INTO whale_rows VALUES (?1, ?2, ?3, ?4)")?;
+    for &i in &packed.whale_order {
+        let (n, blob) = &packed.blobs[i as usize];
+        rows.execute(params![d, day.whales[i as usize].ip_id, n, blob])?;
     }
     Ok(())
 }
@@ -149,9 +204,9 @@ pub(super) fn encode_ranks(ranks: &[(u32, u64)]) -> Vec<u8> {
     out
 }
 
-/// Every whale's rows packed (see `DayTables::pack_whale`), on two threads: the reading thread
-/// is done by now.
-fn pack_all(day: &DayTables) -> Vec<(u64, Vec<u8>)> {
+/// Every whale's rows packed (see `DayTables::pack_whale`); on two threads with `Threads::Two`
+/// (the reading thread is done by now).
+fn pack_all(day: &DayTables, threads: Threads) -> Vec<(u64, Vec<u8>)> {
     let n = day.whales.len();
     let pack = |from: usize| {
         let mut scratch = PackScratch::default();
@@ -160,10 +215,11 @@ fn pack_all(day: &DayTables) -> Vec<(u64, Vec<u8>)> {
             .map(|i| day.pack_whale(i, &mut scratch))
             .collect::<Vec<_>>()
     };
-    let (even, odd) = std::thread::scope(|s| {
-        let odd = s.spawn(|| pack(1));
-        (pack(0), odd.join().expect("packing thread"))
-    });
+    if threads == Threads::One {
+        let mut scratch = PackScratch::default();
+        return (0..n).map(|i| day.pack_whale(i, &mut scratch)).collect();
+    }
+    let (even, odd) = threads.join(|| pack(0), || pack(1));
     let mut out = Vec::with_capacity(n);
     let mut odd = odd.into_iter();
     for e in even {
@@ -184,4 +240,19 @@ fn hold_for_crash_test() {
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);
     }
+}
+
+/// Fault injection for the batch tests: with `CRANWHALES_TEST_FAIL_WRITE` holding this date
+/// (comma-separated list), the day's transaction fails after all its rows were inserted (so the
+/// rollback has something to undo). Test-only, like `hold_for_crash_test`.
+#[cfg(feature = "fault-injection")]
+fn fail_for_test(date: &str) -> rusqlite::Result<()> {
+    let dates = std::env::var("CRANWHALES_TEST_FAIL_WRITE").unwrap_or_default();
+    if dates.split(',').any(|d| d == date) {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+            Some("write failed on purpose (CRANWHALES_TEST_FAIL_WRITE)".into()),
+        ));
+    }
+    Ok(())
 }

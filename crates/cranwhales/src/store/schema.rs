@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS whales (
     UNIQUE (date, ip_id),
     UNIQUE (date, name)
 ) WITHOUT ROWID;
+-- A whale's hours without downloads may have no row: readers start from zeros.
 CREATE TABLE IF NOT EXISTS whale_hourly (
     date TEXT NOT NULL,
     ip_id INTEGER NOT NULL,

@@ -177,7 +177,9 @@ fn whales(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     let mut hour = tx.prepare_cached("INSERT INTO whale_hourly VALUES (?1, ?2, ?3, ?4)")?;
     for &i in &packed.whale_order {
         let w = &day.whales[i as usize];
-        for (h, n) in w.hourly.iter().enumerate() {
+        // Hours without downloads have no row (three in four of a whale's hours; readers
+        // start from zeros).
+        for (h, n) in w.hourly.iter().enumerate().filter(|(_, &n)| n > 0) {
             hour.execute(params![d, w.ip_id, h, n])?;
         }
     }

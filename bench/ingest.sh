@@ -4,6 +4,7 @@
 # then the backfill line: the 78 real days with --jobs 2 vs one at a time vs Polars (ingest_backfill.py).
 # Builds the stitched day once into target/bench-data (outside git) and installs the peers into a
 # venv in target/bench-venv. RUNS=N (default 5) interleaved rounds; ratios are medians of per-round ratios.
+# PART=day runs only the single-day line, PART=backfill only the backfill line (RUNS_BACKFILL=N rounds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=target/bench-data
@@ -26,12 +27,17 @@ if ! "$VENV/bin/python" -c 'import polars, duckdb' 2>/dev/null; then
   "$VENV/bin/pip" install -q polars duckdb
 fi
 cargo build --release -p cranwhales --bin cranwhales
+PART=${PART:-all}
+case "$PART" in all|day|backfill) ;; *) echo "bench-ingest: PART must be day, backfill or all (got $PART)" >&2; exit 2 ;; esac
+TEST_DATA=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}
+if [ "$PART" != backfill ]; then
 if [ ! -f "$DAY" ]; then
   echo "bench-ingest: building the stitched day (once)"
-  TEST_DATA=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}
   python3 bench/ingest_make_day.py "$TEST_DATA/cranlogs" "$DAY"
 fi
 "$VENV/bin/python" bench/ingest_bench.py "$DAY" "${RUNS:-5}"
+fi
+[ "$PART" = day ] && exit 0
 echo
-echo "== backfill: the real days of ../shared, --jobs 2 vs one at a time vs Polars =="
-exec "$VENV/bin/python" bench/ingest_backfill.py ../shared/data/cranlogs target/release/cranwhales "$DATA" "${RUNS_BACKFILL:-3}"
+echo "== backfill: the 78 real days, --jobs 2 vs one at a time vs Polars =="
+exec "$VENV/bin/python" bench/ingest_backfill.py "$TEST_DATA/cranlogs" target/release/cranwhales "$DATA" "${RUNS_BACKFILL:-3}"

@@ -17,7 +17,8 @@ test-cranwhales-browser: build
 bench-serve: release
 	bench/serve.sh
 
-# Ingest of a stitched >= 10M-row day vs libdeflate/gzip decompression, Polars and DuckDB.
+# Ingest of a stitched >= 10M-row day vs libdeflate/gzip decompression, Polars and DuckDB, then the
+# 78-day backfill line (--jobs 2 vs --jobs 1 vs Polars). PART=day or PART=backfill runs one of them.
 .PHONY: bench-ingest
 bench-ingest:
 	bench/ingest.sh

@@ -29,6 +29,7 @@ pub async fn days(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Res
     if let Some(body) = app.days.get(&()) {
         return Ok(body.respond(&headers));
     }
+    let epoch = app.days.epoch();
     let days = app
         .db
         .read(|s| Ok(s.days()?))
@@ -36,7 +37,7 @@ pub async fn days(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Res
         .map_err(ApiError::internal)?;
     Ok(app
         .days
-        .insert((), Body::json(&days, REVALIDATE))
+        .insert_at(epoch, (), Body::json(&days, REVALIDATE))
         .respond(&headers))
 }
 
@@ -122,6 +123,7 @@ async fn summary(
     headers: &HeaderMap,
 ) -> Result<Option<Response>, ApiError> {
     let date = day.to_string();
+    let epoch = app.summaries.epoch();
     let found = app
         .db
         .read(move |s| Ok(s.day_summary(&date, count)?))
@@ -129,7 +131,7 @@ async fn summary(
         .map_err(ApiError::internal)?;
     Ok(found.map(|s| {
         app.summaries
-            .insert((day, count), Body::json(&s, IMMUTABLE))
+            .insert_at(epoch, (day, count), Body::json(&s, IMMUTABLE))
             .respond(headers)
     }))
 }
@@ -149,6 +151,7 @@ pub async fn whale(
         return Ok(body.respond(&headers));
     }
     let date = day.to_string();
+    let epoch = app.whales.epoch();
     let found = app
         .db
         .read(move |s| Ok(s.whale_detail(&date, ip_id)?))
@@ -157,7 +160,7 @@ pub async fn whale(
     match found {
         Some(w) => Ok(app
             .whales
-            .insert((day, ip_id), Body::json(&w, IMMUTABLE))
+            .insert_at(epoch, (day, ip_id), Body::json(&w, IMMUTABLE))
             .respond(&headers)),
         None if app.fetcher.is_known(day) => Err(ApiError::new(
             StatusCode::NOT_FOUND,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -118,11 +118,17 @@ struct Entry {
 
 /// A byte-bounded map of immutable bodies; lookups take only a read lock, and the least recently
 /// used entries go when the budget is exceeded.
+///
+/// Entries dropped because the store changed must not come back from a request that read the
+/// store before the change: each drop moves the cache's epoch on, and `insert_at` keeps a body
+/// only if the epoch is still the one its request saw before reading.
 pub struct Cache<K> {
     map: RwLock<HashMap<K, Entry>>,
     clock: AtomicU64,
     budget: usize,
     used: AtomicU64,
+    /// Moved on (under the write lock) by every `clear`, `remove` and `retain`.
+    epoch: AtomicU64,
 }
 
 impl<K: Eq + Hash + Clone> Cache<K> {
@@ -133,7 +139,25 @@ impl<K: Eq + Hash + Clone> Cache<K> {
             clock: AtomicU64::new(0),
             budget,
             used: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         }
+    }
+
+    /// The current epoch: read it before reading the store for a body, pass it to `insert_at`.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Stores a body built from a store read begun at `epoch`, unless entries were dropped since
+    /// (the body may be older than the drop); returns it either way. Bodies larger than a quarter
+    /// of the budget are not kept.
+    pub fn insert_at(&self, epoch: u64, key: K, body: Body) -> Arc<Body> {
+        let body = Arc::new(body);
+        let map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if self.epoch.load(Ordering::Acquire) == epoch {
+            self.put(map, key, body.clone());
+        }
+        body
     }
 
     /// The cached body, marking it used.
@@ -149,14 +173,11 @@ impl<K: Eq + Hash + Clone> Cache<K> {
         Some(e.body.clone())
     }
 
-    /// Stores a body (bodies larger than a quarter of the budget are not kept) and returns it.
-    pub fn insert(&self, key: K, body: Body) -> Arc<Body> {
-        let body = Arc::new(body);
+    fn put(&self, mut map: RwLockWriteGuard<'_, HashMap<K, Entry>>, key: K, body: Arc<Body>) {
         let size = body.size();
         if size > self.budget / 4 {
-            return body;
+            return;
         }
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         if let Some(old) = map.insert(
             key,
@@ -186,7 +207,6 @@ impl<K: Eq + Hash + Clone> Cache<K> {
             }
             self.used.store(used, Ordering::Relaxed);
         }
-        body
     }
 
     /// Drops every entry (bodies that depend on which days are stored, after an ingest).
@@ -194,6 +214,20 @@ impl<K: Eq + Hash + Clone> Cache<K> {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         map.clear();
         self.used.store(0, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Keeps only the entries whose key passes `keep` (e.g. drops a re-ingested day's bodies).
+    pub fn retain(&self, mut keep: impl FnMut(&K) -> bool) {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        map.retain(|k, e| {
+            let kept = keep(k);
+            if !kept {
+                self.used.fetch_sub(e.body.size() as u64, Ordering::Relaxed);
+            }
+            kept
+        });
+        self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Drops one entry (e.g. the day list after an ingest).
@@ -202,6 +236,7 @@ impl<K: Eq + Hash + Clone> Cache<K> {
         if let Some(e) = map.remove(key) {
             self.used.fetch_sub(e.body.size() as u64, Ordering::Relaxed);
         }
+        self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -236,7 +271,8 @@ mod tests {
     fn cache_stays_within_budget() {
         let cache = Cache::new(40_000);
         for i in 0..100u32 {
-            cache.insert(
+            cache.insert_at(
+                cache.epoch(),
                 i,
                 Body::new(vec![b'x'; 1000 + i as usize], "text/plain", IMMUTABLE),
             );

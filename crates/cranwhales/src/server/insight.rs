@@ -1,6 +1,7 @@
 //! `/api/packages` and `/api/trends`: answers across the stored days. Each body is built once
-//! from the precomputed tables (a primary-key seek per stored day, or a range of `days`) and served from
-//! memory until a day is added, when these caches are dropped (`Insight::invalidate`).
+//! from the precomputed tables (a primary-key seek per stored day, or a range of `days`) and served
+//! from memory until a day is added or replaced (by this server's fetches or, seen by `watch`, by
+//! another process), when these caches are dropped (`Insight::invalidate`).
 
 use std::sync::{Arc, RwLock};
 
@@ -120,6 +121,7 @@ pub async fn package(
         return Ok(body.respond(req.headers()));
     }
     let asked = name.clone();
+    let epoch = app.insight.packages.epoch();
     let report = app
         .db
         .read(move |s| Ok(s.package_report(&asked, range, whales)?))
@@ -143,7 +145,7 @@ pub async fn package(
     Ok(app
         .insight
         .packages
-        .insert(key, Body::json(&report, REVALIDATE))
+        .insert_at(epoch, key, Body::json(&report, REVALIDATE))
         .respond(req.headers()))
 }
 
@@ -191,6 +193,7 @@ async fn names(app: &Arc<App>) -> Result<Names, ApiError> {
     {
         return Ok(n);
     }
+    let epoch = app.insight.packages.epoch();
     let mut all = app
         .db
         .read(|s| Ok(s.package_names()?))
@@ -201,7 +204,11 @@ async fn names(app: &Arc<App>) -> Result<Names, ApiError> {
         .collect::<Vec<_>>();
     all.sort_by(|a, b| a.0.cmp(&b.0));
     let all = Arc::new(all);
-    *app.insight.names.write().unwrap_or_else(|e| e.into_inner()) = Some(all.clone());
+    let mut names = app.insight.names.write().unwrap_or_else(|e| e.into_inner());
+    // Kept only if no day came since the read began (`invalidate` moves the epoch first).
+    if app.insight.packages.epoch() == epoch {
+        *names = Some(all.clone());
+    }
     Ok(all)
 }
 
@@ -212,6 +219,7 @@ pub async fn trends(State(app): State<Arc<App>>, req: Request) -> Result<Respons
     if let Some(body) = app.insight.trends.get(&range) {
         return Ok(body.respond(headers));
     }
+    let epoch = app.insight.trends.epoch();
     let t = app
         .db
         .read(move |s| Ok(s.trends(range)?))
@@ -220,7 +228,7 @@ pub async fn trends(State(app): State<Arc<App>>, req: Request) -> Result<Respons
     Ok(app
         .insight
         .trends
-        .insert(range, Body::json(&t, REVALIDATE))
+        .insert_at(epoch, range, Body::json(&t, REVALIDATE))
         .respond(headers))
 }
 

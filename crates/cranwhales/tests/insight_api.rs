@@ -1,12 +1,13 @@
 //! The insight API on real days against the independent Python recount: whale profiles in the
 //! day summary and the whale detail, `/api/packages/{name}` (downloads, unique downloaders,
 //! without the top N whales, a package only whales downloaded), `/api/packages?q=` suggestions,
-//! `/api/trends`; bad input gets a 4xx `{error}`; a day fetched on demand shows up in both.
+//! `/api/trends`; bad input gets a 4xx `{error}`; a day fetched on demand shows up in both, and so
+//! do days ingested (or re-ingested) by another `cranwhales ingest` process while the server runs.
 
 mod insight_support;
 mod server_support;
 
-use insight_support::{n, recount, without};
+use insight_support::{n, recount, recount_file, without};
 use server_support::*;
 
 const DAYS: [&str; 3] = ["2012-10-17", "2014-12-21", "2015-02-14"];
@@ -192,4 +193,123 @@ async fn insight_api_matches_the_recount() {
             .len(),
         4
     );
+}
+
+/// Polls `path` (every 50 ms, for at most 20 s) until `done` holds of its JSON; returns it.
+async fn until(
+    addr: std::net::SocketAddr,
+    path: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let v = ok(addr, path).await;
+        if done(&v) {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} did not change within 20 s: {v}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs the real `cranwhales ingest` (another process) on the server's store.
+fn ingest_beside(db: &std::path::Path, args: &[&std::ffi::OsStr]) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .arg("ingest")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running server's answers, cached before, follow what another process stores: a new day joins
+/// /api/days, /api/trends and /api/packages/{name} with the recount's numbers; a day re-ingested
+/// from another file (--force) serves its new summary.
+#[tokio::test]
+async fn days_ingested_by_another_process_show_up() {
+    let server = App::start(&["2012-10-17"], &["--store-poll-ms", "50"]).await;
+    let a = server.addr;
+    let pkg = "ggplot2";
+    // Every answer cached with one day.
+    assert_eq!(ok(a, "/api/days").await.as_array().unwrap().len(), 1);
+    assert_eq!(
+        ok(a, "/api/trends").await["days"].as_array().unwrap().len(),
+        1
+    );
+    let path = format!("/api/packages/{pkg}?whales=6");
+    assert_eq!(ok(a, &path).await["days"].as_array().unwrap().len(), 1);
+    let before = ok(a, "/api/days/2012-10-17?count=6").await;
+
+    ingest_beside(
+        &server.db(),
+        &[insight_support::day_file("2014-12-21").as_os_str()],
+    );
+    let r = &recount(&["2014-12-21"], Some(&[pkg]))[0];
+    let days = until(a, "/api/days", |v| v.as_array().unwrap().len() == 2).await;
+    assert_eq!(days[1]["date"], "2014-12-21");
+    assert_eq!(days[1]["totals"]["downloads"], r["downloads"]);
+    assert_eq!(days[1]["totals"]["downloaders"], r["downloaders"]);
+    let t = until(a, "/api/trends", |v| {
+        v["days"].as_array().unwrap().len() == 2
+    })
+    .await;
+    let d = &t["days"][1];
+    assert_eq!(d["date"], "2014-12-21");
+    assert_eq!(d["downloaders"], r["downloaders"]);
+    for (k, rk) in [("top1", "1"), ("top6", "6"), ("top25", "25")] {
+        assert_eq!(d[k], r["top_downloads"][rk], "{k}");
+    }
+    for (b, count) in d["behaviours"].as_object().unwrap() {
+        assert_eq!(n(count), r["behaviours"][b].as_u64().unwrap_or(0), "{b}");
+    }
+    let p = until(a, &path, |v| v["days"].as_array().unwrap().len() == 2).await;
+    let (d, rp) = (&p["days"][1], &r["package_counts"][pkg]);
+    assert_eq!(d["date"], "2014-12-21");
+    assert_eq!(d["downloads"], rp["downloads"]);
+    assert_eq!(d["downloaders"], rp["downloaders"]);
+    assert_eq!(n(&d["without_whales"]), without(rp, 6));
+    // The day page of a day that did not change is the same body.
+    assert_eq!(ok(a, "/api/days/2012-10-17?count=6").await, before);
+
+    // 2012-10-17 again, from its first 2,000 rows only.
+    let text = {
+        let mut s = String::new();
+        let f = std::fs::File::open(insight_support::day_file("2012-10-17")).unwrap();
+        std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(f), &mut s).unwrap();
+        s.lines()
+            .take(2001)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let part = server.dir.path().join("part");
+    std::fs::create_dir(&part).unwrap();
+    let file = part.join("2012-10-17.csv.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&file).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    ingest_beside(&server.db(), &["--force".as_ref(), file.as_os_str()]);
+    let r = &recount_file(&file)[0];
+    let s = until(a, "/api/days/2012-10-17?count=6", |v| {
+        v["totals"] != before["totals"]
+    })
+    .await;
+    assert_eq!(s["totals"]["downloads"], r["downloads"]);
+    assert_eq!(s["totals"]["downloaders"], r["downloaders"]);
+    let days = ok(a, "/api/days").await;
+    assert_eq!(days[0]["totals"]["downloads"], r["downloads"]);
+    let t = ok(a, "/api/trends").await;
+    assert_eq!(t["days"][0]["top1"], r["top_downloads"]["1"]);
+    server.stop().await;
 }

@@ -149,6 +149,15 @@ impl Fetcher {
             .contains(&day)
     }
 
+    /// The stored days changed outside this fetcher (another process ingested, or deleted).
+    pub fn update_known(&self, added: &[Day], removed: &[Day]) {
+        let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+        known.extend(added);
+        for d in removed {
+            known.remove(d);
+        }
+    }
+
     /// The running flight for a day, if any.
     pub fn flight(&self, day: Day) -> Option<Arc<Flight>> {
         self.flights

@@ -9,8 +9,9 @@
 //! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (immutable
 //! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
 //! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
-//! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days), `wire` (the API's own shapes; TypeScript types are generated from them and
-//! `crate::summary`).
+//! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days), `watch` (days
+//! stored by other processes), `wire` (the API's own shapes; TypeScript types are generated from
+//! them and `crate::summary`).
 
 mod api;
 mod assets;
@@ -23,6 +24,7 @@ mod http;
 mod insight;
 mod limit;
 pub mod signal;
+mod watch;
 pub mod wire;
 
 use std::future::Future;
@@ -90,6 +92,9 @@ pub struct ServeArgs {
     /// Seconds requests in flight (and progress streams) may take to finish after SIGTERM/Ctrl-C.
     #[arg(long, default_value_t = 25)]
     pub drain_timeout: u64,
+    /// Milliseconds between looks for days stored by other processes (`cranwhales ingest`).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub store_poll_ms: u64,
 }
 
 /// Shared state of every request.
@@ -108,11 +113,14 @@ pub struct App {
     insight: Arc<insight::Insight>,
 }
 
-/// A server ready to run: routes over an open store, and the connection limits.
+/// A server ready to run: routes over an open store, the connection limits, and the watcher of
+/// the store.
 pub struct Server {
     router: Router,
     limits: http::Limits,
     stored: usize,
+    watch: watch::Watch,
+    poll: Duration,
 }
 
 impl Server {
@@ -133,7 +141,7 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
     if !args.no_sample {
         ingest_samples(&db, args).await?;
     }
-    let (router, stored) = app(db, args).await?;
+    let (router, stored, watch) = app(db, args).await?;
     let secs = |s: u64| Duration::from_secs(s.max(1));
     let limits = http::Limits {
         max_connections: args.max_connections,
@@ -146,6 +154,8 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
         router,
         limits,
         stored,
+        watch,
+        poll: Duration::from_millis(args.store_poll_ms),
     })
 }
 
@@ -164,7 +174,9 @@ pub async fn run(
             drain.as_secs()
         );
     };
+    let watching = tokio::spawn(server.watch.run(server.poll));
     let drained = http::serve(listener, server.router, server.limits, shutdown).await;
+    watching.abort();
     if drained.cut > 0 {
         tracing::warn!(
             "drain timeout: cut {} of {} open connections",
@@ -177,8 +189,8 @@ pub async fn run(
     Ok(())
 }
 
-/// Builds the router and state; returns it with the number of stored days.
-async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize)> {
+/// Builds the router and state; returns it with the number of stored days and the store's watcher.
+async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize, watch::Watch)> {
     let stored = db.read(|s| Ok(s.days()?)).await?;
     let known = stored.iter().filter_map(|d| Day::parse(&d.date)).collect();
     let days = Arc::new(cache::Cache::new(16 << 20));
@@ -217,6 +229,7 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         days,
         insight,
     });
+    let watch = watch::Watch::new(state.clone())?;
     let router = Router::new()
         .route("/api/days", get(api::days))
         .route("/api/days/{date}", get(api::day))
@@ -230,7 +243,7 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(assets::serve)
         .with_state(state);
-    Ok((router, stored.len()))
+    Ok((router, stored.len(), watch))
 }
 
 /// On an empty store, ingests the bundled sample days so the app has something to show offline.

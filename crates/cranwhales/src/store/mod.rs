@@ -63,6 +63,21 @@ pub enum StoreError {
 /// Result of store operations.
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// One stored version of a day: when and from which file it was ingested, and how big it is. A
+/// re-ingest (`--force`) changes it, unless it came within the same second from the same file with
+/// the same rows and downloads, and then it stored the same day again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayStamp {
+    /// When it was written (UTC, to the second).
+    pub ingested_at: String,
+    /// The file it was read from.
+    pub source: String,
+    /// Data rows read.
+    pub rows: u64,
+    /// Downloads counted.
+    pub downloads: u64,
+}
+
 /// A connection to the cranwhales database.
 pub struct Store {
     conn: Connection,
@@ -123,6 +138,35 @@ impl Store {
                     date: r.get(0)?,
                     totals: totals(r, 1)?,
                 })
+            })?;
+            rows.collect()
+        };
+        q().map_err(sql(&self.path))
+    }
+
+    /// SQLite's `PRAGMA data_version`: it changes when another connection (this process's or
+    /// another's) committed since this connection last asked; this connection's own commits do not
+    /// change it. In WAL mode a read of shared memory, no file I/O: cheap enough to poll.
+    pub fn data_version(&self) -> Result<i64> {
+        self.conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(sql(&self.path))
+    }
+
+    /// Every stored day with what tells one ingest of it from another (see [`DayStamp`]).
+    pub fn day_stamps(&self) -> Result<Vec<(String, DayStamp)>> {
+        let q = || -> rusqlite::Result<Vec<(String, DayStamp)>> {
+            let mut st = self.conn.prepare(
+                "SELECT date, ingested_at, source, rows, downloads FROM days ORDER BY date",
+            )?;
+            let rows = st.query_map([], |r| {
+                let stamp = DayStamp {
+                    ingested_at: r.get(1)?,
+                    source: r.get(2)?,
+                    rows: r.get(3)?,
+                    downloads: r.get(4)?,
+                };
+                Ok((r.get(0)?, stamp))
             })?;
             rows.collect()
         };

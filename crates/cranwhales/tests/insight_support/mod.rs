@@ -18,12 +18,20 @@ pub fn day_file(date: &str) -> PathBuf {
 /// The recount of `dates` (one JSON object per day, in order); `packages` limits the
 /// per-package part to those names (`None`: every package).
 pub fn recount(dates: &[&str], packages: Option<&[&str]>) -> Vec<serde_json::Value> {
+    let files: Vec<PathBuf> = dates.iter().map(|d| day_file(d)).collect();
+    recount_files(&files, packages)
+}
+
+/// The recount of one day file anywhere (every package).
+pub fn recount_file(file: &Path) -> Vec<serde_json::Value> {
+    recount_files(&[file.to_owned()], None)
+}
+
+fn recount_files(files: &[PathBuf], packages: Option<&[&str]>) -> Vec<serde_json::Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/recount.py");
     let mut cmd = Command::new("python3");
     cmd.arg(script);
-    for d in dates {
-        cmd.arg(day_file(d));
-    }
+    cmd.args(files);
     if let Some(p) = packages {
         cmd.arg("--packages").arg(p.join(","));
     }

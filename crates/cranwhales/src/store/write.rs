@@ -90,22 +90,7 @@ impl Store {
             st.execute(params![d, h, n])?;
         }
         drop(st);
-        let mut st = tx.prepare_cached(
-            "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for (i, ranks) in &packed.packages {
-            let p = &day.packages[*i as usize];
-            st.execute(params![
-                d,
-                p.package,
-                p.downloads,
-                p.whale_downloads,
-                p.downloaders,
-                ranks
-            ])?;
-        }
-        drop(st);
+        packages(&tx, packed)?;
         whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
         {
@@ -114,6 +99,45 @@ impl Store {
         }
         tx.commit()
     }
+}
+
+/// Rows per `INSERT` of `packages`: one statement run per 64 rows instead of per row (the
+/// 78-day backfill's store step: ~0.5 s → ~0.4 s of CPU).
+const PACKAGE_ROWS: usize = 64;
+
+/// The day's `packages` rows, `PACKAGE_ROWS` per statement (the last few one by one).
+fn packages(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
+    let day = &packed.day;
+    let sql = |n: usize| {
+        let row = "(?, ?, ?, ?, ?, ?)";
+        format!(
+            "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks) VALUES {}",
+            vec![row; n].join(", ")
+        )
+    };
+    let insert = |st: &mut rusqlite::CachedStatement<'_>, rows: &[(u32, Option<Vec<u8>>)]| {
+        for (k, (i, ranks)) in rows.iter().enumerate() {
+            let (p, at) = (&day.packages[*i as usize], k * 6);
+            st.raw_bind_parameter(at + 1, &day.date)?;
+            st.raw_bind_parameter(at + 2, &p.package)?;
+            st.raw_bind_parameter(at + 3, p.downloads)?;
+            st.raw_bind_parameter(at + 4, p.whale_downloads)?;
+            st.raw_bind_parameter(at + 5, p.downloaders)?;
+            st.raw_bind_parameter(at + 6, ranks)?;
+        }
+        st.raw_execute().map(drop)
+    };
+    let (full, rest) =
+        (packed.packages).split_at(packed.packages.len() / PACKAGE_ROWS * PACKAGE_ROWS);
+    let mut many = tx.prepare_cached(&sql(PACKAGE_ROWS))?;
+    for rows in full.chunks(PACKAGE_ROWS) {
+        insert(&mut many, rows)?;
+    }
+    let mut one = tx.prepare_cached(&sql(1))?;
+    for row in rest.chunks(1) {
+        insert(&mut one, row)?;
+    }
+    Ok(())
 }
 
 /// The `days` row: totals and the day's stats.

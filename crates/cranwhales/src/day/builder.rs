@@ -40,14 +40,15 @@ pub struct DayBuilder {
 }
 
 fn utf8(line: u64, field: &'static str, b: &[u8]) -> Result<String, RowError> {
-    String::from_utf8(b.to_vec()).map_err(|e| {
+    utf8_str(line, field, b).map(str::to_owned)
+}
+
+fn utf8_str<'a>(line: u64, field: &'static str, b: &'a [u8]) -> Result<&'a str, RowError> {
+    std::str::from_utf8(b).map_err(|e| {
         row_err(
             line,
             field,
-            format!(
-                "not UTF-8 (byte {} of the field)",
-                e.utf8_error().valid_up_to() + 1
-            ),
+            format!("not UTF-8 (byte {} of the field)", e.valid_up_to() + 1),
         )
     })
 }
@@ -297,13 +298,19 @@ impl DayBuilder {
         hash: u64,
         f: &Fields<'_>,
     ) -> Result<u32, RowError> {
-        let name = utf8(line, "package", &parse::unquote(f[col::PACKAGE]))?;
+        let raw_name = parse::unquote(f[col::PACKAGE]);
+        let name = utf8_str(line, "package", &raw_name)?;
         let version = opt_utf8(line, "version", f[col::VERSION])?;
-        let next = self.package_ix.len() as u32;
-        let pkg = *self.package_ix.entry(name.clone()).or_insert(next);
-        if pkg == next {
-            self.dict.packages.push(name);
-        }
+        // A new version of a known package allocates nothing for the name.
+        let pkg = match self.package_ix.get(name) {
+            Some(&pkg) => pkg,
+            None => {
+                let pkg = self.package_ix.len() as u32;
+                self.package_ix.insert(name.to_owned(), pkg);
+                self.dict.packages.push(name.to_owned());
+                pkg
+            }
+        };
         self.dict.pkgvers.push((pkg, version));
         self.pkgver_count.push(0);
         Ok(self.pkgver_ix.add(raw, hash))

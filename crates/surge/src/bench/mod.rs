@@ -7,6 +7,7 @@
 //! (`timer`).
 
 mod lanes;
+mod plan;
 mod print;
 mod report;
 mod schedule;
@@ -16,19 +17,18 @@ pub use print::bench_text;
 pub use report::{merge, BenchReport};
 
 use crate::h1;
-use crate::segment::{Segment, Start};
 use crate::stats;
 use crate::timefmt::{self, parse_duration};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Uri};
+use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use schedule::{closed_over, open_slot, schedule, Slot, BEHIND};
+use plan::{make_plan, Plan};
+use schedule::{closed_over, open_slot, Slot, BEHIND};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -82,37 +82,6 @@ pub struct BenchArgs {
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
-}
-
-struct Plan {
-    uri: Uri,
-    authority: String,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-    /// The whole HTTP/1.1 request (head and body), written as is for every exchange.
-    request: Vec<u8>,
-    /// HEAD responses have no body whatever their headers say.
-    head: bool,
-    http2: bool,
-    keepalive: bool,
-    timeout: Duration,
-    deadline: Option<Instant>,
-    remaining: Option<AtomicI64>,
-    /// Open model: requests per second of the whole plan, and the plan's request count (-n).
-    rate: Option<f64>,
-    limit: Option<u64>,
-    /// Open model: the schedule's end + `--timeout`; requests still unsent then are errors.
-    cutoff: Option<Instant>,
-    /// This process's share of the schedule (1/1 without --segment).
-    segment: Segment,
-    conns: usize,
-    /// Event-loop threads (`lanes`), at most one per connection.
-    lanes: usize,
-    start: Start,
-    t0: Instant,
-    stop: AtomicBool,
-    done: AtomicU64,
 }
 
 #[derive(Default)]
@@ -268,131 +237,6 @@ fn fold(all: &mut ConnStats, s: ConnStats) {
     all.bytes += s.bytes;
 }
 
-fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
-    let uri: Uri = args
-        .url
-        .parse()
-        .map_err(|e| anyhow::anyhow!("URL {}: {e}", args.url))?;
-    if uri.scheme_str() != Some("http") {
-        anyhow::bail!("URL {}: only http:// is supported", args.url);
-    }
-    let host = uri
-        .host()
-        .ok_or_else(|| anyhow::anyhow!("URL {}: no host", args.url))?;
-    let authority = format!("{host}:{}", uri.port_u16().unwrap_or(80));
-    if args.connections == 0 {
-        anyhow::bail!("-c must be at least 1");
-    }
-    let threads = match args.threads {
-        Some(0) => anyhow::bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let method: Method = args
-        .method
-        .parse()
-        .map_err(|_| anyhow::anyhow!("-m {}: not an HTTP method", args.method))?;
-    let mut headers = HeaderMap::new();
-    if !args.http2 {
-        headers.insert(
-            hyper::header::HOST,
-            HeaderValue::from_str(uri.authority().map(|a| a.as_str()).unwrap_or(host))?,
-        );
-    }
-    headers.insert(
-        hyper::header::USER_AGENT,
-        HeaderValue::from_static(concat!("surge/", env!("CARGO_PKG_VERSION"))),
-    );
-    if args.no_keepalive && !args.http2 {
-        headers.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    for h in &args.headers {
-        let (k, v) = h
-            .split_once(':')
-            .ok_or_else(|| anyhow::anyhow!("-H \"{h}\": expected 'Name: value'"))?;
-        headers.insert(
-            HeaderName::from_bytes(k.trim().as_bytes())
-                .map_err(|e| anyhow::anyhow!("-H \"{h}\": {e}"))?,
-            HeaderValue::from_str(v.trim()).map_err(|e| anyhow::anyhow!("-H \"{h}\": {e}"))?,
-        );
-    }
-    let body = match &args.body {
-        Some(p) => Bytes::from(
-            std::fs::read(p).map_err(|e| anyhow::anyhow!("--body {}: {e}", p.display()))?,
-        ),
-        None => Bytes::new(),
-    };
-    let request_uri = if args.http2 {
-        uri.clone()
-    } else {
-        uri.path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/")
-            .parse()?
-    };
-    let request = serialize_request(&method, &request_uri, &headers, &body);
-    let duration = match (args.requests, args.duration) {
-        (Some(_), None) => None,
-        (_, d) => Some(d.unwrap_or(Duration::from_secs(10))),
-    };
-    let (segment, start) = schedule(args)?;
-    let t0 = start.t0;
-    Ok(Plan {
-        uri: request_uri,
-        authority,
-        head: method == Method::HEAD,
-        method,
-        headers,
-        body,
-        request,
-        http2: args.http2,
-        keepalive: !args.no_keepalive,
-        timeout: args.timeout,
-        deadline: duration.map(|d| t0 + d),
-        // The open model stops at the plan's request count (`limit`), closed at the shared count.
-        remaining: (args.rate.is_none())
-            .then_some(args.requests)
-            .flatten()
-            .map(|n| AtomicI64::new(n as i64)),
-        rate: args.rate,
-        limit: args.requests,
-        cutoff: args.rate.map(|r| {
-            let end = duration.map_or_else(
-                || t0 + Duration::from_secs_f64(args.requests.unwrap_or(0) as f64 / r),
-                |d| t0 + d,
-            );
-            end + args.timeout
-        }),
-        segment: segment.unwrap_or(Segment { index: 1, count: 1 }),
-        conns: args.connections,
-        lanes: threads.min(args.connections),
-        start,
-        t0,
-        stop: AtomicBool::new(false),
-        done: AtomicU64::new(0),
-    })
-}
-
-/// The HTTP/1.1 request bytes; a body gets a Content-Length unless -H set the framing.
-fn serialize_request(method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Vec<u8> {
-    let mut r = format!("{method} {uri} HTTP/1.1\r\n").into_bytes();
-    for (k, v) in headers {
-        r.extend_from_slice(k.as_str().as_bytes());
-        r.extend_from_slice(b": ");
-        r.extend_from_slice(v.as_bytes());
-        r.extend_from_slice(b"\r\n");
-    }
-    let framed = headers.contains_key(hyper::header::CONTENT_LENGTH)
-        || headers.contains_key(hyper::header::TRANSFER_ENCODING);
-    let expects_body = [Method::POST, Method::PUT, Method::PATCH].contains(method);
-    if !framed && (!body.is_empty() || expects_body) {
-        r.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
-    }
-    r.extend_from_slice(b"\r\n");
-    r.extend_from_slice(body);
-    r
-}
-
 fn error_kind(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
@@ -497,6 +341,15 @@ async fn exchange_within(
     }
 }
 
+/// Everyone waits for the plan's start (`--start-at`), checking every 100 ms whether Ctrl-C ended
+/// the wait.
+async fn wait_for_start(plan: &Plan) {
+    while Instant::now() < plan.t0 && !plan.stop.load(Ordering::Relaxed) {
+        let tick = Instant::now() + Duration::from_millis(100);
+        tokio::time::sleep_until(plan.t0.min(tick)).await;
+    }
+}
+
 async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
     let mut st = ConnStats {
         hist: Some(stats::new_histogram()),
@@ -513,12 +366,8 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
     let mut send_timer = timer::SendTimer::default();
-    // Everyone waits for the plan's start (`--start-at`; Ctrl-C ends the wait); then the closed
-    // model starts the next request at the previous one's end time.
-    while Instant::now() < plan.t0 && !plan.stop.load(Ordering::Relaxed) {
-        let tick = Instant::now() + Duration::from_millis(100);
-        tokio::time::sleep_until(plan.t0.min(tick)).await;
-    }
+    wait_for_start(&plan).await;
+    // The closed model starts the next request at the previous one's end time.
     let mut now = Instant::now();
     loop {
         if plan.stop.load(Ordering::Relaxed) {

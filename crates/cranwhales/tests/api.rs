@@ -112,7 +112,7 @@ async fn whale_detail_and_day_list() {
     assert_eq!(days[0]["totals"]["downloads"], r.downloads);
 }
 
-/// Summaries carry an ETag and a long Cache-Control, answer 304 to a matching If-None-Match,
+/// Summaries carry an ETag and `no-cache` (a day may be re-ingested while the server runs), answer 304 to a matching If-None-Match,
 /// and are gzipped when the client accepts it (the gzip inflates to the same JSON).
 #[tokio::test]
 async fn summaries_are_cached_with_etag_and_gzip() {
@@ -120,10 +120,7 @@ async fn summaries_are_cached_with_etag_and_gzip() {
     let plain = get(server.addr, "/api/days/2012-10-17?count=6", &[]).await;
     assert_eq!(plain.status, 200);
     assert_eq!(plain.header("content-type"), Some("application/json"));
-    assert!(plain
-        .header("cache-control")
-        .unwrap()
-        .contains("max-age=31536000"));
+    assert_eq!(plain.header("cache-control"), Some("no-cache"));
     let etag = plain.header("etag").unwrap().to_owned();
     let again = get(
         server.addr,

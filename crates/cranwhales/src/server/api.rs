@@ -1,5 +1,5 @@
-//! The JSON API under `/api`. Summaries of stored days are immutable, so each is built once and
-//! then served from memory; days that are not stored are fetched on demand (see `fetch`).
+//! The JSON API under `/api`. A stored day's summary changes only when the day is re-ingested, so
+//! each is built once and then served from memory until the store watcher drops it; days that are not stored are fetched on demand (see `fetch`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -12,7 +12,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
-use super::cache::{Body, IMMUTABLE, REVALIDATE};
+use super::cache::{Body, REVALIDATE};
 use super::error::ApiError;
 use super::fetch::{Lookup, Status};
 use super::wire::Fetching;
@@ -131,7 +131,7 @@ async fn summary(
         .map_err(ApiError::internal)?;
     Ok(found.map(|s| {
         app.summaries
-            .insert_at(epoch, (day, count), Body::json(&s, IMMUTABLE))
+            .insert_at(epoch, (day, count), Body::json(&s, REVALIDATE))
             .respond(headers)
     }))
 }
@@ -160,7 +160,7 @@ pub async fn whale(
     match found {
         Some(w) => Ok(app
             .whales
-            .insert_at(epoch, (day, ip_id), Body::json(&w, IMMUTABLE))
+            .insert_at(epoch, (day, ip_id), Body::json(&w, REVALIDATE))
             .respond(&headers)),
         None if app.fetcher.is_known(day) => Err(ApiError::new(
             StatusCode::NOT_FOUND,

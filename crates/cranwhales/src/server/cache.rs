@@ -11,9 +11,10 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-/// `Cache-Control` for bodies that never change (ingested days, hashed assets).
+/// `Cache-Control` for bodies that never change (assets whose name holds their hash).
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
-/// `Cache-Control` for bodies that may change (the day list, index.html): revalidate with the ETag.
+/// `Cache-Control` for bodies that may change (the day list, index.html, a day another process may
+/// re-ingest with `--force`): revalidate with the ETag, a `304` when unchanged.
 pub const REVALIDATE: &str = "no-cache";
 
 /// One response body, ready to send plain or gzipped.

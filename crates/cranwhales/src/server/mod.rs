@@ -6,7 +6,7 @@
 //! in-process on port 0.
 //!
 //! Modules: `http` (accept loop, connection cap, drain), `gate` (request heads checked exactly,
-//! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (immutable
+//! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (built
 //! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
 //! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
 //! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days), `watch` (days

@@ -132,7 +132,7 @@ fi
 # measured processes and sets the p99 (2..50 ms, either way round), so nginx and the generators
 # run SCHED_FIFO here when allowed (SEG_FIFO=0: not).
 if [ "${PART:-all}" = all ] || [ "${PART:-all}" = segments ]; then
-SEG_RATE="${SEG_RATE:-4000}"; SEG_DUR="${SEG_DUR:-3}"; SEG_CONNS="${SEG_CONNS:-40}"; SEG_ROUNDS="${SEG_ROUNDS:-8}"
+SEG_RATE="${SEG_RATE:-4000}"; SEG_DUR="${SEG_DUR:-10}"; SEG_CONNS="${SEG_CONNS:-40}"; SEG_ROUNDS="${SEG_ROUNDS:-6}"
 RT=()
 if [ "${SEG_FIFO:-1}" = 1 ] && chrt -f 1 true 2>/dev/null; then
   RT=(chrt -f 1)

@@ -154,7 +154,8 @@ def try_container_build():
     engine = next((e for e in ("docker", "podman") if shutil.which(e)
                    and subprocess.run([e, "info"], capture_output=True).returncode == 0), None)
     if engine is None:
-        print("deploy check: no container engine reachable here: image checked, not built")
+        print("deploy check: no container engine reachable here: image checked, not built"
+              " (`make image` builds it with buildah and locally made base images)")
         return
     tag = "surge-deploy-check"
     r = subprocess.run([engine, "build", "-f", str(CONTAINERFILE), "-t", tag, str(ROOT)])

@@ -4,11 +4,14 @@
 //! `/api/trends`; bad input gets a 4xx `{error}`; a day fetched on demand shows up in both, and so
 //! do days ingested (or re-ingested) by another `cranwhales ingest` process while the server runs.
 
+mod engine_support;
 mod insight_support;
 mod server_support;
 
+use engine_support::cli_ok;
 use insight_support::{n, recount, recount_file, without};
 use server_support::*;
+use std::ffi::OsStr;
 
 const DAYS: [&str; 3] = ["2012-10-17", "2014-12-21", "2015-02-14"];
 
@@ -215,22 +218,6 @@ async fn until(
     }
 }
 
-/// Runs the real `cranwhales ingest` (another process) on the server's store.
-fn ingest_beside(db: &std::path::Path, args: &[&std::ffi::OsStr]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
-        .arg("ingest")
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A running server's answers, cached before, follow what another process stores: a new day joins
 /// /api/days, /api/trends and /api/packages/{name} with the recount's numbers; a day re-ingested
 /// from another file (--force) serves its new summary.
@@ -249,9 +236,13 @@ async fn days_ingested_by_another_process_show_up() {
     assert_eq!(ok(a, &path).await["days"].as_array().unwrap().len(), 1);
     let before = ok(a, "/api/days/2012-10-17?count=6").await;
 
-    ingest_beside(
+    // The real `cranwhales ingest`, another process, on the server's store.
+    cli_ok(
         &server.db(),
-        &[insight_support::day_file("2014-12-21").as_os_str()],
+        [
+            OsStr::new("ingest"),
+            insight_support::day_file("2014-12-21").as_os_str(),
+        ],
     );
     let r = &recount(&["2014-12-21"], Some(&[pkg]))[0];
     let days = until(a, "/api/days", |v| v.as_array().unwrap().len() == 2).await;
@@ -299,7 +290,14 @@ async fn days_ingested_by_another_process_show_up() {
     );
     std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
     gz.finish().unwrap();
-    ingest_beside(&server.db(), &["--force".as_ref(), file.as_os_str()]);
+    cli_ok(
+        &server.db(),
+        [
+            OsStr::new("ingest"),
+            OsStr::new("--force"),
+            file.as_os_str(),
+        ],
+    );
     let r = &recount_file(&file)[0];
     let s = until(a, "/api/days/2012-10-17?count=6", |v| {
         v["totals"] != before["totals"]

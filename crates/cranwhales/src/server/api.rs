@@ -1,5 +1,6 @@
 //! The JSON API under `/api`. A stored day's summary changes only when the day is re-ingested, so
-//! each is built once and then served from memory until the store watcher drops it; days that are not stored are fetched on demand (see `fetch`).
+//! each is built once and served from memory until `watch` (or this server's own fetch) drops it;
+//! days that are not stored are fetched on demand (see `fetch`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -81,9 +81,11 @@ impl Watch {
         self.version = seen.version;
         let now: BTreeMap<String, DayStamp> = seen.stamps.into_iter().collect();
         let day = |d: &String| Day::parse(d);
+        // A day this server fetched itself is known already, and its fetch dropped the caches.
         let added: Vec<Day> = (now.keys())
             .filter(|d| !self.seen.contains_key(*d))
             .filter_map(day)
+            .filter(|d| !self.app.fetcher.is_known(*d))
             .collect();
         let removed: Vec<Day> = (self.seen.keys())
             .filter(|d| !now.contains_key(*d))

@@ -134,6 +134,21 @@ pub struct Options {
     /// in flight for 1s, at most this long; for hosts behind a load balancer [default: 0s].
     #[arg(long, value_name = "DURATION")]
     pub drain_timeout: Option<String>,
+    /// Longest time a worker may take to start answering an HTTP request; then the client gets
+    /// 504 and the worker is replaced (it may be stuck inside R). 60s is twice Heroku's 30 s router
+    /// limit, so a slow but working R call is not cut; WebSockets are never cut by it; 0 turns it
+    /// off [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
+    /// Close a WebSocket that was silent both ways this long; 0 keeps it open (a user reading a
+    /// Shiny page sends nothing) [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub ws_idle_timeout: Option<String>,
+    /// With --health-path: probe every idle ready worker this often and replace one that fails two
+    /// probes in a row (busy workers are covered by --request-timeout); 0 turns it off
+    /// [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub health_interval: Option<String>,
     /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
     #[arg(long)]
     #[serde(skip)]
@@ -163,6 +178,9 @@ impl Options {
             sticky: self.sticky.or(other.sticky),
             stop_timeout: self.stop_timeout.or(other.stop_timeout),
             drain_timeout: self.drain_timeout.or(other.drain_timeout),
+            request_timeout: self.request_timeout.or(other.request_timeout),
+            ws_idle_timeout: self.ws_idle_timeout.or(other.ws_idle_timeout),
+            health_interval: self.health_interval.or(other.health_interval),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
             verbose: self.verbose || other.verbose,
@@ -197,6 +215,12 @@ pub struct Config {
     pub stop_timeout: Duration,
     /// Longest drain after SIGTERM (zero: stop accepting at once).
     pub drain_timeout: Duration,
+    /// Longest wait for a worker's response head (zero: none).
+    pub request_timeout: Duration,
+    /// Longest silence on a WebSocket (zero: none).
+    pub ws_idle_timeout: Duration,
+    /// Health probe period for idle ready workers (zero, or no health path: none).
+    pub health_interval: Duration,
     /// Program and arguments; `{port}` is substituted per worker.
     pub command: Vec<String>,
     /// Debug logging.
@@ -219,6 +243,9 @@ impl Config {
             sticky: Sticky::None,
             stop_timeout: Duration::from_secs(5),
             drain_timeout: Duration::ZERO,
+            request_timeout: Duration::from_secs(60),
+            ws_idle_timeout: Duration::ZERO,
+            health_interval: Duration::from_secs(10),
             command,
             verbose: false,
         }
@@ -287,6 +314,21 @@ impl Config {
             ("--ready-timeout", opts.ready_timeout, &mut c.ready_timeout),
             ("--stop-timeout", opts.stop_timeout, &mut c.stop_timeout),
             ("--drain-timeout", opts.drain_timeout, &mut c.drain_timeout),
+            (
+                "--request-timeout",
+                opts.request_timeout,
+                &mut c.request_timeout,
+            ),
+            (
+                "--ws-idle-timeout",
+                opts.ws_idle_timeout,
+                &mut c.ws_idle_timeout,
+            ),
+            (
+                "--health-interval",
+                opts.health_interval,
+                &mut c.health_interval,
+            ),
         ];
         for (field, value, slot) in durations {
             if let Some(v) = value {

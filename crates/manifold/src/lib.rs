@@ -93,11 +93,16 @@ pub async fn run(
         }
     };
     tokio::pin!(force);
-    tokio::select! {
-        _ = server::serve(listener, proxy, stop) => {}
-        _ = &mut force => tracing::warn!("second signal: stopping workers without waiting for in-flight requests"),
-    }
-    pool.shutdown().await;
+    // Bounded: --drain-timeout for the drain, then --stop-timeout shared by the requests still in
+    // flight and the workers' SIGTERM → SIGKILL, whatever the clients do.
+    let grace = tokio::select! {
+        left = server::serve(listener, proxy, stop, cfg.stop_timeout) => left,
+        _ = &mut force => {
+            tracing::warn!("second signal: stopping workers without waiting for in-flight requests");
+            cfg.stop_timeout
+        }
+    };
+    pool.shutdown_within(grace).await;
     tracing::info!("all workers stopped");
     Ok(())
 }

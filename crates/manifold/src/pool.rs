@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::upstream::Conn;
 use crate::worker::{OutputSink, Worker};
 
+mod health;
 mod supervisor;
 use supervisor::{supervise, Event};
 
@@ -65,6 +66,8 @@ struct Slot {
     last_used: Instant,
     started: Instant,
     failed_start: bool,
+    /// Health probes failed in a row.
+    health_failures: u32,
     /// Idle keep-alive connections to this worker.
     conns: Vec<Conn>,
 }
@@ -92,6 +95,37 @@ pub struct Totals {
     pub start_failures: u64,
     /// Idle workers stopped.
     pub idle_stops: u64,
+    /// Requests answered 504 because the worker did not answer within --request-timeout.
+    pub request_timeouts: u64,
+    /// Ready workers replaced because they failed the health probe.
+    pub health_replacements: u64,
+}
+
+/// Why a ready worker is replaced by the pool (it is stopped and a new one started).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// A request got no answer within --request-timeout: the worker may be stuck.
+    RequestTimeout,
+    /// The worker failed the health probe twice in a row.
+    Unhealthy,
+}
+
+/// The last thing that went wrong, with when (status `last_error`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LastError {
+    /// One line saying what happened.
+    pub message: String,
+    /// When, RFC 3339 UTC.
+    pub time: String,
+}
+
+impl LastError {
+    fn now(message: String) -> LastError {
+        LastError {
+            message,
+            time: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        }
+    }
 }
 
 struct Inner {
@@ -100,7 +134,7 @@ struct Inner {
     next_id: u64,
     failures_in_row: u32,
     retry_at: Option<Instant>,
-    last_error: Option<String>,
+    last_error: Option<LastError>,
     shutting_down: bool,
     totals: Totals,
 }
@@ -187,8 +221,8 @@ pub struct Snapshot {
     pub totals: Totals,
     /// Worker output lines dropped because the log writer was behind.
     pub output_lines_dropped: u64,
-    /// Last worker start failure, if any.
-    pub last_error: Option<String>,
+    /// Last start failure, crash, 502 or 504, with its time.
+    pub last_error: Option<LastError>,
     /// Whether the host is draining (SIGTERM received): it takes no new sessions.
     pub draining: bool,
 }
@@ -215,6 +249,12 @@ impl Pool {
             draining: AtomicBool::new(false),
         });
         tokio::spawn(supervise(Arc::downgrade(&pool), rx));
+        if let Some(path) = pool.cfg.health_path.clone() {
+            if !pool.cfg.health_interval.is_zero() {
+                let interval = pool.cfg.health_interval;
+                tokio::spawn(health::probe_loop(Arc::downgrade(&pool), path, interval));
+            }
+        }
         pool
     }
 
@@ -236,7 +276,7 @@ impl Pool {
                 if st.failures_in_row >= STARTUP_ATTEMPTS {
                     return Err(format!(
                         "{} (gave up after {} attempts)",
-                        st.last_error.clone().unwrap_or_default(),
+                        last_message(&st),
                         st.failures_in_row
                     ));
                 }
@@ -278,9 +318,7 @@ impl Pool {
                 && st.failures_in_row >= FAILING_AFTER
                 && !st.slots.values().any(|s| s.state == State::Ready)
             {
-                return Err(AcquireError::Failing(
-                    st.last_error.clone().unwrap_or_default(),
-                ));
+                return Err(AcquireError::Failing(last_message(&st)));
             }
             if st.queue.len() >= self.cfg.queue_size {
                 st.totals.queue_full += 1;
@@ -294,9 +332,7 @@ impl Pool {
         match tokio::time::timeout(self.cfg.queue_timeout, rx).await {
             Ok(Ok(lease)) => Ok(lease),
             // Sender dropped: the pool failed all waiters because workers cannot start.
-            Ok(Err(_)) => Err(AcquireError::Failing(
-                self.lock().last_error.clone().unwrap_or_default(),
-            )),
+            Ok(Err(_)) => Err(AcquireError::Failing(last_message(&self.lock()))),
             Err(_) => {
                 // The closed receiver is skipped by dispatch; a lease sent just now was dropped
                 // with the receiver and released itself.
@@ -336,9 +372,47 @@ impl Pool {
         st.queue.len() + st.slots.values().map(|s| s.busy).sum::<usize>()
     }
 
-    /// Counts a 502 answer (worker died or refused mid-request).
-    pub fn count_bad_gateway(&self) {
-        self.lock().totals.bad_gateway += 1;
+    /// Counts a 502 answer (worker died or refused mid-request) and records why.
+    pub fn count_bad_gateway(&self, message: String) {
+        let mut st = self.lock();
+        st.totals.bad_gateway += 1;
+        st.last_error = Some(LastError::now(message));
+    }
+
+    /// Stops ready worker `id` and lets the supervisor start its replacement; its other requests
+    /// end with it (it is presumed stuck). Returns false if it was not ready (already replaced).
+    pub fn replace(&self, id: u64, why: Replace) -> bool {
+        let mut st = self.lock();
+        let Some(slot) = st.slots.get_mut(&id) else {
+            return false;
+        };
+        if slot.state != State::Ready {
+            return false;
+        }
+        slot.state = State::Stopping;
+        slot.worker.stop();
+        let (message, counter) = match why {
+            Replace::RequestTimeout => (
+                format!(
+                    "worker {id} did not answer within {} (--request-timeout); replaced",
+                    humantime::format_duration(self.cfg.request_timeout)
+                ),
+                &mut st.totals.request_timeouts,
+            ),
+            Replace::Unhealthy => (
+                format!(
+                    "worker {id} failed its health probe twice ({}); replaced",
+                    self.cfg.health_path.as_deref().unwrap_or("/")
+                ),
+                &mut st.totals.health_replacements,
+            ),
+        };
+        *counter += 1;
+        tracing::warn!(worker = id, "{message}");
+        st.last_error = Some(LastError::now(message));
+        drop(st);
+        let _ = self.events.send(Event::Demand);
+        true
     }
 
     /// Whether worker `id` exists and takes requests (for sticky cookies).
@@ -418,8 +492,14 @@ impl Pool {
         }
     }
 
-    /// Stops every worker (SIGTERM, then SIGKILL) and waits until all are reaped.
+    /// Stops every worker (SIGTERM, then SIGKILL after `--stop-timeout`) and waits until all are
+    /// reaped.
     pub async fn shutdown(&self) {
+        self.shutdown_within(self.cfg.stop_timeout).await;
+    }
+
+    /// [`Pool::shutdown`] with SIGKILL after `grace` at most, so a shutdown keeps its bound.
+    pub async fn shutdown_within(&self, grace: std::time::Duration) {
         let waits: Vec<(u64, watch::Receiver<Option<String>>)> = {
             let mut st = self.lock();
             st.shutting_down = true;
@@ -428,7 +508,7 @@ impl Pool {
                 .values_mut()
                 .map(|s| {
                     s.state = State::Stopping;
-                    s.worker.stop();
+                    s.worker.stop_within(grace);
                     (s.worker.id, s.worker.exited.clone())
                 })
                 .collect()
@@ -440,6 +520,14 @@ impl Pool {
             }
         }
     }
+}
+
+/// The last error's message, or "" if none.
+fn last_message(st: &Inner) -> String {
+    st.last_error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default()
 }
 
 /// Picks the ready worker with room: least busy, then most recently used.

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -16,9 +17,10 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::config::{Config, Sticky};
-use crate::pool::{AcquireError, Lease, Pool};
+use crate::pool::{AcquireError, Lease, Pool, Replace};
 use crate::status;
 use crate::upstream;
 
@@ -44,6 +46,14 @@ pub struct Proxy {
     pool: Arc<Pool>,
     sticky: Sticky,
     retry_after: u64,
+    timeouts: Timeouts,
+}
+
+/// The per-request time limits, copied into each request's task.
+#[derive(Clone, Copy)]
+struct Timeouts {
+    request: Duration,
+    ws_idle: Duration,
 }
 
 impl Proxy {
@@ -53,6 +63,10 @@ impl Proxy {
             pool,
             sticky: cfg.sticky,
             retry_after: cfg.queue_timeout.as_secs().clamp(1, 60),
+            timeouts: Timeouts {
+                request: cfg.request_timeout,
+                ws_idle: cfg.ws_idle_timeout,
+            },
         }
     }
 
@@ -104,69 +118,24 @@ impl Proxy {
         })
     }
 
+    /// Runs the exchange with the worker in a task of its own, so the lease (the worker's slot)
+    /// is held until the worker answered or was replaced, even if the client goes away first.
     async fn forward(
         &self,
-        mut req: Request<Incoming>,
+        req: Request<Incoming>,
         client: SocketAddr,
-        mut lease: Lease,
+        lease: Lease,
     ) -> Response<ProxyBody> {
-        let upgrade = is_upgrade(req.headers());
-        let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
-        let (mut parts, body) = req.into_parts();
-        // Origin form ("/path?query"): workers such as httpuv do not accept absolute URIs.
-        parts.uri = match parts.uri.path_and_query() {
-            Some(pq) => hyper::Uri::from(pq.clone()),
-            None => hyper::Uri::from_static("/"),
-        };
-        forwarded_headers(&mut parts.headers, client, upgrade);
-        let up_req = Request::from_parts(parts, body.boxed());
-        // An upgraded connection is never reused, so upgrades get a fresh one.
-        let pooled = if upgrade { None } else { lease.take_conn() };
-        let reusable = match pooled {
-            // An idle connection the worker closed (or left unusable) is replaced, not a 502.
-            Some(mut c) => c.ready().await.is_ok().then_some(c),
-            None => None,
-        };
-        let conn = match reusable {
-            Some(c) => Ok(c),
-            None => upstream::connect(lease.port).await,
-        };
-        let sent = match conn {
-            Ok(mut c) => upstream::send(&mut c, up_req)
-                .await
-                .map(|r| (r, c))
-                .map_err(upstream::UpstreamError::from),
-            Err(e) => Err(e),
-        };
-        let mut resp = match sent {
-            Ok((r, c)) => {
-                if !upgrade {
-                    lease.put_conn(c);
-                }
-                r
-            }
-            Err(e) => {
-                self.pool.count_bad_gateway();
-                tracing::warn!(worker = lease.worker, error = %e, "worker request failed");
-                let msg = format!("manifold: worker {} failed: {e}\n", lease.worker);
-                return plain(StatusCode::BAD_GATEWAY, msg);
-            }
-        };
-        if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
-            if let Some(client_upgrade) = client_upgrade {
-                let worker_upgrade = hyper::upgrade::on(&mut resp);
-                tokio::spawn(tunnel(client_upgrade, worker_upgrade, lease));
-                let (parts, _) = resp.into_parts();
-                return Response::from_parts(parts, empty());
-            }
-        }
-        strip_hop_by_hop(resp.headers_mut());
-        resp.map(|b| {
-            Leased {
-                inner: b.boxed(),
-                lease: Some(lease),
-            }
-            .boxed()
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (pool, timeouts) = (self.pool.clone(), self.timeouts);
+        tokio::spawn(async move {
+            let _ = tx.send(exchange(pool, req, client, lease, timeouts).await);
+        });
+        rx.await.unwrap_or_else(|_| {
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "manifold: request task failed\n".into(),
+            )
         })
     }
 
@@ -178,11 +147,107 @@ impl Proxy {
     }
 }
 
+/// Waits for `f`, at most `limit` (zero: no limit); `None` when the limit passed.
+async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> Option<T> {
+    if limit.is_zero() {
+        return Some(f.await);
+    }
+    tokio::time::timeout(limit, f).await.ok()
+}
+
+/// Sends one request to the leased worker and returns its response (body still streaming and
+/// holding the lease), a tunnel's 101, a 502, or a 504 after `--request-timeout` (the worker is
+/// then replaced).
+async fn exchange(
+    pool: Arc<Pool>,
+    mut req: Request<Incoming>,
+    client: SocketAddr,
+    mut lease: Lease,
+    timeouts: Timeouts,
+) -> Response<ProxyBody> {
+    let upgrade = is_upgrade(req.headers());
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let (mut parts, body) = req.into_parts();
+    // Origin form ("/path?query"): workers such as httpuv do not accept absolute URIs.
+    parts.uri = match parts.uri.path_and_query() {
+        Some(pq) => hyper::Uri::from(pq.clone()),
+        None => hyper::Uri::from_static("/"),
+    };
+    forwarded_headers(&mut parts.headers, client, upgrade);
+    let up_req = Request::from_parts(parts, body.boxed());
+    // An upgraded connection is never reused, so upgrades get a fresh one.
+    let pooled = if upgrade { None } else { lease.take_conn() };
+    let reusable = match pooled {
+        // An idle connection the worker closed (or left unusable) is replaced, not a 502.
+        Some(mut c) => c.ready().await.is_ok().then_some(c),
+        None => None,
+    };
+    let conn = match reusable {
+        Some(c) => Ok(c),
+        None => upstream::connect(lease.port).await,
+    };
+    let sent = match conn {
+        Ok(mut c) => match within(timeouts.request, upstream::send(&mut c, up_req)).await {
+            Some(r) => r.map(|r| (r, c)).map_err(upstream::UpstreamError::from),
+            None => return timed_out(&pool, lease.worker, timeouts.request),
+        },
+        Err(e) => Err(e),
+    };
+    let mut resp = match sent {
+        Ok((r, c)) => {
+            if !upgrade {
+                lease.put_conn(c);
+            }
+            r
+        }
+        Err(e) => {
+            let msg = format!("worker {} failed: {e}", lease.worker);
+            tracing::warn!(worker = lease.worker, error = %e, "worker request failed");
+            pool.count_bad_gateway(msg.clone());
+            return plain(StatusCode::BAD_GATEWAY, format!("manifold: {msg}\n"));
+        }
+    };
+    if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+        if let Some(client_upgrade) = client_upgrade {
+            let worker_upgrade = hyper::upgrade::on(&mut resp);
+            tokio::spawn(tunnel(
+                client_upgrade,
+                worker_upgrade,
+                lease,
+                timeouts.ws_idle,
+            ));
+            let (parts, _) = resp.into_parts();
+            return Response::from_parts(parts, empty());
+        }
+    }
+    strip_hop_by_hop(resp.headers_mut());
+    resp.map(|b| {
+        Leased {
+            inner: b.boxed(),
+            lease: Some(lease),
+        }
+        .boxed()
+    })
+}
+
+/// The 504 for a request the worker did not answer in time; the worker is replaced.
+fn timed_out(pool: &Pool, worker: u64, limit: Duration) -> Response<ProxyBody> {
+    pool.replace(worker, Replace::RequestTimeout);
+    plain(
+        StatusCode::GATEWAY_TIMEOUT,
+        format!(
+            "manifold: worker {worker} did not answer within {} (--request-timeout); it is being replaced\n",
+            humantime::format_duration(limit)
+        ),
+    )
+}
+
 /// Copies bytes both ways between an upgraded client and worker connection, holding the lease.
 async fn tunnel(
     client: hyper::upgrade::OnUpgrade,
     worker: hyper::upgrade::OnUpgrade,
     lease: Lease,
+    idle: Duration,
 ) {
     let (c, w) = match tokio::try_join!(client, worker) {
         Ok(pair) => pair,
@@ -192,8 +257,35 @@ async fn tunnel(
         }
     };
     let (mut c, mut w) = (TokioIo::new(c), TokioIo::new(w));
-    let _ = tokio::io::copy_bidirectional(&mut c, &mut w).await;
+    if idle.is_zero() {
+        let _ = tokio::io::copy_bidirectional(&mut c, &mut w).await;
+    } else if copy_until_idle(&mut c, &mut w, idle).await {
+        tracing::info!(worker = lease.worker, idle = ?idle, "websocket closed: silent both ways (--ws-idle-timeout)");
+    }
     drop(lease);
+}
+
+/// Copies both ways until one side closes (false) or nothing moved for `idle` (true).
+async fn copy_until_idle(
+    c: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    w: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    idle: Duration,
+) -> bool {
+    let (mut cb, mut wb) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    loop {
+        // Both reads are cancel-safe: a read that lost the race consumed nothing.
+        tokio::select! {
+            r = c.read(&mut cb) => match r {
+                Ok(n) if n > 0 => if w.write_all(&cb[..n]).await.is_err() { return false },
+                _ => { let _ = w.shutdown().await; return false }
+            },
+            r = w.read(&mut wb) => match r {
+                Ok(n) if n > 0 => if c.write_all(&wb[..n]).await.is_err() { return false },
+                _ => { let _ = c.shutdown().await; return false }
+            },
+            _ = tokio::time::sleep(idle) => return true,
+        }
+    }
 }
 
 /// A plain-text response from manifold itself.

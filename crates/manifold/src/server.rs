@@ -15,8 +15,14 @@ use tokio::net::TcpListener;
 
 use crate::proxy::Proxy;
 
-/// Accepts connections until `shutdown` resolves, then waits for in-flight requests.
-pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Future<Output = ()>) {
+/// Accepts connections until `shutdown` resolves, then waits for in-flight requests, at most
+/// `grace` (a hung client or worker cannot hold the stop up); returns what is left of `grace`.
+pub async fn serve(
+    listener: TcpListener,
+    proxy: Arc<Proxy>,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> Duration {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().keep_alive(true);
@@ -52,5 +58,12 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Futu
     }
     drop(listener);
     tracing::info!("stopped accepting; finishing in-flight requests");
-    graceful.shutdown().await;
+    let start = tokio::time::Instant::now();
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(grace = ?grace, "requests still in flight after --stop-timeout: stopping workers");
+    }
+    grace.saturating_sub(start.elapsed())
 }

@@ -162,7 +162,7 @@ pub struct Worker {
     pub tail: Arc<Mutex<VecDeque<String>>>,
     /// Set to the exit description once the process is reaped.
     pub exited: watch::Receiver<Option<String>>,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<oneshot::Sender<Option<Duration>>>,
 }
 
 impl Worker {
@@ -241,7 +241,14 @@ impl Worker {
     /// Asks the watch task to stop the process group (SIGTERM, then SIGKILL after the grace time).
     pub fn stop(&mut self) {
         if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
+            let _ = tx.send(None);
+        }
+    }
+
+    /// Like [`Worker::stop`] with a shorter grace time, so a shutdown keeps its overall bound.
+    pub fn stop_within(&mut self, grace: Duration) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(Some(grace));
         }
     }
 
@@ -344,12 +351,13 @@ fn signal_group(pid: u32, sig: libc::c_int) {
 async fn watch_child(
     mut child: Child,
     pid: u32,
-    stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<Option<Duration>>,
     grace: Duration,
 ) -> std::io::Result<ExitStatus> {
     let status = tokio::select! {
         s = child.wait() => s,
-        _ = stop => {
+        g = stop => {
+            let grace = g.ok().flatten().map_or(grace, |g| g.min(grace));
             signal_group(pid, libc::SIGTERM);
             match tokio::time::timeout(grace, child.wait()).await {
                 Ok(s) => s,

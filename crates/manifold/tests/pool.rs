@@ -407,7 +407,7 @@ fn failing_replacements_back_off_and_answer_503() {
         s["totals"]["start_failures"].as_u64() >= Some(3)
     });
     assert!(
-        s["last_error"].as_str().unwrap().contains(
+        s["last_error"]["message"].as_str().unwrap().contains(
             "exited with code 3 before it was ready; last output: fixture: already ran once"
         ),
         "{s}"

@@ -48,7 +48,11 @@ async fn status(addr: &str) -> serde_json::Value {
 /// still succeeds.
 #[tokio::test]
 async fn queue_timeout_is_exact() {
-    let args = with_command(&["--min", "1", "--max", "1"], py_worker(&[]));
+    // No --request-timeout: on the paused clock it would fire while the worker really works.
+    let args = with_command(
+        &["--min", "1", "--max", "1", "--request-timeout", "0"],
+        py_worker(&[]),
+    );
     let (addr, stop) = start(&args).await;
     // Real time until the worker is up; then the clock stops.
     assert_eq!(get(&addr, "/hello").await.status, 200);

@@ -72,6 +72,7 @@ impl Pool {
                 last_used: now,
                 started: now,
                 failed_start: false,
+                health_failures: 0,
                 conns: Vec::new(),
             },
         );
@@ -98,7 +99,7 @@ impl Pool {
             .saturating_mul(1 << (st.failures_in_row - 1).min(16))
             .min(MAX_BACKOFF);
         st.retry_at = Some(Instant::now() + backoff);
-        st.last_error = Some(message);
+        st.last_error = Some(super::LastError::now(message));
         if st.failures_in_row >= FAILING_AFTER
             && !st.slots.values().any(|s| s.state == State::Ready)
         {
@@ -217,6 +218,10 @@ impl Pool {
                         State::Ready => {
                             st.totals.worker_crashes += 1;
                             tracing::warn!(worker = id, status = %status, busy = slot.busy, "worker died");
+                            st.last_error = Some(super::LastError::now(format!(
+                                "worker {id} {status} while ready ({} request(s) in flight)",
+                                slot.busy
+                            )));
                         }
                         // During shutdown, Pool::shutdown reports the exit.
                         _ if st.shutting_down => {}

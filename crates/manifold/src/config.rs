@@ -149,6 +149,14 @@ pub struct Options {
     /// [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub health_interval: Option<String>,
+    /// Open client connections at most; one more gets a prompt 503 and is closed, so file
+    /// descriptors never run out [default: half the open-file limit, the other half is for the
+    /// connections to workers and their pipes].
+    #[arg(long)]
+    pub max_connections: Option<usize>,
+    /// Time a client has to send a request's headers; a slower one is disconnected [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub header_timeout: Option<String>,
     /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
     #[arg(long)]
     #[serde(skip)]
@@ -181,6 +189,8 @@ impl Options {
             request_timeout: self.request_timeout.or(other.request_timeout),
             ws_idle_timeout: self.ws_idle_timeout.or(other.ws_idle_timeout),
             health_interval: self.health_interval.or(other.health_interval),
+            max_connections: self.max_connections.or(other.max_connections),
+            header_timeout: self.header_timeout.or(other.header_timeout),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
             verbose: self.verbose || other.verbose,
@@ -221,6 +231,10 @@ pub struct Config {
     pub ws_idle_timeout: Duration,
     /// Health probe period for idle ready workers (zero, or no health path: none).
     pub health_interval: Duration,
+    /// Open client connections at most.
+    pub max_connections: usize,
+    /// Longest wait for a request head.
+    pub header_timeout: Duration,
     /// Program and arguments; `{port}` is substituted per worker.
     pub command: Vec<String>,
     /// Debug logging.
@@ -246,6 +260,8 @@ impl Config {
             request_timeout: Duration::from_secs(60),
             ws_idle_timeout: Duration::ZERO,
             health_interval: Duration::from_secs(10),
+            max_connections: default_max_connections(),
+            header_timeout: Duration::from_secs(10),
             command,
             verbose: false,
         }
@@ -304,6 +320,9 @@ impl Config {
         if let Some(v) = opts.queue_size {
             c.queue_size = v;
         }
+        if let Some(v) = opts.max_connections {
+            c.max_connections = v;
+        }
         c.health_path = opts.health_path;
         if let Some(v) = opts.sticky {
             c.sticky = v;
@@ -323,6 +342,11 @@ impl Config {
                 "--ws-idle-timeout",
                 opts.ws_idle_timeout,
                 &mut c.ws_idle_timeout,
+            ),
+            (
+                "--header-timeout",
+                opts.header_timeout,
+                &mut c.header_timeout,
             ),
             (
                 "--health-interval",
@@ -352,6 +376,16 @@ impl Config {
                 "--per-worker must be at least 1".into(),
             ));
         }
+        if self.max_connections == 0 {
+            return Err(ConfigError::Invalid(
+                "--max-connections must be at least 1".into(),
+            ));
+        }
+        if self.header_timeout.is_zero() {
+            return Err(ConfigError::Invalid(
+                "--header-timeout must be above 0".into(),
+            ));
+        }
         if self.min > self.max {
             return Err(ConfigError::Invalid(format!(
                 "--min {} is above --max {}",
@@ -365,6 +399,22 @@ impl Config {
 /// Number of cores, the default for `--max`.
 pub fn default_max() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Half the soft open-file limit (at least 64), the default for `--max-connections`.
+pub fn default_max_connections() -> usize {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0;
+    let soft = if ok && l.rlim_cur != libc::RLIM_INFINITY {
+        l.rlim_cur as usize
+    } else {
+        2048
+    };
+    (soft / 2).max(64)
 }
 
 fn read_file(path: &Path) -> Result<Options, ConfigError> {

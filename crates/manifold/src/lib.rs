@@ -96,7 +96,10 @@ pub async fn run(
     // Bounded: --drain-timeout for the drain, then --stop-timeout shared by the requests still in
     // flight and the workers' SIGTERM → SIGKILL, whatever the clients do.
     let grace = tokio::select! {
-        left = server::serve(listener, proxy, stop, cfg.stop_timeout) => left,
+        left = server::serve(listener, proxy, stop, cfg.stop_timeout, server::Limits {
+            max_connections: cfg.max_connections,
+            header_timeout: cfg.header_timeout,
+        }) => left,
         _ = &mut force => {
             tracing::warn!("second signal: stopping workers without waiting for in-flight requests");
             cfg.stop_timeout

@@ -99,6 +99,8 @@ pub struct Totals {
     pub request_timeouts: u64,
     /// Ready workers replaced because they failed the health probe.
     pub health_replacements: u64,
+    /// Requests sent to another worker because theirs refused the connection.
+    pub connect_retries: u64,
 }
 
 /// Why a ready worker is replaced by the pool (it is stopped and a new one started).
@@ -108,6 +110,8 @@ pub enum Replace {
     RequestTimeout,
     /// The worker failed the health probe twice in a row.
     Unhealthy,
+    /// The worker refused a new connection: it is dead or dying.
+    Refused,
 }
 
 /// The last thing that went wrong, with when (status `last_error`).
@@ -132,6 +136,8 @@ struct Inner {
     slots: BTreeMap<u64, Slot>,
     queue: VecDeque<Waiter>,
     next_id: u64,
+    /// Workers the supervisor reserved and is forking right now (outside the lock).
+    spawning: usize,
     failures_in_row: u32,
     retry_at: Option<Instant>,
     last_error: Option<LastError>,
@@ -237,6 +243,7 @@ impl Pool {
                 slots: BTreeMap::new(),
                 queue: VecDeque::new(),
                 next_id: 1,
+                spawning: 0,
                 failures_in_row: 0,
                 retry_at: None,
                 last_error: None,
@@ -383,6 +390,10 @@ impl Pool {
     /// end with it (it is presumed stuck). Returns false if it was not ready (already replaced).
     pub fn replace(&self, id: u64, why: Replace) -> bool {
         let mut st = self.lock();
+        if why == Replace::Refused {
+            // Counted whether or not the worker was already known to be gone.
+            st.totals.connect_retries += 1;
+        }
         let Some(slot) = st.slots.get_mut(&id) else {
             return false;
         };
@@ -405,6 +416,10 @@ impl Pool {
                     self.cfg.health_path.as_deref().unwrap_or("/")
                 ),
                 &mut st.totals.health_replacements,
+            ),
+            Replace::Refused => (
+                format!("worker {id} refused a connection; replaced, request retried"),
+                &mut 0,
             ),
         };
         *counter += 1;

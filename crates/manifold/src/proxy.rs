@@ -94,11 +94,11 @@ impl Proxy {
         }
         let lease = match self.pool.acquire(cookie).await {
             Ok(l) => l,
-            Err(e) => return self.unavailable(e),
+            Err(e) => return unavailable(e, self.retry_after),
         };
-        let worker = lease.worker;
-        let mut resp = self.forward(req, client, lease).await;
-        if self.sticky == Sticky::Cookie && cookie != Some(worker) {
+        let (mut resp, worker) = self.forward(req, client, lease).await;
+        if let Some(worker) = worker.filter(|w| self.sticky == Sticky::Cookie && cookie != Some(*w))
+        {
             let v = format!("{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax");
             resp.headers_mut().append(
                 header::SET_COOKIE,
@@ -125,26 +125,28 @@ impl Proxy {
         req: Request<Incoming>,
         client: SocketAddr,
         lease: Lease,
-    ) -> Response<ProxyBody> {
+    ) -> (Response<ProxyBody>, Option<u64>) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (pool, timeouts) = (self.pool.clone(), self.timeouts);
         tokio::spawn(async move {
             let _ = tx.send(exchange(pool, req, client, lease, timeouts).await);
         });
         rx.await.unwrap_or_else(|_| {
-            plain(
+            let r = plain(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "manifold: request task failed\n".into(),
-            )
+            );
+            (r, None)
         })
     }
+}
 
-    fn unavailable(&self, e: AcquireError) -> Response<ProxyBody> {
-        let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, format!("manifold: {e}\n"));
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(self.retry_after));
-        r
-    }
+/// 503 with Retry-After for a request that got no worker.
+fn unavailable(e: AcquireError, retry_after: u64) -> Response<ProxyBody> {
+    let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, format!("manifold: {e}\n"));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    r
 }
 
 /// Waits for `f`, at most `limit` (zero: no limit); `None` when the limit passed.
@@ -157,14 +159,14 @@ async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> 
 
 /// Sends one request to the leased worker and returns its response (body still streaming and
 /// holding the lease), a tunnel's 101, a 502, or a 504 after `--request-timeout` (the worker is
-/// then replaced).
+/// then replaced), with the worker that answered.
 async fn exchange(
     pool: Arc<Pool>,
     mut req: Request<Incoming>,
     client: SocketAddr,
-    mut lease: Lease,
+    lease: Lease,
     timeouts: Timeouts,
-) -> Response<ProxyBody> {
+) -> (Response<ProxyBody>, Option<u64>) {
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (mut parts, body) = req.into_parts();
@@ -175,21 +177,15 @@ async fn exchange(
     };
     forwarded_headers(&mut parts.headers, client, upgrade);
     let up_req = Request::from_parts(parts, body.boxed());
-    // An upgraded connection is never reused, so upgrades get a fresh one.
-    let pooled = if upgrade { None } else { lease.take_conn() };
-    let reusable = match pooled {
-        // An idle connection the worker closed (or left unusable) is replaced, not a 502.
-        Some(mut c) => c.ready().await.is_ok().then_some(c),
-        None => None,
+    let (mut lease, conn) = match connect_leased(&pool, lease, upgrade).await {
+        Ok(pair) => pair,
+        Err(r) => return (r, None),
     };
-    let conn = match reusable {
-        Some(c) => Ok(c),
-        None => upstream::connect(lease.port).await,
-    };
+    let worker = Some(lease.worker);
     let sent = match conn {
         Ok(mut c) => match within(timeouts.request, upstream::send(&mut c, up_req)).await {
             Some(r) => r.map(|r| (r, c)).map_err(upstream::UpstreamError::from),
-            None => return timed_out(&pool, lease.worker, timeouts.request),
+            None => return (timed_out(&pool, lease.worker, timeouts.request), worker),
         },
         Err(e) => Err(e),
     };
@@ -204,7 +200,10 @@ async fn exchange(
             let msg = format!("worker {} failed: {e}", lease.worker);
             tracing::warn!(worker = lease.worker, error = %e, "worker request failed");
             pool.count_bad_gateway(msg.clone());
-            return plain(StatusCode::BAD_GATEWAY, format!("manifold: {msg}\n"));
+            return (
+                plain(StatusCode::BAD_GATEWAY, format!("manifold: {msg}\n")),
+                worker,
+            );
         }
     };
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
@@ -217,17 +216,47 @@ async fn exchange(
                 timeouts.ws_idle,
             ));
             let (parts, _) = resp.into_parts();
-            return Response::from_parts(parts, empty());
+            return (Response::from_parts(parts, empty()), worker);
         }
     }
     strip_hop_by_hop(resp.headers_mut());
-    resp.map(|b| {
+    let resp = resp.map(|b| {
         Leased {
             inner: b.boxed(),
             lease: Some(lease),
         }
         .boxed()
-    })
+    });
+    (resp, worker)
+}
+
+/// A connection to the leased worker: its idle one, or a new one. A worker that refuses a new
+/// connection (dead or dying; nothing was sent) is replaced and the request goes once to
+/// another worker instead of a 502.
+async fn connect_leased(
+    pool: &Arc<Pool>,
+    mut lease: Lease,
+    upgrade: bool,
+) -> Result<(Lease, Result<upstream::Conn, upstream::UpstreamError>), Response<ProxyBody>> {
+    // An upgraded connection is never reused, so upgrades get a fresh one.
+    let pooled = if upgrade { None } else { lease.take_conn() };
+    if let Some(mut c) = pooled {
+        // An idle connection the worker closed (or left unusable) is replaced, not a 502.
+        if c.ready().await.is_ok() {
+            return Ok((lease, Ok(c)));
+        }
+    }
+    match upstream::connect(lease.port).await {
+        Err(e @ upstream::UpstreamError::Connect { .. }) => {
+            tracing::warn!(worker = lease.worker, error = %e, "worker refused the connection; trying another");
+            pool.replace(lease.worker, Replace::Refused);
+            drop(lease);
+            let lease = pool.acquire(None).await.map_err(|e| unavailable(e, 1))?;
+            let conn = upstream::connect(lease.port).await;
+            Ok((lease, conn))
+        }
+        conn => Ok((lease, conn)),
+    }
 }
 
 /// The 504 for a request the worker did not answer in time; the worker is replaced.

@@ -1,17 +1,23 @@
 //! The accept loop: one hyper connection task per client, graceful drain on shutdown.
 //!
 //! Invariant: after the shutdown future resolves no new connection is accepted, and [`serve`]
-//! returns only when every accepted request has been answered.
+//! returns once every accepted request has been answered or the grace time passed.
+//!
+//! Limits against clients: at most `--max-connections` open client connections (one more gets a
+//! prompt 503 and is closed, so file descriptors never run out), and a request head must arrive
+//! within `--header-timeout` (a client trickling header bytes is cut).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::proxy::Proxy;
 
@@ -22,10 +28,16 @@ pub async fn serve(
     proxy: Arc<Proxy>,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
+    limits: Limits,
 ) -> Duration {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().keep_alive(true);
+    builder
+        .http1()
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let open = Arc::new(AtomicUsize::new(0));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
     loop {
@@ -42,6 +54,11 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        if open.load(Ordering::Relaxed) >= limits.max_connections {
+            tokio::spawn(refuse(stream, limits.max_connections));
+            continue;
+        }
+        let guard = Open::new(&open);
         let _ = stream.set_nodelay(true);
         let proxy = proxy.clone();
         let svc = service_fn(move |req| {
@@ -54,6 +71,7 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "client connection ended");
             }
+            drop(guard);
         });
     }
     drop(listener);
@@ -66,4 +84,48 @@ pub async fn serve(
         tracing::warn!(grace = ?grace, "requests still in flight after --stop-timeout: stopping workers");
     }
     grace.saturating_sub(start.elapsed())
+}
+
+/// Limits on what clients may hold (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `--max-connections`.
+    pub max_connections: usize,
+    /// `--header-timeout`.
+    pub header_timeout: Duration,
+}
+
+/// One open client connection, counted until dropped.
+struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    fn new(n: &Arc<AtomicUsize>) -> Open {
+        n.fetch_add(1, Ordering::Relaxed);
+        Open(n.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Answers a connection beyond `--max-connections` with 503 and closes it, bounded in time.
+async fn refuse(mut stream: TcpStream, max: usize) {
+    let body = format!("manifold: too many connections (--max-connections {max})\n");
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Read what the client sent so closing does not reset the connection before it read
+        // the answer.
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
 }

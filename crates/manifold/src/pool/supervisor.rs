@@ -32,28 +32,38 @@ pub(super) enum Event {
 }
 
 impl Pool {
-    /// Starts one worker unless the pool is at `max`, backing off, or shutting down.
-    fn spawn_one(self: &Arc<Self>, st: &mut Inner) {
-        let id = st.next_id;
-        st.next_id += 1;
-        let events = self.events.clone();
-        let spawned = Worker::spawn(
-            id,
-            &self.cfg.command,
-            self.cfg.stop_timeout,
-            &self.output,
-            move |status| {
-                let _ = events.send(Event::Exited(id, status));
-            },
-        );
-        st.totals.worker_starts += 1;
-        let worker = match spawned {
-            Ok(w) => w,
-            Err(e) => {
-                self.start_failed(st, e.to_string());
-                return;
+    /// Starts the workers `scale` reserved, one by one, without holding the pool lock while a
+    /// process is forked (a slow start never blocks dispatch); stops at the first failure.
+    fn spawn_reserved(self: &Arc<Self>, ids: Vec<u64>) {
+        let mut ids = ids.into_iter();
+        while let Some(id) = ids.next() {
+            let events = self.events.clone();
+            let spawned = Worker::spawn(
+                id,
+                &self.cfg.command,
+                self.cfg.stop_timeout,
+                &self.output,
+                move |status| {
+                    let _ = events.send(Event::Exited(id, status));
+                },
+            );
+            let mut st = self.lock();
+            st.spawning -= 1;
+            st.totals.worker_starts += 1;
+            match spawned {
+                Ok(worker) => self.insert_starting(&mut st, worker),
+                Err(e) => {
+                    st.spawning -= ids.len();
+                    self.start_failed(&mut st, e.to_string());
+                    return;
+                }
             }
-        };
+        }
+    }
+
+    /// Records a freshly spawned worker and probes its readiness off the supervisor.
+    fn insert_starting(&self, st: &mut Inner, worker: Worker) {
+        let id = worker.id;
         tracing::info!(
             worker = id,
             pid = worker.pid,
@@ -110,36 +120,35 @@ impl Pool {
         self.ready_count.send_modify(|_| {});
     }
 
-    /// Supervisor step: start workers while below `min` or while waiters outnumber starting slots.
-    fn scale(self: &Arc<Self>, st: &mut Inner) {
-        if st.shutting_down {
-            return;
+    /// Supervisor step: reserves ids for the workers to start while below `min` or while waiters
+    /// outnumber starting slots; [`Pool::spawn_reserved`] starts them after the lock is released.
+    fn scale(&self, st: &mut Inner) -> Vec<u64> {
+        let mut ids = Vec::new();
+        if st.shutting_down || st.retry_at.is_some_and(|t| t > Instant::now()) {
+            return ids;
         }
-        loop {
-            if st.retry_at.is_some_and(|t| t > Instant::now()) {
-                return;
-            }
-            let alive = st
-                .slots
+        let alive = st.spawning
+            + st.slots
                 .values()
                 .filter(|s| s.state != State::Stopping)
                 .count();
-            let starting = st
-                .slots
+        let starting = st.spawning
+            + st.slots
                 .values()
                 .filter(|s| s.state == State::Starting)
                 .count();
-            let demand = st.queue.iter().filter(|w| !w.tx.is_closed()).count();
-            let want = alive < self.cfg.min || demand > starting * self.cfg.per_worker;
-            if !want || alive >= self.cfg.max {
-                return;
-            }
-            let before = st.failures_in_row;
-            self.spawn_one(st);
-            if st.failures_in_row > before {
-                return;
-            }
+        let demand = st.queue.iter().filter(|w| !w.tx.is_closed()).count();
+        let (mut alive, mut starting) = (alive, starting);
+        while alive < self.cfg.max
+            && (alive < self.cfg.min || demand > starting * self.cfg.per_worker)
+        {
+            ids.push(st.next_id);
+            st.next_id += 1;
+            alive += 1;
+            starting += 1;
         }
+        st.spawning += ids.len();
+        ids
     }
 
     /// Stops the least recently used idle worker above `min` whose idle time passed.
@@ -230,8 +239,10 @@ impl Pool {
                 }
             }
         }
-        self.scale(&mut st);
+        let ids = self.scale(&mut st);
         self.publish_ready(&st);
+        drop(st);
+        self.spawn_reserved(ids);
     }
 }
 
@@ -261,8 +272,10 @@ pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::Unbound
                 let mut st = p.lock();
                 st.retry_at = None;
                 // Retry only when someone needs a worker.
-                p.scale(&mut st);
+                let ids = p.scale(&mut st);
                 p.publish_ready(&st);
+                drop(st);
+                p.spawn_reserved(ids);
             }
             _ = tick.tick() => {
                 let Some(p) = pool.upgrade() else { return };
@@ -270,7 +283,9 @@ pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::Unbound
                 if !st.shutting_down {
                     p.reap_idle(&mut st);
                 }
-                p.scale(&mut st);
+                let ids = p.scale(&mut st);
+                drop(st);
+                p.spawn_reserved(ids);
             }
         }
     }

@@ -157,6 +157,11 @@ pub struct Options {
     /// Time a client has to send a request's headers; a slower one is disconnected [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub header_timeout: Option<String>,
+    /// Write one JSON line per request (time, request id, method, path, status, bytes, queue
+    /// wait, upstream time, worker and generation, sticky worker) to FILE (appended), or `-` for
+    /// stdout [default: none].
+    #[arg(long, value_name = "FILE|-")]
+    pub access_log: Option<String>,
     /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
     #[arg(long)]
     #[serde(skip)]
@@ -191,6 +196,7 @@ impl Options {
             health_interval: self.health_interval.or(other.health_interval),
             max_connections: self.max_connections.or(other.max_connections),
             header_timeout: self.header_timeout.or(other.header_timeout),
+            access_log: self.access_log.or(other.access_log),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
             verbose: self.verbose || other.verbose,
@@ -235,6 +241,8 @@ pub struct Config {
     pub max_connections: usize,
     /// Longest wait for a request head.
     pub header_timeout: Duration,
+    /// Access log target (`-` for stdout).
+    pub access_log: Option<String>,
     /// Program and arguments; `{port}` is substituted per worker.
     pub command: Vec<String>,
     /// Debug logging.
@@ -262,6 +270,7 @@ impl Config {
             health_interval: Duration::from_secs(10),
             max_connections: default_max_connections(),
             header_timeout: Duration::from_secs(10),
+            access_log: None,
             command,
             verbose: false,
         }
@@ -324,6 +333,7 @@ impl Config {
             c.max_connections = v;
         }
         c.health_path = opts.health_path;
+        c.access_log = opts.access_log;
         if let Some(v) = opts.sticky {
             c.sticky = v;
         }

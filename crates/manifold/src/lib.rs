@@ -11,10 +11,14 @@
 //! - [`status`]: JSON status and Prometheus metrics, with the host's saturation.
 //! - [`shutdown`]: SIGTERM / Ctrl-C; [`drain`]: what happens between the signal and the stop.
 
+pub mod accesslog;
+pub mod account;
 pub mod config;
 pub mod drain;
+pub mod histogram;
 pub mod pool;
 pub mod proxy;
+pub mod rss;
 pub mod server;
 pub mod shutdown;
 pub mod status;
@@ -41,6 +45,9 @@ pub enum Error {
         /// OS error.
         source: std::io::Error,
     },
+    /// The access log could not be opened.
+    #[error(transparent)]
+    AccessLog(#[from] accesslog::OpenError),
     /// The `--min` workers could not be started.
     #[error("{0}")]
     Start(String),
@@ -66,6 +73,11 @@ pub async fn run(
         addr: cfg.listen,
         source,
     })?;
+    let log = match &cfg.access_log {
+        Some(target) => Some(accesslog::AccessLog::open(target).await?),
+        None => None,
+    };
+    let rec = Arc::new(account::Recorder::new("default".into(), log));
     let output = worker::OutputSink::start();
     let pool = pool::Pool::new(cfg.clone(), output);
     tokio::pin!(shutdown);
@@ -84,7 +96,7 @@ pub async fn run(
         "manifold: listening on http://{addr} ({} worker(s) ready)",
         cfg.min
     );
-    let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone()));
+    let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone(), rec));
     let stop = {
         let (pool, timeout) = (pool.clone(), cfg.drain_timeout);
         async move {

@@ -60,6 +60,8 @@ pub enum State {
 
 struct Slot {
     worker: Worker,
+    /// Generation of the command it runs (1, then +1 per reload).
+    generation: u64,
     state: State,
     busy: usize,
     served: u64,
@@ -101,6 +103,10 @@ pub struct Totals {
     pub health_replacements: u64,
     /// Requests sent to another worker because theirs refused the connection.
     pub connect_retries: u64,
+    /// Workers recycled (--max-requests, --max-lifetime, --max-rss).
+    pub recycles: u64,
+    /// Reloads (SIGHUP) that brought a new generation into service.
+    pub reloads: u64,
 }
 
 /// Why a ready worker is replaced by the pool (it is stopped and a new one started).
@@ -136,6 +142,8 @@ struct Inner {
     slots: BTreeMap<u64, Slot>,
     queue: VecDeque<Waiter>,
     next_id: u64,
+    /// Generation new workers get.
+    generation: u64,
     /// Workers the supervisor reserved and is forking right now (outside the lock).
     spawning: usize,
     failures_in_row: u32,
@@ -163,6 +171,8 @@ pub struct Lease {
     pub worker: u64,
     /// Worker port.
     pub port: u16,
+    /// Worker generation (for the access log).
+    pub generation: u64,
     armed: bool,
     conn: Option<Conn>,
 }
@@ -196,8 +206,12 @@ pub struct WorkerStatus {
     pub pid: u32,
     /// Loopback port.
     pub port: u16,
+    /// Generation of the command it runs (1, then +1 per reload).
+    pub generation: u64,
     /// Lifecycle state.
     pub state: State,
+    /// Resident memory of its whole process group, bytes.
+    pub rss_bytes: u64,
     /// Requests in progress.
     pub busy: usize,
     /// Requests finished.
@@ -243,6 +257,7 @@ impl Pool {
                 slots: BTreeMap::new(),
                 queue: VecDeque::new(),
                 next_id: 1,
+                generation: 1,
                 spawning: 0,
                 failures_in_row: 0,
                 retry_at: None,
@@ -358,6 +373,7 @@ impl Pool {
             pool: self.clone(),
             worker,
             port: slot.worker.port,
+            generation: slot.generation,
             armed: true,
             conn: slot.conns.pop(),
         }
@@ -478,6 +494,8 @@ impl Pool {
 
     /// Current state for the status page and metrics.
     pub fn snapshot(&self) -> Snapshot {
+        // /proc is read before the lock is taken.
+        let rss = crate::rss::by_group();
         let st = self.lock();
         let now = Instant::now();
         Snapshot {
@@ -488,7 +506,9 @@ impl Pool {
                     id: s.worker.id,
                     pid: s.worker.pid,
                     port: s.worker.port,
+                    generation: s.generation,
                     state: s.state,
+                    rss_bytes: rss.get(&s.worker.pid).copied().unwrap_or(0),
                     busy: s.busy,
                     served: s.served,
                     uptime_s: (now - s.started).as_secs_f64(),

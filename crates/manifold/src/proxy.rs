@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -16,13 +16,16 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
+use crate::account::{self, Accounted, Record, Recorder};
 use crate::config::{Config, Sticky};
 use crate::pool::{AcquireError, Lease, Pool, Replace};
 use crate::status;
 use crate::upstream;
+
+mod tunnel;
+use tunnel::tunnel;
 
 /// Body of every response manifold sends.
 pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
@@ -47,6 +50,14 @@ pub struct Proxy {
     sticky: Sticky,
     retry_after: u64,
     timeouts: Timeouts,
+    rec: Arc<Recorder>,
+}
+
+/// Which worker (id, generation) answered a request and how long its response head took.
+#[derive(Default)]
+struct Served {
+    worker: Option<(u64, u64)>,
+    upstream: Option<Duration>,
 }
 
 /// The per-request time limits, copied into each request's task.
@@ -57,10 +68,11 @@ struct Timeouts {
 }
 
 impl Proxy {
-    /// Builds the handler over a pool.
-    pub fn new(cfg: &Config, pool: Arc<Pool>) -> Proxy {
+    /// Builds the handler over a pool; `rec` gets every forwarded request.
+    pub fn new(cfg: &Config, pool: Arc<Pool>, rec: Arc<Recorder>) -> Proxy {
         Proxy {
             pool,
+            rec,
             sticky: cfg.sticky,
             retry_after: cfg.queue_timeout.as_secs().clamp(1, 60),
             timeouts: Timeouts {
@@ -70,17 +82,62 @@ impl Proxy {
         }
     }
 
-    /// Answers one request from `client` (status pages, or forwarded to a worker).
-    pub async fn handle(&self, req: Request<Incoming>, client: SocketAddr) -> Response<ProxyBody> {
+    /// Answers one request from `client` (status pages, or forwarded to a worker); every
+    /// forwarded one gets `X-Request-Id`/`X-Request-Start` both ways and is accounted for.
+    pub async fn handle(
+        &self,
+        mut req: Request<Incoming>,
+        client: SocketAddr,
+    ) -> Response<ProxyBody> {
         match req.uri().path() {
             "/__manifold__/status" | "/__manifold__/metrics" => return self.status(&req),
             _ => {}
         }
+        let (arrived, arrived_at) = (Instant::now(), SystemTime::now());
+        let id = self.rec.stamp(req.headers_mut(), arrived_at);
+        let start = req.headers().get(account::REQUEST_START).cloned();
         let cookie = if self.sticky == Sticky::Cookie {
             sticky_cookie(req.headers())
         } else {
             None
         };
+        let mut record = Record {
+            rec: self.rec.clone(),
+            arrived_at,
+            arrived,
+            id,
+            method: req.method().to_string(),
+            path: req
+                .uri()
+                .path_and_query()
+                .map_or("/".into(), |p| p.as_str().to_string()),
+            status: 0,
+            queue_wait: Duration::ZERO,
+            upstream: None,
+            worker: None,
+            sticky: cookie,
+        };
+        let mut resp = self.route(req, client, cookie, &mut record).await;
+        let h = resp.headers_mut();
+        h.insert(
+            account::REQUEST_ID,
+            HeaderValue::from_str(&record.id).expect("checked id"),
+        );
+        if let Some(start) = start {
+            h.insert(account::REQUEST_START, start);
+        }
+        record.status = resp.status().as_u16();
+        resp.map(|b| Accounted::new(b, record).boxed())
+    }
+
+    /// Draining check, a worker, the exchange, and the sticky cookie.
+    async fn route(
+        &self,
+        req: Request<Incoming>,
+        client: SocketAddr,
+        cookie: Option<u64>,
+        record: &mut Record,
+    ) -> Response<ProxyBody> {
         // Draining: only a session already on a worker here goes on; a new one is refused so the
         // balancer sends it elsewhere (HAProxy: `retry-on 503` + `option redispatch`).
         if self.pool.is_draining() && !cookie.is_some_and(|w| self.pool.is_ready(w)) {
@@ -92,12 +149,18 @@ impl Proxy {
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
             return r;
         }
-        let lease = match self.pool.acquire(cookie).await {
+        let acquired = self.pool.acquire(cookie).await;
+        record.queue_wait = record.arrived.elapsed();
+        let lease = match acquired {
             Ok(l) => l,
             Err(e) => return unavailable(e, self.retry_after),
         };
-        let (mut resp, worker) = self.forward(req, client, lease).await;
-        if let Some(worker) = worker.filter(|w| self.sticky == Sticky::Cookie && cookie != Some(*w))
+        let (mut resp, served) = self.forward(req, client, lease).await;
+        record.worker = served.worker;
+        record.upstream = served.upstream;
+        if let Some((worker, _)) = served
+            .worker
+            .filter(|(w, _)| self.sticky == Sticky::Cookie && cookie != Some(*w))
         {
             let v = format!("{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax");
             resp.headers_mut().append(
@@ -114,7 +177,22 @@ impl Proxy {
         page(if req.uri().path() == "/__manifold__/status" {
             status::json(&snap, &cap)
         } else {
-            status::metrics(&snap, &cap)
+            let mut extra = String::new();
+            let rec = &self.rec;
+            let labels = format!("app=\"{}\",", rec.app);
+            for (name, h) in [
+                ("manifold_request_duration_seconds", &rec.duration),
+                ("manifold_queue_wait_seconds", &rec.queue_wait),
+            ] {
+                let _ = std::fmt::Write::write_fmt(
+                    &mut extra,
+                    format_args!(
+                        "# HELP {name} Seconds, by status class\n# TYPE {name} histogram\n"
+                    ),
+                );
+                h.render(&mut extra, name, &labels);
+            }
+            status::metrics(&snap, &cap, &extra)
         })
     }
 
@@ -125,7 +203,7 @@ impl Proxy {
         req: Request<Incoming>,
         client: SocketAddr,
         lease: Lease,
-    ) -> (Response<ProxyBody>, Option<u64>) {
+    ) -> (Response<ProxyBody>, Served) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (pool, timeouts) = (self.pool.clone(), self.timeouts);
         tokio::spawn(async move {
@@ -136,7 +214,7 @@ impl Proxy {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "manifold: request task failed\n".into(),
             );
-            (r, None)
+            (r, Served::default())
         })
     }
 }
@@ -166,7 +244,7 @@ async fn exchange(
     client: SocketAddr,
     lease: Lease,
     timeouts: Timeouts,
-) -> (Response<ProxyBody>, Option<u64>) {
+) -> (Response<ProxyBody>, Served) {
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (mut parts, body) = req.into_parts();
@@ -179,9 +257,13 @@ async fn exchange(
     let up_req = Request::from_parts(parts, body.boxed());
     let (mut lease, conn) = match connect_leased(&pool, lease, upgrade).await {
         Ok(pair) => pair,
-        Err(r) => return (r, None),
+        Err(r) => return (r, Served::default()),
     };
-    let worker = Some(lease.worker);
+    let sent_at = Instant::now();
+    let mut worker = Served {
+        worker: Some((lease.worker, lease.generation)),
+        upstream: None,
+    };
     let sent = match conn {
         Ok(mut c) => match within(timeouts.request, upstream::send(&mut c, up_req)).await {
             Some(r) => r.map(|r| (r, c)).map_err(upstream::UpstreamError::from),
@@ -189,6 +271,7 @@ async fn exchange(
         },
         Err(e) => Err(e),
     };
+    worker.upstream = Some(sent_at.elapsed());
     let mut resp = match sent {
         Ok((r, c)) => {
             if !upgrade {
@@ -269,52 +352,6 @@ fn timed_out(pool: &Pool, worker: u64, limit: Duration) -> Response<ProxyBody> {
             humantime::format_duration(limit)
         ),
     )
-}
-
-/// Copies bytes both ways between an upgraded client and worker connection, holding the lease.
-async fn tunnel(
-    client: hyper::upgrade::OnUpgrade,
-    worker: hyper::upgrade::OnUpgrade,
-    lease: Lease,
-    idle: Duration,
-) {
-    let (c, w) = match tokio::try_join!(client, worker) {
-        Ok(pair) => pair,
-        Err(e) => {
-            tracing::warn!(worker = lease.worker, error = %e, "websocket upgrade failed");
-            return;
-        }
-    };
-    let (mut c, mut w) = (TokioIo::new(c), TokioIo::new(w));
-    if idle.is_zero() {
-        let _ = tokio::io::copy_bidirectional(&mut c, &mut w).await;
-    } else if copy_until_idle(&mut c, &mut w, idle).await {
-        tracing::info!(worker = lease.worker, idle = ?idle, "websocket closed: silent both ways (--ws-idle-timeout)");
-    }
-    drop(lease);
-}
-
-/// Copies both ways until one side closes (false) or nothing moved for `idle` (true).
-async fn copy_until_idle(
-    c: &mut (impl AsyncRead + AsyncWrite + Unpin),
-    w: &mut (impl AsyncRead + AsyncWrite + Unpin),
-    idle: Duration,
-) -> bool {
-    let (mut cb, mut wb) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
-    loop {
-        // Both reads are cancel-safe: a read that lost the race consumed nothing.
-        tokio::select! {
-            r = c.read(&mut cb) => match r {
-                Ok(n) if n > 0 => if w.write_all(&cb[..n]).await.is_err() { return false },
-                _ => { let _ = w.shutdown().await; return false }
-            },
-            r = w.read(&mut wb) => match r {
-                Ok(n) if n > 0 => if c.write_all(&wb[..n]).await.is_err() { return false },
-                _ => { let _ = c.shutdown().await; return false }
-            },
-            _ = tokio::time::sleep(idle) => return true,
-        }
-    }
 }
 
 /// A plain-text response from manifold itself.

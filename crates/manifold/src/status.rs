@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::pool::{Snapshot, State};
+use crate::pool::{Snapshot, State, WorkerStatus};
 
 /// A rendered status view: its HTTP status, bytes and content type (the proxy makes the response).
 pub struct Page {
@@ -132,11 +132,14 @@ pub fn json(s: &Snapshot, c: &Capacity) -> Page {
     }
 }
 
-/// The pool state in Prometheus text format (always `200`: a scrape is not a health check).
-pub fn metrics(s: &Snapshot, c: &Capacity) -> Page {
+/// The pool state in Prometheus text format (always `200`: a scrape is not a health check);
+/// `extra` (the proxy's latency histograms) is appended as is.
+pub fn metrics(s: &Snapshot, c: &Capacity, extra: &str) -> Page {
+    let mut body = render_metrics(s, c);
+    body.push_str(extra);
     Page {
         status: 200,
-        body: render_metrics(s, c).into_bytes(),
+        body: body.into_bytes(),
         content_type: "text/plain; version=0.0.4",
     }
 }
@@ -256,6 +259,31 @@ fn render_counters(o: &mut String, s: &Snapshot) {
             t.idle_stops,
         ),
         (
+            "manifold_request_timeouts_total",
+            "Requests answered 504: no response within --request-timeout (worker replaced)",
+            t.request_timeouts,
+        ),
+        (
+            "manifold_health_replacements_total",
+            "Workers replaced after failing the health probe",
+            t.health_replacements,
+        ),
+        (
+            "manifold_connect_retries_total",
+            "Requests resent to another worker after a refused connect",
+            t.connect_retries,
+        ),
+        (
+            "manifold_recycles_total",
+            "Workers recycled (--max-requests, --max-lifetime, --max-rss)",
+            t.recycles,
+        ),
+        (
+            "manifold_reloads_total",
+            "Reloads (SIGHUP) that put a new generation in service",
+            t.reloads,
+        ),
+        (
             "manifold_output_lines_dropped_total",
             "Worker output lines not forwarded",
             s.output_lines_dropped,
@@ -275,19 +303,53 @@ fn render_counters(o: &mut String, s: &Snapshot) {
             w.id, w.served
         );
     }
+    render_worker_gauges(o, s);
+}
+
+/// A per-worker gauge: name, help, value.
+type WorkerGauge = (&'static str, &'static str, fn(&WorkerStatus) -> f64);
+
+/// Gauges labelled by worker and generation: memory and age.
+fn render_worker_gauges(o: &mut String, s: &Snapshot) {
+    let per_worker: [WorkerGauge; 2] = [
+        (
+            "manifold_worker_rss_bytes",
+            "Resident memory of the worker's process group",
+            |w| w.rss_bytes as f64,
+        ),
+        (
+            "manifold_worker_age_seconds",
+            "Seconds since the worker started",
+            |w| w.uptime_s,
+        ),
+    ];
+    for (name, help, f) in per_worker {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for w in &s.workers {
+            let _ = writeln!(
+                o,
+                "{name}{{worker=\"{}\",generation=\"{}\"}} {}",
+                w.id,
+                w.generation,
+                f(w)
+            );
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::{Totals, WorkerStatus};
+    use crate::pool::Totals;
 
     fn worker(id: u64, state: State, busy: usize) -> WorkerStatus {
         WorkerStatus {
             id,
             pid: 100 + id as u32,
             port: 4000 + id as u16,
+            generation: 1,
             state,
+            rss_bytes: 1000,
             busy,
             served: 0,
             uptime_s: 1.0,

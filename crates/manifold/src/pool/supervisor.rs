@@ -76,6 +76,7 @@ impl Pool {
             id,
             Slot {
                 worker,
+                generation: st.generation,
                 state: State::Starting,
                 busy: 0,
                 served: 0,

@@ -162,6 +162,21 @@ pub struct Options {
     /// stdout [default: none].
     #[arg(long, value_name = "FILE|-")]
     pub access_log: Option<String>,
+    /// Recycle a worker after this many requests: a replacement is started, and once it is ready
+    /// the old one finishes its requests and sticky sessions, then stops [default: none].
+    #[arg(long)]
+    pub max_requests: Option<u64>,
+    /// Adds 0..=N to each worker's --max-requests so workers are not all recycled at once
+    /// [default: 0].
+    #[arg(long, value_name = "N")]
+    pub max_requests_jitter: Option<u64>,
+    /// Recycle a worker older than this [default: none].
+    #[arg(long, value_name = "DURATION")]
+    pub max_lifetime: Option<String>,
+    /// Recycle a worker whose process group (it and every helper it started) uses this much
+    /// resident memory, read from /proc, e.g. 500MB, 2GiB [default: none].
+    #[arg(long, value_name = "SIZE")]
+    pub max_rss: Option<String>,
     /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
     #[arg(long)]
     #[serde(skip)]
@@ -197,6 +212,10 @@ impl Options {
             max_connections: self.max_connections.or(other.max_connections),
             header_timeout: self.header_timeout.or(other.header_timeout),
             access_log: self.access_log.or(other.access_log),
+            max_requests: self.max_requests.or(other.max_requests),
+            max_requests_jitter: self.max_requests_jitter.or(other.max_requests_jitter),
+            max_lifetime: self.max_lifetime.or(other.max_lifetime),
+            max_rss: self.max_rss.or(other.max_rss),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
             verbose: self.verbose || other.verbose,
@@ -243,6 +262,14 @@ pub struct Config {
     pub header_timeout: Duration,
     /// Access log target (`-` for stdout).
     pub access_log: Option<String>,
+    /// Requests before a worker is recycled.
+    pub max_requests: Option<u64>,
+    /// Random extra requests per worker (0..=N).
+    pub max_requests_jitter: u64,
+    /// Age at which a worker is recycled.
+    pub max_lifetime: Option<Duration>,
+    /// Process group RSS (bytes) at which a worker is recycled.
+    pub max_rss: Option<u64>,
     /// Program and arguments; `{port}` is substituted per worker.
     pub command: Vec<String>,
     /// Debug logging.
@@ -271,6 +298,10 @@ impl Config {
             max_connections: default_max_connections(),
             header_timeout: Duration::from_secs(10),
             access_log: None,
+            max_requests: None,
+            max_requests_jitter: 0,
+            max_lifetime: None,
+            max_rss: None,
             command,
             verbose: false,
         }
@@ -334,6 +365,14 @@ impl Config {
         }
         c.health_path = opts.health_path;
         c.access_log = opts.access_log;
+        c.max_requests = opts.max_requests;
+        c.max_requests_jitter = opts.max_requests_jitter.unwrap_or(0);
+        if let Some(v) = &opts.max_lifetime {
+            c.max_lifetime = Some(parse_duration("--max-lifetime", v)?);
+        }
+        if let Some(v) = &opts.max_rss {
+            c.max_rss = Some(parse_size("--max-rss", v)?);
+        }
         if let Some(v) = opts.sticky {
             c.sticky = v;
         }
@@ -446,6 +485,33 @@ pub fn parse_duration(field: &'static str, value: &str) -> Result<Duration, Conf
     })
 }
 
+/// Parses a size: bytes, or a number with KB/MB/GB (×1000) or KiB/MiB/GiB (×1024), also K/M/G
+/// (×1024).
+pub fn parse_size(field: &'static str, value: &str) -> Result<u64, ConfigError> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "mb" => 1000 * 1000,
+        "gb" => 1000 * 1000 * 1000,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => 0,
+    };
+    match num.parse::<f64>() {
+        Ok(n) if mult > 0 && n > 0.0 => Ok((n * mult as f64) as u64),
+        _ => Err(ConfigError::Invalid(format!(
+            "{field}: invalid size {:?} (use e.g. 500MB, 2GiB)",
+            value.chars().take(40).collect::<String>()
+        ))),
+    }
+}
+
 /// Quotes a path as an R string literal.
 fn r_string(path: &Path) -> String {
     let s = path.to_string_lossy();
@@ -477,84 +543,4 @@ pub fn shiny_command(dir: &Path) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
-        let mut v = vec!["manifold"];
-        v.extend_from_slice(args);
-        Config::from_cli(Cli::try_parse_from(v).expect("clap parse"))
-    }
-
-    #[test]
-    fn defaults_and_command() {
-        let c = parse(&["--", "python3", "app.py", "{port}"]).unwrap();
-        assert_eq!(c.command, ["python3", "app.py", "{port}"]);
-        assert_eq!((c.min, c.max, c.per_worker), (1, default_max(), 1));
-        assert_eq!(c.queue_timeout, Duration::from_secs(30));
-        assert_eq!(c.drain_timeout, Duration::ZERO, "no drain unless asked");
-        assert_eq!(c.sticky, Sticky::None);
-    }
-
-    #[test]
-    fn shiny_preset_turns_on_sticky() {
-        let c = parse(&["shiny", "app dir's", "--max", "3"]).unwrap();
-        assert_eq!(c.sticky, Sticky::Cookie);
-        assert_eq!(c.max, 3);
-        assert_eq!(c.command[0], "Rscript");
-        assert!(
-            c.command[2].contains(r"shiny::runApp('app dir\'s'"),
-            "{}",
-            c.command[2]
-        );
-    }
-
-    #[test]
-    fn plumber_preset() {
-        let c = parse(&["--min", "2", "plumber", "api.R"]).unwrap();
-        assert_eq!(c.min, 2);
-        assert!(c.command[2].contains("plumber::pr('api.R')"));
-    }
-
-    #[test]
-    fn errors_name_the_field() {
-        let e = parse(&["--queue-timeout", "soon", "--", "x"]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "--queue-timeout: invalid duration \"soon\" (use e.g. 500ms, 30s, 5m)"
-        );
-        let e = parse(&["--min", "3", "--max", "2", "--", "x"]).unwrap_err();
-        assert_eq!(e.to_string(), "--min 3 is above --max 2");
-        assert!(parse(&[])
-            .unwrap_err()
-            .to_string()
-            .starts_with("no worker command"));
-    }
-
-    #[test]
-    fn file_fills_gaps_and_flags_win() {
-        let dir = std::env::temp_dir().join(format!("manifold-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("m.toml");
-        std::fs::write(
-            &f,
-            "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ndrain-timeout = \"3s\"\ncommand = [\"python3\", \"w.py\"]\n",
-        )
-        .unwrap();
-        let c = parse(&["--config", f.to_str().unwrap(), "--min", "1"]).unwrap();
-        assert_eq!((c.min, c.max), (1, 7));
-        assert_eq!(c.queue_timeout, Duration::from_secs(2));
-        assert_eq!(c.drain_timeout, Duration::from_secs(3));
-        assert_eq!(c.command, ["python3", "w.py"]);
-        std::fs::write(&f, "maxx = 7\n").unwrap();
-        let e = parse(&["--config", f.to_str().unwrap()])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with(&format!("config file {}:", f.display())),
-            "{e}"
-        );
-        assert!(e.contains("line 1"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

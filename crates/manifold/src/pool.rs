@@ -24,7 +24,11 @@ use crate::upstream::Conn;
 use crate::worker::{OutputSink, Worker};
 
 mod health;
+mod recycle;
+mod snapshot;
+pub use snapshot::{LastError, Snapshot, Totals, WorkerStatus};
 mod supervisor;
+pub use recycle::Recycle;
 use supervisor::{supervise, Event};
 
 /// Start attempts before giving up while starting `--min` workers.
@@ -54,6 +58,9 @@ pub enum State {
     Starting,
     /// Takes requests.
     Ready,
+    /// Recycled or of an old generation: finishes its requests and sticky sessions, takes no new
+    /// ones; stopped once idle (or after its drain limit).
+    Draining,
     /// SIGTERM sent; takes nothing new.
     Stopping,
 }
@@ -70,43 +77,19 @@ struct Slot {
     failed_start: bool,
     /// Health probes failed in a row.
     health_failures: u32,
+    /// Why it is due for recycling: a replacement is started, and once one is ready this worker
+    /// goes [`State::Draining`]. It serves normally until then.
+    due: Option<Recycle>,
+    /// Requests after which it is due (`--max-requests` plus its jitter).
+    request_limit: Option<u64>,
+    /// When it went [`State::Draining`].
+    draining_since: Option<Instant>,
     /// Idle keep-alive connections to this worker.
     conns: Vec<Conn>,
 }
 
 struct Waiter {
     tx: oneshot::Sender<Lease>,
-}
-
-#[derive(Default, Serialize, Clone, Copy)]
-/// Lifetime counters for status and metrics.
-pub struct Totals {
-    /// Requests a worker finished.
-    pub served: u64,
-    /// Requests refused because the queue was full.
-    pub queue_full: u64,
-    /// Requests that timed out in the queue.
-    pub queue_timeouts: u64,
-    /// Requests answered 502 (worker failed mid-request).
-    pub bad_gateway: u64,
-    /// Worker processes started.
-    pub worker_starts: u64,
-    /// Ready workers that exited without being asked to.
-    pub worker_crashes: u64,
-    /// Workers that never became ready.
-    pub start_failures: u64,
-    /// Idle workers stopped.
-    pub idle_stops: u64,
-    /// Requests answered 504 because the worker did not answer within --request-timeout.
-    pub request_timeouts: u64,
-    /// Ready workers replaced because they failed the health probe.
-    pub health_replacements: u64,
-    /// Requests sent to another worker because theirs refused the connection.
-    pub connect_retries: u64,
-    /// Workers recycled (--max-requests, --max-lifetime, --max-rss).
-    pub recycles: u64,
-    /// Reloads (SIGHUP) that brought a new generation into service.
-    pub reloads: u64,
 }
 
 /// Why a ready worker is replaced by the pool (it is stopped and a new one started).
@@ -118,24 +101,6 @@ pub enum Replace {
     Unhealthy,
     /// The worker refused a new connection: it is dead or dying.
     Refused,
-}
-
-/// The last thing that went wrong, with when (status `last_error`).
-#[derive(Debug, Clone, Serialize)]
-pub struct LastError {
-    /// One line saying what happened.
-    pub message: String,
-    /// When, RFC 3339 UTC.
-    pub time: String,
-}
-
-impl LastError {
-    fn now(message: String) -> LastError {
-        LastError {
-            message,
-            time: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        }
-    }
 }
 
 struct Inner {
@@ -162,6 +127,8 @@ pub struct Pool {
     ready_count: watch::Sender<usize>,
     /// Set once on SIGTERM (see `drain`): new sessions are refused, status answers 404.
     draining: AtomicBool,
+    /// Per-run random seed for the `--max-requests-jitter`.
+    seed: u64,
 }
 
 /// One request's claim on a worker; dropping it frees the slot.
@@ -197,56 +164,6 @@ impl Drop for Lease {
     }
 }
 
-/// One worker in the status JSON.
-#[derive(Serialize)]
-pub struct WorkerStatus {
-    /// Pool-wide id.
-    pub id: u64,
-    /// Process id.
-    pub pid: u32,
-    /// Loopback port.
-    pub port: u16,
-    /// Generation of the command it runs (1, then +1 per reload).
-    pub generation: u64,
-    /// Lifecycle state.
-    pub state: State,
-    /// Resident memory of its whole process group, bytes.
-    pub rss_bytes: u64,
-    /// Requests in progress.
-    pub busy: usize,
-    /// Requests finished.
-    pub served: u64,
-    /// Seconds since start.
-    pub uptime_s: f64,
-    /// Seconds since the last request finished.
-    pub idle_s: f64,
-}
-
-/// Snapshot for `/__manifold__/status` and metrics.
-#[derive(Serialize)]
-pub struct Snapshot {
-    /// Workers by id.
-    pub workers: Vec<WorkerStatus>,
-    /// Requests waiting.
-    pub queue: usize,
-    /// --queue-size.
-    pub queue_size: usize,
-    /// --min.
-    pub min: usize,
-    /// --max.
-    pub max: usize,
-    /// --per-worker.
-    pub per_worker: usize,
-    /// Counters.
-    pub totals: Totals,
-    /// Worker output lines dropped because the log writer was behind.
-    pub output_lines_dropped: u64,
-    /// Last start failure, crash, 502 or 504, with its time.
-    pub last_error: Option<LastError>,
-    /// Whether the host is draining (SIGTERM received): it takes no new sessions.
-    pub draining: bool,
-}
-
 impl Pool {
     /// Creates the pool and its supervisor task; no worker is started yet.
     pub fn new(cfg: Config, output: OutputSink) -> Arc<Pool> {
@@ -269,6 +186,11 @@ impl Pool {
             output,
             ready_count: watch::channel(0).0,
             draining: AtomicBool::new(false),
+            seed: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos() as u64
+                ^ u64::from(std::process::id()),
         });
         tokio::spawn(supervise(Arc::downgrade(&pool), rx));
         if let Some(path) = pool.cfg.health_path.clone() {
@@ -322,7 +244,8 @@ impl Pool {
             let mut st = self.lock();
             if let Some(id) = sticky {
                 if let Some(slot) = st.slots.get_mut(&id) {
-                    if slot.state == State::Ready {
+                    // A draining worker still serves the sessions it has.
+                    if matches!(slot.state, State::Ready | State::Draining) {
                         slot.busy += 1;
                         return Ok(self.lease(id, slot));
                     }
@@ -413,7 +336,7 @@ impl Pool {
         let Some(slot) = st.slots.get_mut(&id) else {
             return false;
         };
-        if slot.state != State::Ready {
+        if !matches!(slot.state, State::Ready | State::Draining) {
             return false;
         }
         slot.state = State::Stopping;
@@ -451,7 +374,7 @@ impl Pool {
         self.lock()
             .slots
             .get(&id)
-            .is_some_and(|s| s.state == State::Ready)
+            .is_some_and(|s| matches!(s.state, State::Ready | State::Draining))
     }
 
     fn release(self: &Arc<Self>, id: u64, conn: Option<Conn>) {
@@ -463,7 +386,13 @@ impl Pool {
             slot.busy = slot.busy.saturating_sub(1);
             slot.served += 1;
             slot.last_used = Instant::now();
+            let at_limit = slot.request_limit.filter(|l| slot.served >= *l);
             st.totals.served += 1;
+            if let Some(limit) = at_limit {
+                if self.mark_due(&mut st, id, Recycle::Requests(limit)) {
+                    let _ = self.events.send(Event::Demand);
+                }
+            }
         }
         self.dispatch(&mut st);
     }
@@ -509,6 +438,7 @@ impl Pool {
                     generation: s.generation,
                     state: s.state,
                     rss_bytes: rss.get(&s.worker.pid).copied().unwrap_or(0),
+                    recycle: s.due.map(|d| d.to_string()),
                     busy: s.busy,
                     served: s.served,
                     uptime_s: (now - s.started).as_secs_f64(),

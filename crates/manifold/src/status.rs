@@ -169,6 +169,11 @@ fn gauges(s: &Snapshot, c: &Capacity) -> Vec<(&'static str, &'static str, f64)> 
             count(State::Ready),
         ),
         (
+            "manifold_workers_draining",
+            "Workers finishing their sessions before they stop (recycled or old generation)",
+            count(State::Draining),
+        ),
+        (
             "manifold_workers_stopping",
             "Workers being stopped",
             count(State::Stopping),
@@ -350,6 +355,7 @@ mod tests {
             generation: 1,
             state,
             rss_bytes: 1000,
+            recycle: None,
             busy,
             served: 0,
             uptime_s: 1.0,

@@ -84,6 +84,9 @@ impl Pool {
                 started: now,
                 failed_start: false,
                 health_failures: 0,
+                due: None,
+                request_limit: self.request_limit(id),
+                draining_since: None,
                 conns: Vec::new(),
             },
         );
@@ -128,20 +131,28 @@ impl Pool {
         if st.shutting_down || st.retry_at.is_some_and(|t| t > Instant::now()) {
             return ids;
         }
+        // Due and draining workers do not count: their replacements are started beside them.
         let alive = st.spawning
             + st.slots
                 .values()
-                .filter(|s| s.state != State::Stopping)
+                .filter(|s| {
+                    s.state == State::Starting || (s.state == State::Ready && s.due.is_none())
+                })
                 .count();
         let starting = st.spawning
             + st.slots
                 .values()
                 .filter(|s| s.state == State::Starting)
                 .count();
+        let due = st
+            .slots
+            .values()
+            .filter(|s| s.state == State::Ready && s.due.is_some())
+            .count();
         let demand = st.queue.iter().filter(|w| !w.tx.is_closed()).count();
         let (mut alive, mut starting) = (alive, starting);
         while alive < self.cfg.max
-            && (alive < self.cfg.min || demand > starting * self.cfg.per_worker)
+            && (alive < self.cfg.min || demand > starting * self.cfg.per_worker || due > starting)
         {
             ids.push(st.next_id);
             st.next_id += 1;
@@ -202,6 +213,8 @@ impl Pool {
                         tracing::info!(worker = id, "worker ready");
                     }
                 }
+                // A replacement is ready: one due worker may now drain.
+                self.retire_one_due(&mut st);
                 st.failures_in_row = 0;
                 st.retry_at = None;
                 self.dispatch(&mut st);
@@ -251,7 +264,9 @@ impl Pool {
 pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::UnboundedReceiver<Event>) {
     let tick_every = {
         let Some(p) = pool.upgrade() else { return };
-        (p.cfg.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
+        let t = (p.cfg.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        // Draining workers are stopped, and limits checked, at least this often.
+        t.min(Duration::from_millis(250))
     };
     let mut tick = tokio::time::interval(tick_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -280,9 +295,13 @@ pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::Unbound
             }
             _ = tick.tick() => {
                 let Some(p) = pool.upgrade() else { return };
+                // /proc is read before the lock is taken, only when --max-rss asks for it.
+                let rss = p.cfg.max_rss.map(|_| crate::rss::by_group());
                 let mut st = p.lock();
                 if !st.shutting_down {
                     p.reap_idle(&mut st);
+                    p.check_limits(&mut st, rss.as_ref());
+                    p.stop_drained(&mut st);
                 }
                 let ids = p.scale(&mut st);
                 drop(st);

@@ -1,0 +1,93 @@
+//! Flag, file and preset resolution.
+use super::*;
+
+fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+    let mut v = vec!["manifold"];
+    v.extend_from_slice(args);
+    Config::from_cli(Cli::try_parse_from(v).expect("clap parse"))
+}
+
+#[test]
+fn defaults_and_command() {
+    let c = parse(&["--", "python3", "app.py", "{port}"]).unwrap();
+    assert_eq!(c.command, ["python3", "app.py", "{port}"]);
+    assert_eq!((c.min, c.max, c.per_worker), (1, default_max(), 1));
+    assert_eq!(c.queue_timeout, Duration::from_secs(30));
+    assert_eq!(c.drain_timeout, Duration::ZERO, "no drain unless asked");
+    assert_eq!(c.sticky, Sticky::None);
+}
+
+#[test]
+fn shiny_preset_turns_on_sticky() {
+    let c = parse(&["shiny", "app dir's", "--max", "3"]).unwrap();
+    assert_eq!(c.sticky, Sticky::Cookie);
+    assert_eq!(c.max, 3);
+    assert_eq!(c.command[0], "Rscript");
+    assert!(
+        c.command[2].contains(r"shiny::runApp('app dir\'s'"),
+        "{}",
+        c.command[2]
+    );
+}
+
+#[test]
+fn plumber_preset() {
+    let c = parse(&["--min", "2", "plumber", "api.R"]).unwrap();
+    assert_eq!(c.min, 2);
+    assert!(c.command[2].contains("plumber::pr('api.R')"));
+}
+
+#[test]
+fn errors_name_the_field() {
+    let e = parse(&["--queue-timeout", "soon", "--", "x"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--queue-timeout: invalid duration \"soon\" (use e.g. 500ms, 30s, 5m)"
+    );
+    let e = parse(&["--min", "3", "--max", "2", "--", "x"]).unwrap_err();
+    assert_eq!(e.to_string(), "--min 3 is above --max 2");
+    assert!(parse(&[])
+        .unwrap_err()
+        .to_string()
+        .starts_with("no worker command"));
+}
+
+#[test]
+fn sizes() {
+    assert_eq!(parse_size("x", "500MB").unwrap(), 500_000_000);
+    assert_eq!(parse_size("x", "2GiB").unwrap(), 2 << 30);
+    assert_eq!(parse_size("x", "64m").unwrap(), 64 << 20);
+    assert_eq!(parse_size("x", "1024").unwrap(), 1024);
+    assert_eq!(
+        parse_size("--max-rss", "lots").unwrap_err().to_string(),
+        "--max-rss: invalid size \"lots\" (use e.g. 500MB, 2GiB)"
+    );
+    assert!(parse_size("x", "5 parsecs").is_err());
+}
+
+#[test]
+fn file_fills_gaps_and_flags_win() {
+    let dir = std::env::temp_dir().join(format!("manifold-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("m.toml");
+    std::fs::write(
+        &f,
+        "max = 7\nmin = 2\nqueue-timeout = \"2s\"\ndrain-timeout = \"3s\"\ncommand = [\"python3\", \"w.py\"]\n",
+    )
+    .unwrap();
+    let c = parse(&["--config", f.to_str().unwrap(), "--min", "1"]).unwrap();
+    assert_eq!((c.min, c.max), (1, 7));
+    assert_eq!(c.queue_timeout, Duration::from_secs(2));
+    assert_eq!(c.drain_timeout, Duration::from_secs(3));
+    assert_eq!(c.command, ["python3", "w.py"]);
+    std::fs::write(&f, "maxx = 7\n").unwrap();
+    let e = parse(&["--config", f.to_str().unwrap()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("config file {}:", f.display())),
+        "{e}"
+    );
+    assert!(e.contains("line 1"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

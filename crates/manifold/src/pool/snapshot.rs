@@ -1,0 +1,106 @@
+//! What the status page and metrics read from the pool: one consistent snapshot.
+
+use serde::Serialize;
+
+use super::State;
+
+#[derive(Default, Serialize, Clone, Copy)]
+/// Lifetime counters for status and metrics.
+pub struct Totals {
+    /// Requests a worker finished.
+    pub served: u64,
+    /// Requests refused because the queue was full.
+    pub queue_full: u64,
+    /// Requests that timed out in the queue.
+    pub queue_timeouts: u64,
+    /// Requests answered 502 (worker failed mid-request).
+    pub bad_gateway: u64,
+    /// Worker processes started.
+    pub worker_starts: u64,
+    /// Ready workers that exited without being asked to.
+    pub worker_crashes: u64,
+    /// Workers that never became ready.
+    pub start_failures: u64,
+    /// Idle workers stopped.
+    pub idle_stops: u64,
+    /// Requests answered 504 because the worker did not answer within --request-timeout.
+    pub request_timeouts: u64,
+    /// Ready workers replaced because they failed the health probe.
+    pub health_replacements: u64,
+    /// Requests sent to another worker because theirs refused the connection.
+    pub connect_retries: u64,
+    /// Workers recycled (--max-requests, --max-lifetime, --max-rss).
+    pub recycles: u64,
+    /// Reloads (SIGHUP) that brought a new generation into service.
+    pub reloads: u64,
+}
+
+/// The last thing that went wrong, with when (status `last_error`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LastError {
+    /// One line saying what happened.
+    pub message: String,
+    /// When, RFC 3339 UTC.
+    pub time: String,
+}
+
+impl LastError {
+    pub(super) fn now(message: String) -> LastError {
+        LastError {
+            message,
+            time: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        }
+    }
+}
+
+/// One worker in the status JSON.
+#[derive(Serialize)]
+pub struct WorkerStatus {
+    /// Pool-wide id.
+    pub id: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Loopback port.
+    pub port: u16,
+    /// Generation of the command it runs (1, then +1 per reload).
+    pub generation: u64,
+    /// Lifecycle state.
+    pub state: State,
+    /// Resident memory of its whole process group, bytes.
+    pub rss_bytes: u64,
+    /// Why it is due for recycling, if it is.
+    pub recycle: Option<String>,
+    /// Requests in progress.
+    pub busy: usize,
+    /// Requests finished.
+    pub served: u64,
+    /// Seconds since start.
+    pub uptime_s: f64,
+    /// Seconds since the last request finished.
+    pub idle_s: f64,
+}
+
+/// Snapshot for `/__manifold__/status` and metrics.
+#[derive(Serialize)]
+pub struct Snapshot {
+    /// Workers by id.
+    pub workers: Vec<WorkerStatus>,
+    /// Requests waiting.
+    pub queue: usize,
+    /// --queue-size.
+    pub queue_size: usize,
+    /// --min.
+    pub min: usize,
+    /// --max.
+    pub max: usize,
+    /// --per-worker.
+    pub per_worker: usize,
+    /// Counters.
+    pub totals: Totals,
+    /// Worker output lines dropped because the log writer was behind.
+    pub output_lines_dropped: u64,
+    /// Last start failure, crash, 502 or 504, with its time.
+    pub last_error: Option<LastError>,
+    /// Whether the host is draining (SIGTERM received): it takes no new sessions.
+    pub draining: bool,
+}

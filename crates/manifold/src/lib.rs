@@ -68,6 +68,21 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     force: impl Future<Output = ()>,
 ) -> Result<(), Error> {
+    run_with_reload(listener, cfg, shutdown, force, None).await
+}
+
+/// [`run`], and each config received on `reloads` (SIGHUP in `main`: flags and config file read
+/// again) starts a new generation of workers with its command (see `pool::reload`).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_reload(
+    listener: tokio::net::TcpListener,
+    cfg: Config,
+    shutdown: impl Future<Output = ()>,
+    force: impl Future<Output = ()>,
+    reloads: Option<tokio::sync::mpsc::UnboundedReceiver<Config>>,
+) -> Result<(), Error> {
     cfg.validate()?;
     let addr = listener.local_addr().map_err(|source| Error::Bind {
         addr: cfg.listen,
@@ -97,6 +112,15 @@ pub async fn run(
         cfg.min
     );
     let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone(), rec));
+    if let Some(mut rx) = reloads {
+        let pool = Arc::downgrade(&pool);
+        tokio::spawn(async move {
+            while let Some(new) = rx.recv().await {
+                let Some(pool) = pool.upgrade() else { return };
+                pool.reload(new.command);
+            }
+        });
+    }
     let stop = {
         let (pool, timeout) = (pool.clone(), cfg.drain_timeout);
         async move {

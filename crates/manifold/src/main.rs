@@ -32,17 +32,44 @@ fn main() {
                 addr: cfg.listen,
                 source,
             })?;
-        manifold::run(
+        manifold::run_with_reload(
             listener,
             cfg.clone(),
             manifold::shutdown::signal_once(),
             manifold::shutdown::signal_twice(),
+            Some(reloads_on_sighup()),
         )
         .await
     });
     if let Err(e) = result {
         fail(&e, cfg.verbose);
     }
+}
+
+/// On each SIGHUP, reads the flags and the config file again; a valid config is sent on, an
+/// invalid one is logged and the running generation kept.
+fn reloads_on_sighup() -> tokio::sync::mpsc::UnboundedReceiver<Config> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut hup = signal(SignalKind::hangup()).expect("install SIGHUP handler");
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let parsed = Cli::try_parse_from(std::env::args_os())
+                .map_err(|e| e.to_string())
+                .and_then(|cli| Config::from_cli(cli).map_err(|e| e.to_string()));
+            match parsed {
+                Ok(cfg) => {
+                    tracing::info!("SIGHUP: reloading");
+                    let _ = tx.send(cfg);
+                }
+                Err(e) => tracing::error!(
+                    "SIGHUP: {}; keeping the current generation",
+                    e.lines().next().unwrap_or_default()
+                ),
+            }
+        }
+    });
+    rx
 }
 
 fn fail(e: &dyn std::error::Error, verbose: bool) -> ! {

@@ -25,6 +25,7 @@ use crate::worker::{OutputSink, Worker};
 
 mod health;
 mod recycle;
+mod reload;
 mod snapshot;
 pub use snapshot::{LastError, Snapshot, Totals, WorkerStatus};
 mod supervisor;
@@ -109,6 +110,11 @@ struct Inner {
     next_id: u64,
     /// Generation new workers get.
     generation: u64,
+    /// The command new workers run (the current generation's).
+    command: Arc<[String]>,
+    /// While a reload waits for its first ready worker: the generation and command to go back to
+    /// if the new one cannot start.
+    reloading: Option<(u64, Arc<[String]>)>,
     /// Workers the supervisor reserved and is forking right now (outside the lock).
     spawning: usize,
     failures_in_row: u32,
@@ -168,6 +174,7 @@ impl Pool {
     /// Creates the pool and its supervisor task; no worker is started yet.
     pub fn new(cfg: Config, output: OutputSink) -> Arc<Pool> {
         let (tx, rx) = mpsc::unbounded_channel();
+        let command: Arc<[String]> = cfg.command.clone().into();
         let pool = Arc::new(Pool {
             cfg,
             inner: Mutex::new(Inner {
@@ -175,6 +182,8 @@ impl Pool {
                 queue: VecDeque::new(),
                 next_id: 1,
                 generation: 1,
+                command,
+                reloading: None,
                 spawning: 0,
                 failures_in_row: 0,
                 retry_at: None,
@@ -453,6 +462,7 @@ impl Pool {
             totals: st.totals,
             output_lines_dropped: self.output.dropped(),
             last_error: st.last_error.clone(),
+            generation: st.generation,
             draining: self.is_draining(),
         }
     }
@@ -500,6 +510,14 @@ fn pick(st: &Inner, per_worker: usize) -> Option<u64> {
     st.slots
         .values()
         .filter(|s| s.state == State::Ready && s.busy < per_worker)
-        .min_by_key(|s| (s.busy, std::cmp::Reverse(s.last_used), s.worker.id))
+        // After a reload, new sessions go to the newest generation while it has room.
+        .min_by_key(|s| {
+            (
+                std::cmp::Reverse(s.generation),
+                s.busy,
+                std::cmp::Reverse(s.last_used),
+                s.worker.id,
+            )
+        })
         .map(|s| s.worker.id)
 }

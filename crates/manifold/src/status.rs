@@ -374,6 +374,7 @@ mod tests {
             totals: Totals::default(),
             output_lines_dropped: 0,
             last_error: None,
+            generation: 1,
             draining: false,
         }
     }

@@ -33,6 +33,8 @@ pub struct Totals {
     pub recycles: u64,
     /// Reloads (SIGHUP) that brought a new generation into service.
     pub reloads: u64,
+    /// Reloads given up because the new generation could not start (the old one kept serving).
+    pub reload_failures: u64,
 }
 
 /// The last thing that went wrong, with when (status `last_error`).
@@ -101,6 +103,8 @@ pub struct Snapshot {
     pub output_lines_dropped: u64,
     /// Last start failure, crash, 502 or 504, with its time.
     pub last_error: Option<LastError>,
+    /// Generation new workers get (1, then +1 per reload).
+    pub generation: u64,
     /// Whether the host is draining (SIGTERM received): it takes no new sessions.
     pub draining: bool,
 }

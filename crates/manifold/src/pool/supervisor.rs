@@ -18,11 +18,21 @@ use crate::worker::{Worker, WorkerError};
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// Worker ids reserved under the lock, started after it is released with this generation's
+/// command.
+pub(super) struct Reserved {
+    ids: Vec<u64>,
+    generation: u64,
+    command: std::sync::Arc<[String]>,
+}
+
 /// Things the supervisor reacts to.
 #[derive(Debug)]
 pub(super) enum Event {
     /// A request is waiting (maybe start a worker).
     Demand,
+    /// SIGHUP: start a new generation running this command.
+    Reload(Vec<String>),
     /// A worker passed its readiness check.
     Ready(u64),
     /// A worker failed its readiness check (it is being stopped).
@@ -34,13 +44,13 @@ pub(super) enum Event {
 impl Pool {
     /// Starts the workers `scale` reserved, one by one, without holding the pool lock while a
     /// process is forked (a slow start never blocks dispatch); stops at the first failure.
-    fn spawn_reserved(self: &Arc<Self>, ids: Vec<u64>) {
-        let mut ids = ids.into_iter();
+    fn spawn_reserved(self: &Arc<Self>, r: Reserved) {
+        let mut ids = r.ids.into_iter();
         while let Some(id) = ids.next() {
             let events = self.events.clone();
             let spawned = Worker::spawn(
                 id,
-                &self.cfg.command,
+                &r.command,
                 self.cfg.stop_timeout,
                 &self.output,
                 move |status| {
@@ -51,7 +61,7 @@ impl Pool {
             st.spawning -= 1;
             st.totals.worker_starts += 1;
             match spawned {
-                Ok(worker) => self.insert_starting(&mut st, worker),
+                Ok(worker) => self.insert_starting(&mut st, worker, r.generation),
                 Err(e) => {
                     st.spawning -= ids.len();
                     self.start_failed(&mut st, e.to_string());
@@ -62,7 +72,7 @@ impl Pool {
     }
 
     /// Records a freshly spawned worker and probes its readiness off the supervisor.
-    fn insert_starting(&self, st: &mut Inner, worker: Worker) {
+    fn insert_starting(&self, st: &mut Inner, worker: Worker, generation: u64) {
         let id = worker.id;
         tracing::info!(
             worker = id,
@@ -76,7 +86,7 @@ impl Pool {
             id,
             Slot {
                 worker,
-                generation: st.generation,
+                generation,
                 state: State::Starting,
                 busy: 0,
                 served: 0,
@@ -114,6 +124,7 @@ impl Pool {
             .min(MAX_BACKOFF);
         st.retry_at = Some(Instant::now() + backoff);
         st.last_error = Some(super::LastError::now(message));
+        self.abort_reload_if_failing(st);
         if st.failures_in_row >= FAILING_AFTER
             && !st.slots.values().any(|s| s.state == State::Ready)
         {
@@ -126,10 +137,15 @@ impl Pool {
 
     /// Supervisor step: reserves ids for the workers to start while below `min` or while waiters
     /// outnumber starting slots; [`Pool::spawn_reserved`] starts them after the lock is released.
-    fn scale(&self, st: &mut Inner) -> Vec<u64> {
+    fn scale(&self, st: &mut Inner) -> Reserved {
         let mut ids = Vec::new();
+        let (generation, command) = (st.generation, st.command.clone());
         if st.shutting_down || st.retry_at.is_some_and(|t| t > Instant::now()) {
-            return ids;
+            return Reserved {
+                ids,
+                generation,
+                command,
+            };
         }
         // Due and draining workers do not count: their replacements are started beside them.
         let alive = st.spawning
@@ -160,7 +176,11 @@ impl Pool {
             starting += 1;
         }
         st.spawning += ids.len();
-        ids
+        Reserved {
+            ids,
+            generation,
+            command,
+        }
     }
 
     /// Stops the least recently used idle worker above `min` whose idle time passed.
@@ -205,6 +225,7 @@ impl Pool {
         let mut st = self.lock();
         match ev {
             Event::Demand => {}
+            Event::Reload(command) => self.start_reload(&mut st, command),
             Event::Ready(id) => {
                 if let Some(slot) = st.slots.get_mut(&id) {
                     if slot.state == State::Starting {
@@ -213,6 +234,7 @@ impl Pool {
                         tracing::info!(worker = id, "worker ready");
                     }
                 }
+                self.reload_ready(&mut st, id);
                 // A replacement is ready: one due worker may now drain.
                 self.retire_one_due(&mut st);
                 st.failures_in_row = 0;

@@ -8,6 +8,13 @@ TEST_TARGETS += test-manifold-haproxy
 test-manifold-haproxy: build
 	$(CARGO) test --workspace $(TEST_FEATURES) --test haproxy -- --ignored --nocapture
 
+# Reload under load: surge replays the real R Shiny app through manifold for MANIFOLD_RELOAD_SECS
+# (default 60) while the app changes v1 -> v2 and manifold gets SIGHUP (crates/manifold/tests/r_reload.rs).
+.PHONY: test-manifold-reload
+TEST_TARGETS += test-manifold-reload
+test-manifold-reload: build
+	$(CARGO) test --workspace $(TEST_FEATURES) --test r_reload -- --ignored --nocapture
+
 .PHONY: bench-manifold
 # Side-by-side benchmark: one plumber vs manifold vs valve vs faucet; installs oha/valve/faucet if missing.
 bench-manifold:

@@ -2,6 +2,8 @@
 //! codes, signals and its log), talk HTTP/1.1 to it, read its status page.
 #![allow(dead_code)]
 
+pub mod replay;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;

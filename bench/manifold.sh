@@ -6,6 +6,9 @@
 #  (b) hello latency direct vs through manifold (added p50): a steady single-threaded hello worker
 #      (bench/manifold_hello.py) isolates manifold's own cost; plumber /hello figures alongside
 #  (c) burst: 200 requests at once, --max 4 workers, 100 ms each: errors, FIFO order, longest wait
+#  (d) cold burst: the same burst into pools that start with ONE R worker and may grow to 4:
+#      manifold without and with --spare 1 (a second worker already waiting), valve --n-min 1;
+#      faucet (no autoscaling: all 4 workers started) alongside
 # Every server runs in its own session (setsid) and is stopped as a whole group at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -178,6 +181,37 @@ G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
 { python3 bench/manifold_burst.py "http://127.0.0.1:$P/sleep?ms=100" 200 4 100 || true; } | tee "$WORK/burst.txt"
 stop "$G"
 
+echo "== (d) cold burst: 200 requests at once into a pool started with 1 worker (up to 4), 100 ms each"
+for spare in 0 1 3; do
+  P=$(free_port)
+  start "manifold-cold-$spare" "$MANIFOLD" --listen "127.0.0.1:$P" --min 1 --max 4 --spare "$spare" plumber "$API"
+  G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
+  sleep 3  # the spare (if any) starts; the pool is otherwise idle
+  echo -n "   manifold --min 1 --max 4 --spare $spare: "
+  { python3 bench/manifold_burst.py "http://127.0.0.1:$P/sleep?ms=100" 200 4 100 || true; } | tee "$WORK/cold-manifold-$spare.txt"
+  stop "$G"
+done
+P=$(free_port)
+mkdir -p "$WORK/valve-cold" && cp "$API" "$WORK/valve-cold/plumber.R"
+start valve-cold bash -c "cd '$WORK/valve-cold' && exec valve -f plumber.R -n 4 --n-min 1 -p $P -h 127.0.0.1"
+G=$LAST_GROUP
+if wait_http "http://127.0.0.1:$P/hello"; then
+  sleep 3
+  echo -n "   valve -n 4 --n-min 1: "
+  { python3 bench/manifold_burst.py "http://127.0.0.1:$P/sleep?ms=100" 200 4 100 || true; } | tee "$WORK/cold-valve.txt"
+fi
+stop "$G"
+P=$(free_port)
+mkdir -p "$WORK/faucet-cold" && cp "$API" "$WORK/faucet-cold/plumber.R"
+start faucet-cold faucet --host "127.0.0.1:$P" start --workers 4 --dir "$WORK/faucet-cold"
+G=$LAST_GROUP
+if wait_http "http://127.0.0.1:$P/hello"; then
+  sleep 3
+  echo -n "   faucet -w 4 (all started; no autoscaling): "
+  { python3 bench/manifold_burst.py "http://127.0.0.1:$P/sleep?ms=100" 200 4 100 || true; } | tee "$WORK/cold-faucet.txt"
+fi
+stop "$G"
+
 echo "== ratio lines"
 line() { cat "$WORK/$1.json.line"; }
 read -r d_rps d_p50 d_p99 _ < <(line one-plumber)
@@ -218,3 +252,22 @@ ka_d, ka_m = p50("hello-direct-keepalive"), p50("hello-manifold-keepalive")
 print(f"(b) plumber keep-alive client: direct {ka_d:.3f} ms (delayed-ACK stall) vs via manifold {ka_m:.3f} ms: {ka_d / ka_m:.1f}x faster")
 PY
 echo "(c) $(cat "$WORK/burst.txt")"
+python3 - "$WORK" <<'PY'
+import re, sys
+work = sys.argv[1]
+def longest(name):
+    try:
+        m = re.search(r"longest wait ([0-9.]+) s", open(f"{work}/{name}.txt").read())
+        return float(m.group(1)) if m else None
+    except OSError:
+        return None
+base = longest("cold-manifold-0")
+for name, label in [("cold-manifold-1", "manifold --spare 1"), ("cold-manifold-0", "manifold --spare 0"),
+                    ("cold-valve", "valve --n-min 1"), ("cold-faucet", "faucet -w 4 (warm)")]:
+    w = longest(name)
+    if w is None:
+        print(f"(d) cold burst {label}: did not run")
+    elif base:
+        print(f"(d) cold burst {label}: longest wait {w:.3f} s ({w / base:.2f}x manifold --spare 0)")
+PY
+echo "   load average: $(cut -d' ' -f1-3 /proc/loadavg)"

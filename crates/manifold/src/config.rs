@@ -162,6 +162,10 @@ pub struct Options {
     /// stdout [default: none].
     #[arg(long, value_name = "FILE|-")]
     pub access_log: Option<String>,
+    /// Keep this many idle ready workers above the busy ones (within --max), so a burst does not
+    /// wait for a worker to start [default: 0].
+    #[arg(long, value_name = "N")]
+    pub spare: Option<usize>,
     /// Recycle a worker after this many requests: a replacement is started, and once it is ready
     /// the old one finishes its requests and sticky sessions, then stops [default: none].
     #[arg(long)]
@@ -212,6 +216,7 @@ impl Options {
             max_connections: self.max_connections.or(other.max_connections),
             header_timeout: self.header_timeout.or(other.header_timeout),
             access_log: self.access_log.or(other.access_log),
+            spare: self.spare.or(other.spare),
             max_requests: self.max_requests.or(other.max_requests),
             max_requests_jitter: self.max_requests_jitter.or(other.max_requests_jitter),
             max_lifetime: self.max_lifetime.or(other.max_lifetime),
@@ -262,6 +267,8 @@ pub struct Config {
     pub header_timeout: Duration,
     /// Access log target (`-` for stdout).
     pub access_log: Option<String>,
+    /// Idle ready workers kept above the busy ones.
+    pub spare: usize,
     /// Requests before a worker is recycled.
     pub max_requests: Option<u64>,
     /// Random extra requests per worker (0..=N).
@@ -298,6 +305,7 @@ impl Config {
             max_connections: default_max_connections(),
             header_timeout: Duration::from_secs(10),
             access_log: None,
+            spare: 0,
             max_requests: None,
             max_requests_jitter: 0,
             max_lifetime: None,
@@ -366,6 +374,7 @@ impl Config {
         c.health_path = opts.health_path;
         c.access_log = opts.access_log;
         c.max_requests = opts.max_requests;
+        c.spare = opts.spare.unwrap_or(0);
         c.max_requests_jitter = opts.max_requests_jitter.unwrap_or(0);
         if let Some(v) = &opts.max_lifetime {
             c.max_lifetime = Some(parse_duration("--max-lifetime", v)?);

@@ -264,6 +264,10 @@ impl Pool {
                 if let Some(id) = pick(&st, self.cfg.per_worker) {
                     let slot = st.slots.get_mut(&id).expect("picked slot");
                     slot.busy += 1;
+                    if self.cfg.spare > 0 {
+                        // One idle worker fewer: the supervisor may start a spare.
+                        let _ = self.events.send(Event::Demand);
+                    }
                     return Ok(self.lease(id, slot));
                 }
             }

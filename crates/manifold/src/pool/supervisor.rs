@@ -166,9 +166,14 @@ impl Pool {
             .filter(|s| s.state == State::Ready && s.due.is_some())
             .count();
         let demand = st.queue.iter().filter(|w| !w.tx.is_closed()).count();
+        // --spare: idle ready workers (plus those starting) kept above the busy ones.
+        let idle = idle_ready(st);
         let (mut alive, mut starting) = (alive, starting);
         while alive < self.cfg.max
-            && (alive < self.cfg.min || demand > starting * self.cfg.per_worker || due > starting)
+            && (alive < self.cfg.min
+                || demand > starting * self.cfg.per_worker
+                || due > starting
+                || idle + starting < self.cfg.spare)
         {
             ids.push(st.next_id);
             st.next_id += 1;
@@ -192,7 +197,7 @@ impl Pool {
                 .values()
                 .filter(|s| s.state != State::Stopping)
                 .count();
-            if alive <= self.cfg.min {
+            if alive <= self.cfg.min || idle_ready(st) <= self.cfg.spare {
                 return;
             }
             let victim = st
@@ -280,6 +285,14 @@ impl Pool {
         drop(st);
         self.spawn_reserved(ids);
     }
+}
+
+/// Ready workers (not due for recycling) with nothing to do: the `--spare` count.
+fn idle_ready(st: &Inner) -> usize {
+    st.slots
+        .values()
+        .filter(|s| s.state == State::Ready && s.due.is_none() && s.busy == 0)
+        .count()
 }
 
 /// The supervisor loop: events, back-off retries and the idle check.

@@ -352,6 +352,17 @@ impl Config {
             ));
         }
         let mut c = Config::new(command);
+        c.apply(opts)?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Sets every field `opts` gives (the others keep their value).
+    ///
+    /// # Errors
+    /// A duration or size that does not parse.
+    fn apply(&mut self, opts: Options) -> Result<(), ConfigError> {
+        let c = self;
         c.verbose = opts.verbose;
         if let Some(v) = opts.listen {
             c.listen = v;
@@ -417,8 +428,7 @@ impl Config {
                 *slot = parse_duration(field, &v)?;
             }
         }
-        c.validate()?;
-        Ok(c)
+        Ok(())
     }
 
     /// Checks relations between settings.

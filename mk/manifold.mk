@@ -15,6 +15,14 @@ TEST_TARGETS += test-manifold-reload
 test-manifold-reload: build
 	$(CARGO) test --workspace $(TEST_FEATURES) --test r_reload -- --ignored --nocapture
 
+# Chaos: surge replays the real Shiny app through manifold (4 R workers) for MANIFOLD_CHAOS_SECS
+# (default 60; the issue's run is 300) while workers are SIGKILLed, one hung and a reload happens
+# (crates/manifold/tests/r_chaos.rs).
+.PHONY: test-manifold-chaos
+TEST_TARGETS += test-manifold-chaos
+test-manifold-chaos: build
+	$(CARGO) test --workspace $(TEST_FEATURES) --test r_chaos -- --ignored --nocapture
+
 .PHONY: bench-manifold
 # Side-by-side benchmark: one plumber vs manifold vs valve vs faucet; installs oha/valve/faucet if missing.
 bench-manifold:

@@ -188,6 +188,9 @@ pub struct Options {
     /// Worker command (config file only; on the command line it follows `--`).
     #[arg(skip)]
     pub command: Option<Vec<String>>,
+    /// Several apps on one port (config file only: `[[app]]` tables, see `config::apps`).
+    #[arg(skip)]
+    pub app: Option<Vec<toml::Table>>,
     /// Show debug logs and error causes.
     #[arg(short, long)]
     #[serde(skip)]
@@ -196,7 +199,7 @@ pub struct Options {
 
 impl Options {
     /// Fills every unset field of `self` from `other`.
-    fn or(self, other: Options) -> Options {
+    pub(crate) fn or(self, other: Options) -> Options {
         Options {
             listen: self.listen.or(other.listen),
             min: self.min.or(other.min),
@@ -223,6 +226,7 @@ impl Options {
             max_rss: self.max_rss.or(other.max_rss),
             config: self.config.or(other.config),
             command: self.command.or(other.command),
+            app: self.app.or(other.app),
             verbose: self.verbose || other.verbose,
         }
     }
@@ -281,6 +285,8 @@ pub struct Config {
     pub command: Vec<String>,
     /// Debug logging.
     pub verbose: bool,
+    /// `[[app]]` entries of the config file; empty: one app (this config) at `/`.
+    pub apps: Vec<apps::App>,
 }
 
 impl Config {
@@ -312,6 +318,7 @@ impl Config {
             max_rss: None,
             command,
             verbose: false,
+            apps: Vec::new(),
         }
     }
 
@@ -346,6 +353,16 @@ impl Config {
         } else {
             opts.command.clone().unwrap_or_default()
         };
+        let app_tables = opts.app.take().unwrap_or_default();
+        if !app_tables.is_empty() {
+            let path = opts.config.clone().unwrap_or_default();
+            let apps = apps::resolve(&opts, app_tables, &path)?;
+            let mut c = Config::new(apps[0].cfg.command.clone());
+            c.apply(opts)?;
+            c.apps = apps;
+            c.validate()?;
+            return Ok(c);
+        }
         if command.is_empty() {
             return Err(ConfigError::Invalid(
                 "no worker command: give `-- COMMAND ARGS`, a preset (plumber FILE | shiny DIR) or `command` in --config".into(),
@@ -361,7 +378,7 @@ impl Config {
     ///
     /// # Errors
     /// A duration or size that does not parse.
-    fn apply(&mut self, opts: Options) -> Result<(), ConfigError> {
+    pub(crate) fn apply(&mut self, opts: Options) -> Result<(), ConfigError> {
         let c = self;
         c.verbose = opts.verbose;
         if let Some(v) = opts.listen {
@@ -485,7 +502,7 @@ pub fn default_max_connections() -> usize {
     (soft / 2).max(64)
 }
 
-fn read_file(path: &Path) -> Result<Options, ConfigError> {
+pub(crate) fn read_file(path: &Path) -> Result<Options, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,
@@ -561,5 +578,6 @@ pub fn shiny_command(dir: &Path) -> Vec<String> {
     ]
 }
 
+pub mod apps;
 #[cfg(test)]
 mod tests;

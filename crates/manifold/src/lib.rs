@@ -18,6 +18,7 @@ pub mod drain;
 pub mod histogram;
 pub mod pool;
 pub mod proxy;
+pub mod router;
 pub mod rss;
 pub mod server;
 pub mod shutdown;
@@ -92,56 +93,144 @@ pub async fn run_with_reload(
         Some(target) => Some(accesslog::AccessLog::open(target).await?),
         None => None,
     };
-    let rec = Arc::new(account::Recorder::new("default".into(), log));
     let output = worker::OutputSink::start();
-    let pool = pool::Pool::new(cfg.clone(), output);
+    let apps = app_list(&cfg);
+    let pools: Vec<Arc<pool::Pool>> = apps
+        .iter()
+        .map(|a| pool::Pool::new(a.cfg.clone(), output.clone()))
+        .collect();
     tokio::pin!(shutdown);
     let started = tokio::select! {
-        r = pool.start_min() => r,
+        r = start_all(&pools) => r,
         _ = &mut shutdown => {
-            pool.shutdown().await;
+            stop_all(&pools, None).await;
             return Ok(());
         }
     };
     if let Err(e) = started {
-        pool.shutdown().await;
+        stop_all(&pools, None).await;
         return Err(Error::Start(e));
     }
-    eprintln!(
-        "manifold: listening on http://{addr} ({} worker(s) ready)",
-        cfg.min
-    );
-    let proxy = Arc::new(proxy::Proxy::new(&cfg, pool.clone(), rec));
-    if let Some(mut rx) = reloads {
-        let pool = Arc::downgrade(&pool);
-        tokio::spawn(async move {
-            while let Some(new) = rx.recv().await {
-                let Some(pool) = pool.upgrade() else { return };
-                pool.reload(new.command);
-            }
-        });
+    let ready: usize = apps.iter().map(|a| a.cfg.min).sum();
+    eprintln!("manifold: listening on http://{addr} ({ready} worker(s) ready)");
+    let router = Arc::new(router::Router::new(routes(&apps, &pools, log)));
+    if let Some(rx) = reloads {
+        tokio::spawn(reload_loop(
+            rx,
+            apps.clone(),
+            pools.iter().map(Arc::downgrade).collect(),
+        ));
     }
     let stop = {
-        let (pool, timeout) = (pool.clone(), cfg.drain_timeout);
+        let (pools, timeout) = (pools.clone(), cfg.drain_timeout);
         async move {
             shutdown.await;
-            drain::drain(&pool, timeout).await;
+            let mut set = tokio::task::JoinSet::new();
+            for p in pools {
+                set.spawn(async move { drain::drain(&p, timeout).await });
+            }
+            while set.join_next().await.is_some() {}
         }
     };
     tokio::pin!(force);
     // Bounded: --drain-timeout for the drain, then --stop-timeout shared by the requests still in
     // flight and the workers' SIGTERM → SIGKILL, whatever the clients do.
+    let limits = server::Limits {
+        max_connections: cfg.max_connections,
+        header_timeout: cfg.header_timeout,
+    };
     let grace = tokio::select! {
-        left = server::serve(listener, proxy, stop, cfg.stop_timeout, server::Limits {
-            max_connections: cfg.max_connections,
-            header_timeout: cfg.header_timeout,
-        }) => left,
+        left = server::serve(listener, router, stop, cfg.stop_timeout, limits) => left,
         _ = &mut force => {
             tracing::warn!("second signal: stopping workers without waiting for in-flight requests");
             cfg.stop_timeout
         }
     };
-    pool.shutdown_within(grace).await;
+    stop_all(&pools, Some(grace)).await;
     tracing::info!("all workers stopped");
     Ok(())
+}
+
+/// The apps to serve: the `[[app]]` entries, or this config alone at `/`.
+fn app_list(cfg: &Config) -> Vec<config::apps::App> {
+    if cfg.apps.is_empty() {
+        vec![config::apps::App {
+            name: "default".into(),
+            prefix: "/".into(),
+            cfg: cfg.clone(),
+        }]
+    } else {
+        cfg.apps.clone()
+    }
+}
+
+/// One route per app, each with its own recorder (the access log is shared).
+fn routes(
+    apps: &[config::apps::App],
+    pools: &[Arc<pool::Pool>],
+    log: Option<accesslog::AccessLog>,
+) -> Vec<router::Route> {
+    apps.iter()
+        .zip(pools)
+        .map(|(a, p)| {
+            let rec = Arc::new(account::Recorder::new(a.name.clone(), log.clone()));
+            let mut proxy = proxy::Proxy::new(&a.cfg, p.clone(), rec);
+            if a.prefix != "/" {
+                proxy = proxy.mount(&a.prefix, &a.name);
+            }
+            router::Route {
+                name: a.name.clone(),
+                prefix: a.prefix.clone(),
+                proxy: Arc::new(proxy),
+            }
+        })
+        .collect()
+}
+
+/// Starts every pool's `--min` workers at once; the first failure is the error.
+async fn start_all(pools: &[Arc<pool::Pool>]) -> Result<(), String> {
+    let mut set = tokio::task::JoinSet::new();
+    for p in pools {
+        let p = p.clone();
+        set.spawn(async move { p.start_min().await });
+    }
+    while let Some(r) = set.join_next().await {
+        r.map_err(|e| e.to_string())??;
+    }
+    Ok(())
+}
+
+/// Stops every pool's workers (within `grace` if given).
+async fn stop_all(pools: &[Arc<pool::Pool>], grace: Option<std::time::Duration>) {
+    let mut set = tokio::task::JoinSet::new();
+    for p in pools {
+        let p = p.clone();
+        set.spawn(async move {
+            match grace {
+                Some(g) => p.shutdown_within(g).await,
+                None => p.shutdown().await,
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+}
+
+/// Each reloaded config gives each app (matched by name) a new generation with its new command.
+async fn reload_loop(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Config>,
+    apps: Vec<config::apps::App>,
+    pools: Vec<std::sync::Weak<pool::Pool>>,
+) {
+    while let Some(new) = rx.recv().await {
+        let fresh = app_list(&new);
+        for (app, pool) in apps.iter().zip(&pools) {
+            let Some(pool) = pool.upgrade() else { return };
+            match fresh.iter().find(|a| a.name == app.name) {
+                Some(a) => pool.reload(a.cfg.command.clone()),
+                None => {
+                    tracing::warn!(app = %app.name, "reload: app not in the new config; kept as is")
+                }
+            }
+        }
+    }
 }

@@ -51,6 +51,10 @@ pub struct Proxy {
     retry_after: u64,
     timeouts: Timeouts,
     rec: Arc<Recorder>,
+    /// Where the app is mounted (`/` alone).
+    prefix: String,
+    /// Its sticky cookie's name.
+    cookie: String,
 }
 
 /// Which worker (id, generation) answered a request and how long its response head took.
@@ -73,6 +77,8 @@ impl Proxy {
         Proxy {
             pool,
             rec,
+            prefix: "/".into(),
+            cookie: COOKIE.into(),
             sticky: cfg.sticky,
             retry_after: cfg.queue_timeout.as_secs().clamp(1, 60),
             timeouts: Timeouts {
@@ -97,7 +103,7 @@ impl Proxy {
         let id = self.rec.stamp(req.headers_mut(), arrived_at);
         let start = req.headers().get(account::REQUEST_START).cloned();
         let cookie = if self.sticky == Sticky::Cookie {
-            sticky_cookie(req.headers())
+            sticky_cookie(req.headers(), &self.cookie)
         } else {
             None
         };
@@ -162,7 +168,10 @@ impl Proxy {
             .worker
             .filter(|(w, _)| self.sticky == Sticky::Cookie && cookie != Some(*w))
         {
-            let v = format!("{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax");
+            let v = format!(
+                "{}={worker}; Path={}; HttpOnly; SameSite=Lax",
+                self.cookie, self.prefix
+            );
             resp.headers_mut().append(
                 header::SET_COOKIE,
                 HeaderValue::from_str(&v).expect("ascii cookie"),
@@ -172,9 +181,14 @@ impl Proxy {
     }
 
     fn status(&self, req: &Request<Incoming>) -> Response<ProxyBody> {
+        page(self.status_page(req.uri().path() != "/__manifold__/status"))
+    }
+
+    /// This app's status JSON, or its metrics text (`metrics`), as a page.
+    pub fn status_page(&self, metrics: bool) -> status::Page {
         let snap = self.pool.snapshot();
         let cap = status::Capacity::new(&snap, status::HostLoad::read());
-        page(if req.uri().path() == "/__manifold__/status" {
+        if !metrics {
             status::json(&snap, &cap)
         } else {
             let mut extra = String::new();
@@ -193,7 +207,19 @@ impl Proxy {
                 h.render(&mut extra, name, &labels);
             }
             status::metrics(&snap, &cap, &extra)
-        })
+        }
+    }
+
+    /// Mounts this app at `prefix` (its sticky cookie is named after `name` and scoped to the
+    /// prefix, so apps on one host never read each other's cookie).
+    pub fn mount(mut self, prefix: &str, name: &str) -> Proxy {
+        let safe: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        self.cookie = format!("{COOKIE}_{safe}");
+        self.prefix = prefix.to_string();
+        self
     }
 
     /// Runs the exchange with the worker in a task of its own, so the lease (the worker's slot)
@@ -385,14 +411,14 @@ fn empty() -> ProxyBody {
 }
 
 /// The worker id in the sticky cookie, if any.
-fn sticky_cookie(headers: &HeaderMap) -> Option<u64> {
+fn sticky_cookie(headers: &HeaderMap, name: &str) -> Option<u64> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
+        .find(|(k, _)| *k == name)
         .and_then(|(_, v)| v.parse().ok())
 }
 
@@ -493,7 +519,7 @@ mod tests {
             header::COOKIE,
             HeaderValue::from_static("a=1; manifold_worker=7; b=2"),
         );
-        assert_eq!(sticky_cookie(&h), Some(7));
+        assert_eq!(sticky_cookie(&h, COOKIE), Some(7));
         h.insert(header::HOST, HeaderValue::from_static("example.org"));
         h.insert(
             header::CONNECTION,

@@ -19,13 +19,13 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::proxy::Proxy;
+use crate::router::Router;
 
 /// Accepts connections until `shutdown` resolves, then waits for in-flight requests, at most
 /// `grace` (a hung client or worker cannot hold the stop up); returns what is left of `grace`.
 pub async fn serve(
     listener: TcpListener,
-    proxy: Arc<Proxy>,
+    proxy: Arc<Router>,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
     limits: Limits,

@@ -91,3 +91,47 @@ fn file_fills_gaps_and_flags_win() {
     assert!(e.contains("line 1"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn app_tables_resolve_and_errors_name_the_app() {
+    let dir = std::env::temp_dir().join(format!("manifold-apps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("apps.toml");
+    std::fs::write(
+        &f,
+        "max = 3\n[[app]]\nprefix = \"/sales\"\nshiny = \"/srv/sales\"\n[[app]]\nname = \"api\"\nprefix = \"/api/\"\nplumber = \"api.R\"\nmax = 1\n",
+    )
+    .unwrap();
+    let c = parse(&["--config", f.to_str().unwrap()]).unwrap();
+    let names: Vec<(&str, &str, usize)> = c
+        .apps
+        .iter()
+        .map(|a| (a.name.as_str(), a.prefix.as_str(), a.cfg.max))
+        .collect();
+    assert_eq!(names, [("sales", "/sales/", 3), ("api", "/api/", 1)]);
+    assert_eq!(
+        c.apps[0].cfg.sticky,
+        Sticky::Cookie,
+        "shiny preset defaults"
+    );
+    std::fs::write(&f, "[[app]]\nprefix = \"/a/\"\n").unwrap();
+    let e = parse(&["--config", f.to_str().unwrap()])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "config file {}: [[app]] #1: give exactly one of command, shiny, plumber",
+            f.display()
+        )
+    );
+    std::fs::write(&f, "[[app]]\nprefix = \"a\"\ncommand = [\"x\"]\n").unwrap();
+    let e = parse(&["--config", f.to_str().unwrap()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("[[app]] #1: prefix \"a\" must start with /"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

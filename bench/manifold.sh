@@ -148,10 +148,11 @@ if wait_http "http://127.0.0.1:$P/hello"; then
 fi
 stop "$G"
 
-echo "== (b) hello latency, one request at a time: the same worker directly vs through manifold --max 1"
+echo "== (b) hello latency, one request at a time: the same worker directly vs through manifold --max 1 (access log + histograms on)"
 echo "   steady worker (bench/manifold_hello.py, one thread), keep-alive client: $SROUNDS alternating rounds of $SN"
 P=$(free_port)
-start manifold-steady "$MANIFOLD" --listen "127.0.0.1:$P" --max 1 -- python3 "$ROOT/bench/manifold_hello.py" "{port}"
+# Everything on: access log (a real file) and the latency histograms (always kept).
+start manifold-steady "$MANIFOLD" --listen "127.0.0.1:$P" --max 1 --access-log "$WORK/steady-access.jsonl" -- python3 "$ROOT/bench/manifold_hello.py" "{port}"
 G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
 W=$(http_get "http://127.0.0.1:$P/__manifold__/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"][0]["port"])')
 oha --no-tui -n "$SN" -c 1 "http://127.0.0.1:$P/hello" >/dev/null

@@ -1,7 +1,8 @@
 //! Reload under load with the real R Shiny app: surge replays a recorded session through
 //! manifold (2 R workers) with users looping for `MANIFOLD_RELOAD_SECS` (default 60) seconds; half
 //! way the app file changes v1 → v2 (the version is in each R session's log line) and manifold
-//! gets SIGHUP. Needs R shiny and the surge binary: `make test-manifold-reload` runs it.
+//! gets SIGHUP: 0 failed sessions, sessions begun before finish on the old processes (v1),
+//! sessions begun after are on new processes (v2), the old processes are gone at the end. Needs R shiny and the surge binary: `make test-manifold-reload` runs it.
 
 mod common;
 
@@ -67,15 +68,20 @@ fn reload_under_load_keeps_every_session() {
     );
     assert!(!v1.is_empty() && !v2.is_empty(), "{r:#?}");
     // Before the file changed every session ran v1 on the old processes; those begun well after
-    // the new generation was in service ran v2 on new processes; every v1 session ended.
+    // the new generation was in service ran on new processes, which run v2. (An old process may
+    // show v2 to a session begun between the file change and the reload: Shiny re-reads a
+    // changed app.R for new sessions by itself.) Every v1 session ended.
     for s in &r {
+        let old = old_pids.contains(&s.pid);
         if s.start < hup_at {
-            assert_eq!(s.version, "v1", "{s:?}");
+            assert!(old && s.version == "v1", "{s:?}");
         }
         if s.start > ready_at + 3.0 {
+            assert!(!old, "a new session on an old process: {s:?}");
+        }
+        if !old {
             assert_eq!(s.version, "v2", "{s:?}");
         }
-        assert_eq!(s.version == "v1", old_pids.contains(&s.pid), "{s:?}");
     }
     assert!(
         v1.iter().all(|s| s.ended),

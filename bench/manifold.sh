@@ -7,8 +7,10 @@
 #      (bench/manifold_hello.py) isolates manifold's own cost; plumber /hello figures alongside
 #  (c) burst: 200 requests at once, --max 4 workers, 100 ms each: errors, FIFO order, longest wait
 #  (d) cold burst: the same burst into pools that start with ONE R worker and may grow to 4:
-#      manifold without and with --spare 1 (a second worker already waiting), valve --n-min 1;
-#      faucet (no autoscaling: all 4 workers started) alongside
+#      manifold --spare 0/1/3, valve --n-min 1; faucet (no autoscaling: all 4 started) alongside.
+#      At rest nothing is busy, so the --min worker is itself the one idle spare: --spare 1 only
+#      differs once a request runs; --spare 3 has all 4 waiting (measured here at load 0.3:
+#      longest wait 5.00 s vs 5.40 s with --spare 0, ideal 5.00 s)
 # Every server runs in its own session (setsid) and is stopped as a whole group at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

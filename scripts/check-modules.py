@@ -12,7 +12,11 @@ Checks, per crate:
      when a == b, a → b otherwise); a parent using its child (or a child its parent) is
      containment, not a dependency. Any cycle among siblings is reported;
   4. no std lock is `.unwrap()`ped outside `#[cfg(test)]`: the lock-poisoning policy
-     (ARCHITECTURE.md) says for each lock whether a poisoned one is taken back or panics, and why.
+     (ARCHITECTURE.md) says for each lock whether a poisoned one is taken back or panics, and why;
+  5. the layer table: ARCHITECTURE.md's ```layers blocks list, for every top-level module of
+     every crate, the modules it may use (`crate::module: a, b` or `crate::module: -`); a use
+     outside its line, a module without a line, or a line naming no module is reported. So the
+     prose's "must not depend on" and the code cannot drift.
 
 Exit status 1 if anything is flagged; one line per finding, then a summary.
 Usage: scripts/check-modules.py [--list] [--edges] [ROOT]
@@ -249,7 +253,51 @@ def cycles(graph):
     return out
 
 
-def check_crate(crate_dir, problems, listing):
+LAYER_LINE_RE = re.compile(r"^\s*(\w+)::(\w+)\s*:\s*(.*?)\s*$")
+
+
+def layer_table(path="ARCHITECTURE.md"):
+    """(crate, module) → set of modules it may use, from the ```layers blocks of ARCHITECTURE.md."""
+    table, inside = {}, False
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.startswith("```"):
+                inside = line.strip() == "```layers"
+                continue
+            if not inside or not line.strip() or line.lstrip().startswith("#"):
+                continue
+            m = LAYER_LINE_RE.match(line)
+            if not m:
+                raise SystemExit(f"{path}:{n}: layer line is not `crate::module: a, b` or `crate::module: -`")
+            uses = m.group(3)
+            table[(m.group(1), m.group(2))] = set() if uses == "-" else {u.strip() for u in uses.split(",")}
+    return table
+
+
+def check_layers(name, mods, edges, why, table, problems):
+    """Every top-level module has a line in the table and uses only what its line lists."""
+    top = sorted(m[0] for m in mods if len(m) == 1 and m != ("main",))
+    graph = edges.get((), {})
+    for mod in top:
+        if (name, mod) not in table:
+            uses = ", ".join(sorted(graph.get(mod, ()))) or "-"
+            problems.append(
+                f"{os.path.relpath(mods[(mod,)])}: module {mod} has no line in ARCHITECTURE.md's layer table: "
+                f"add `{name}::{mod}: {uses}` (or what it may use) to the ```layers block"
+            )
+            continue
+        for used in sorted(graph.get(mod, ())):
+            if used not in table[(name, mod)]:
+                problems.append(
+                    f"{name}::{mod} uses {used}, which its layer line does not allow ({why[((), mod, used)]}); "
+                    f"ARCHITECTURE.md allows {name}::{mod}: {', '.join(sorted(table[(name, mod)])) or '-'}"
+                )
+    for crate, mod in sorted(table):
+        if crate == name and (mod,) not in mods:
+            problems.append(f"ARCHITECTURE.md: layer line {crate}::{mod} names no module of crates/{crate}/src")
+
+
+def check_crate(crate_dir, problems, listing, table):
     src = os.path.join(crate_dir, "src")
     name = os.path.basename(crate_dir)
     mods = modules_of(src)
@@ -295,6 +343,7 @@ def check_crate(crate_dir, problems, listing):
                 why[(scope, a, b)] for a in comp for b in sorted(graph[a]) if b in comp
             )
             problems.append(f"{where}: import cycle {' <-> '.join(comp)} ({detail})")
+    check_layers(name, mods, edges, why, table, problems)
 
 
 def main():
@@ -303,8 +352,9 @@ def main():
     os.chdir(root)
     problems, listing = [], []
     crates = sorted(d for d in os.listdir("crates") if os.path.isdir(os.path.join("crates", d, "src")))
+    table = layer_table()
     for c in crates:
-        check_crate(os.path.join("crates", c), problems, listing)
+        check_crate(os.path.join("crates", c), problems, listing, table)
     if "--list" in sys.argv:
         for rel, n in listing:
             print(f"{n:5d}  {rel}")
@@ -313,7 +363,8 @@ def main():
     files = len(listing)
     print(
         f"check-modules: {files} files in {len(crates)} crates; "
-        f"max {MAX_LINES} lines a file, {MAX_FN} a function, no sibling import cycles, no lock().unwrap(): "
+        f"max {MAX_LINES} lines a file, {MAX_FN} a function, no sibling import cycles, no lock().unwrap(), "
+        f"layer table of {len(table)} modules: "
         + ("ok" if not problems else f"{len(problems)} problem(s)")
     )
     return 1 if problems else 0

@@ -36,7 +36,7 @@ impl HostLoad {
         // SAFETY: `l` has room for the 3 values asked for.
         let n = unsafe { libc::getloadavg(l.as_mut_ptr(), 3) };
         HostLoad {
-            cpus: crate::config::default_max(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             load: (n == 3).then_some(l),
         }
     }

@@ -452,7 +452,8 @@ fn server_closing_mid_response_is_an_error() {
         },
     });
     let (code, r) = bench(&["-c", "1", "-n", "30", &s.url()]);
-    assert_eq!(code, Some(0), "{r}");
+    // 20 of 30 without an answer: above the default --max-error-rate (0).
+    assert_eq!(code, Some(1), "{r}");
     assert_eq!(r["ok"], 10, "{r}");
     assert_eq!(r["bytes_received"], 1000);
     let e = errors(&r);
@@ -559,4 +560,98 @@ fn no_keepalive_opens_a_connection_per_request() {
     assert_eq!(code, Some(0), "{r}");
     assert_eq!(r["ok"], 20);
     assert_eq!(s.accepted.load(Ordering::SeqCst), 20);
+}
+
+/// A response with this status and a 2-byte body.
+fn status(code: u16) -> Reply {
+    Reply {
+        bytes: format!("HTTP/1.1 {code} X\r\nContent-Length: 2\r\n\r\nno").into_bytes(),
+        body: 2,
+        close: false,
+    }
+}
+
+/// `surge bench` with text output: (exit code, stdout, stderr).
+fn bench_text(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = surge().arg("bench").args(args).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Answers that are all 404 are not a success: exit 1 and one line saying why (the run used to
+/// print `3 (3 ok)` and exit 0).
+#[test]
+fn error_statuses_are_not_ok_and_fail_the_run() {
+    let s = Scripted::start(|_, _| status(404));
+    let (code, out, err) = bench_text(&["-c", "1", "-n", "3", &s.url()]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains("Requests:     3 (0 ok, 3 answered with another status, 0 without an answer)"),
+        "{out}"
+    );
+    assert_eq!(
+        err.trim(),
+        "surge bench: 3 of 3 requests (100.0%) were not ok (404: 3; ok is 2xx/3xx), more than --max-error-rate 0%"
+    );
+    let (code, r) = bench(&["-c", "1", "-n", "3", &s.url()]);
+    assert_eq!(
+        (code, &r["ok"], &r["answered"]),
+        (Some(1), &0.into(), &3.into()),
+        "{r}"
+    );
+}
+
+/// `--expect-status` names what is ok: 404s expected pass, 200s then fail.
+#[test]
+fn expect_status_decides_what_is_ok() {
+    let nf = Scripted::start(|_, _| status(404));
+    let (code, r) = bench(&[
+        "-c",
+        "1",
+        "-n",
+        "4",
+        "--expect-status",
+        "404,410",
+        &nf.url(),
+    ]);
+    assert_eq!((code, &r["ok"]), (Some(0), &4.into()), "{r}");
+    let okay = Scripted::start(|_, _| status(200));
+    let (code, r) = bench(&["-c", "1", "-n", "4", "--expect-status", "404", &okay.url()]);
+    assert_eq!((code, &r["ok"]), (Some(1), &0.into()), "{r}");
+    let (code, r) = bench(&["-c", "1", "-n", "4", &okay.url()]);
+    assert_eq!((code, &r["ok"]), (Some(0), &4.into()), "{r}");
+}
+
+/// A mix of 1 in 4 answers 502: the run passes under `--max-error-rate 30%` and fails under 20%;
+/// 3xx (here 301) counts as ok.
+#[test]
+fn max_error_rate_is_the_threshold() {
+    let s = Scripted::start(|n, _| {
+        status(if n % 4 == 0 {
+            502
+        } else if n % 4 == 1 {
+            301
+        } else {
+            200
+        })
+    });
+    let (code, r) = bench(&["-c", "1", "-n", "40", "--max-error-rate", "30%", &s.url()]);
+    assert_eq!(
+        (code, &r["ok"], &r["requests"]),
+        (Some(0), &30.into(), &40.into()),
+        "{r}"
+    );
+    let (code, out, err) =
+        bench_text(&["-c", "1", "-n", "40", "--max-error-rate", "0.2", &s.url()]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        err.starts_with("surge bench: 10 of 40 requests (25.0%) were not ok (502: 10;"),
+        "{err}"
+    );
+    let (code, _, err) = bench_text(&["--max-error-rate", "150%", &s.url()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("'150%' is not a rate between 0 and 1"),
+        "{err}"
+    );
 }

@@ -79,9 +79,32 @@ pub struct BenchArgs {
     /// Per-request timeout
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub timeout: Duration,
+    /// Statuses that count as ok (comma-separated, e.g. 200,204; default: any 2xx or 3xx)
+    #[arg(long, value_name = "CODES", value_delimiter = ',')]
+    pub expect_status: Vec<u16>,
+    /// Share of requests that may be not ok (errors or other statuses) before the run fails
+    /// with exit 1, e.g. 1% or 0.01 (default 0: any one fails it)
+    #[arg(long, value_parser = parse_rate, default_value = "0")]
+    pub max_error_rate: f64,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--max-error-rate`: `1%`, `0.5%` or a fraction `0.01`, within 0..=1.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (s, 1.0),
+    };
+    let v = num
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|v| v / scale)
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| format!("'{s}' is not a rate between 0 and 1 (or 0% and 100%)"))?;
+    Ok(v)
 }
 
 #[derive(Default)]
@@ -103,7 +126,8 @@ enum Conn {
 /// Late-start threshold of the open model.
 const LATE: Duration = Duration::from_millis(10);
 
-/// Runs the benchmark and prints the report; exit status 1 if every request failed.
+/// Runs the benchmark and prints the report; exit status 1 when more requests than
+/// `--max-error-rate` were not ok (no answer, or a status other than 2xx/3xx / `--expect-status`).
 pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let plan = Arc::new(make_plan(&args)?);
     if let Some(line) = plan.start.late_line("requests whose send time has passed") {
@@ -155,14 +179,20 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     } else {
         print!("{}", print::bench_text(&report));
     }
-    Ok(if report.ok == 0 { 1 } else { 0 })
+    Ok(match report.verdict() {
+        Some(line) => {
+            eprintln!("surge bench: {line}");
+            1
+        }
+        None => 0,
+    })
 }
 
 /// The run's result from the connections' folded statistics.
 fn bench_report(args: &BenchArgs, plan: &Plan, mut all: ConnStats) -> BenchReport {
     let elapsed = plan.t0.elapsed().as_secs_f64();
     let hist = all.hist.take().unwrap_or_else(stats::new_histogram);
-    let ok = hist.len();
+    let answered = hist.len();
     let errs: u64 = all.errors.values().sum();
     BenchReport {
         url: args.url.clone(),
@@ -185,11 +215,14 @@ fn bench_report(args: &BenchArgs, plan: &Plan, mut all: ConnStats) -> BenchRepor
         late_start_ms: plan.start.late.as_millis() as u64,
         started_at_ms: plan.start.unix_ms,
         duration_s: elapsed,
-        requests: ok + errs,
-        ok,
+        requests: answered + errs,
+        answered,
+        ok: report::ok_count(&all.statuses, &args.expect_status),
+        expect_status: args.expect_status.clone(),
+        max_error_rate: args.max_error_rate,
         errors: all.errors,
         status_codes: all.statuses,
-        rps: ok as f64 / elapsed.max(1e-9),
+        rps: answered as f64 / elapsed.max(1e-9),
         latency_ms: stats::summarize(&hist, 1000.0),
         late_starts: all.late,
         bytes_received: all.bytes,

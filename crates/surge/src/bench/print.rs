@@ -29,7 +29,14 @@ pub fn bench_text(r: &BenchReport) -> String {
         let _ = writeln!(s, "Start at:     {at}{late}");
     }
     let _ = writeln!(s, "Duration:     {:.2} s", r.duration_s);
-    let _ = writeln!(s, "Requests:     {} ({} ok)", r.requests, r.ok);
+    let _ = writeln!(
+        s,
+        "Requests:     {} ({} ok, {} answered with another status, {} without an answer)",
+        r.requests,
+        r.ok,
+        r.answered - r.ok,
+        r.requests - r.answered
+    );
     let _ = writeln!(s, "Requests/sec: {:.1}", r.rps);
     let l = &r.latency_ms;
     let _ = writeln!(

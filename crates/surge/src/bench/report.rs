@@ -37,10 +37,16 @@ pub struct BenchReport {
     /// Seconds from the plan's start until every connection finished (merged: earliest start to
     /// latest end).
     pub duration_s: f64,
-    /// `ok` plus every error: in the open model the plan's count unless interrupted.
+    /// `answered` plus every error: in the open model the plan's count unless interrupted.
     pub requests: u64,
     /// Requests answered, whatever the status; each one's latency is in the histogram.
+    pub answered: u64,
+    /// Requests answered with an ok status: 2xx or 3xx, or one of `expect_status` when given.
     pub ok: u64,
+    /// `--expect-status`: the statuses that count as ok (empty: any 2xx or 3xx).
+    pub expect_status: Vec<u16>,
+    /// `--max-error-rate`: the share of requests that may be not ok before the run fails.
+    pub max_error_rate: f64,
     /// Requests without an answer, by reason (`timeout`, a connection error, `not sent: …` for a
     /// generator behind schedule).
     pub errors: BTreeMap<String, u64>,
@@ -60,7 +66,61 @@ pub struct BenchReport {
     pub histogram_us: String,
 }
 
+/// Whether an answer's status counts as ok: one of `expect` when given, else 2xx or 3xx.
+pub fn status_ok(status: u16, expect: &[u16]) -> bool {
+    if expect.is_empty() {
+        (200..400).contains(&status)
+    } else {
+        expect.contains(&status)
+    }
+}
+
+/// Answers whose status is ok (`status_ok`).
+pub fn ok_count(statuses: &BTreeMap<u16, u64>, expect: &[u16]) -> u64 {
+    (statuses.iter())
+        .filter(|(s, _)| status_ok(**s, expect))
+        .map(|(_, n)| n)
+        .sum()
+}
+
 impl BenchReport {
+    /// The one line that fails the run (exit 1) when more requests than `--max-error-rate`
+    /// were not ok; `None` when the run passes.
+    pub fn verdict(&self) -> Option<String> {
+        let bad = self.requests - self.ok;
+        let rate = if self.requests == 0 {
+            1.0
+        } else {
+            bad as f64 / self.requests as f64
+        };
+        if self.requests > 0 && rate <= self.max_error_rate {
+            return None;
+        }
+        let mut why: Vec<String> = (self.status_codes.iter())
+            .filter(|(s, _)| !status_ok(**s, &self.expect_status))
+            .map(|(s, n)| format!("{s}: {n}"))
+            .collect();
+        let errors: u64 = self.errors.values().sum();
+        if errors > 0 {
+            why.push(format!("no answer: {errors}"));
+        }
+        let ok_is = if self.expect_status.is_empty() {
+            "2xx/3xx".to_string()
+        } else {
+            (self.expect_status.iter())
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        Some(format!(
+            "{bad} of {} requests ({:.1}%) were not ok ({}; ok is {ok_is}), more than --max-error-rate {}%",
+            self.requests,
+            rate * 100.0,
+            if why.is_empty() { "none sent".into() } else { why.join(", ") },
+            self.max_error_rate * 100.0
+        ))
+    }
+
     /// The segment tag of a segment's result: which segment, and its plan as comparable values.
     fn tag(&self, name: &str) -> Result<Tag, String> {
         let seg = self.segment.as_deref().ok_or_else(|| {
@@ -97,6 +157,7 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
         threads: 0,
         started_at_ms: i64::MAX,
         requests: 0,
+        answered: 0,
         ok: 0,
         errors: BTreeMap::new(),
         status_codes: BTreeMap::new(),
@@ -108,11 +169,11 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
     let mut end_ms = f64::MIN;
     for (name, r) in parts {
         let h = stats::decode(&r.histogram_us).map_err(|e| format!("{name}: histogram_us: {e}"))?;
-        if h.len() != r.ok {
+        if h.len() != r.answered {
             return Err(format!(
-                "{name}: histogram_us holds {} latencies but ok is {}",
+                "{name}: histogram_us holds {} latencies but answered is {}",
                 h.len(),
-                r.ok
+                r.answered
             ));
         }
         hist.add(&h)
@@ -122,6 +183,7 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
         out.started_at_ms = out.started_at_ms.min(r.started_at_ms);
         end_ms = end_ms.max(r.started_at_ms as f64 + r.duration_s * 1000.0);
         out.requests += r.requests;
+        out.answered += r.answered;
         out.ok += r.ok;
         for (k, v) in &r.errors {
             *out.errors.entry(k.clone()).or_insert(0) += v;
@@ -134,7 +196,7 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
         out.bytes_received += r.bytes_received;
     }
     out.duration_s = (end_ms - out.started_at_ms as f64) / 1000.0;
-    out.rps = out.ok as f64 / out.duration_s.max(1e-9);
+    out.rps = out.answered as f64 / out.duration_s.max(1e-9);
     out.latency_ms = stats::summarize(&hist, 1000.0);
     out.histogram_us = stats::encode(&hist);
     Ok(out)

@@ -655,3 +655,50 @@ fn max_error_rate_is_the_threshold() {
         "{err}"
     );
 }
+
+/// Segments merged are judged as one run: 404s in both give the merge exit 1 and its line.
+#[test]
+fn merged_segments_keep_the_error_verdict() {
+    let s = Scripted::start(|_, _| status(404));
+    let dir = TempDir::new("bench-merge-verdict");
+    let mut files = Vec::new();
+    for k in 1..=2 {
+        let seg = format!("{k}/2");
+        let (code, r) = bench(&[
+            "-c",
+            "1",
+            "--rate",
+            "200",
+            "-n",
+            "10",
+            "--segment",
+            &seg,
+            &s.url(),
+        ]);
+        assert_eq!(code, Some(1), "{r}");
+        let f = dir.0.join(format!("seg{k}.json"));
+        std::fs::write(&f, r.to_string()).unwrap();
+        files.push(f);
+    }
+    let out_file = dir.0.join("merged.json");
+    let out = surge()
+        .args([
+            "merge",
+            files[0].to_str().unwrap(),
+            files[1].to_str().unwrap(),
+            "-o",
+        ])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("surge merge: 10 of 10 requests (100.0%) were not ok (404: 10;"),
+        "{err}"
+    );
+    assert!(
+        out_file.exists(),
+        "the merged result is written all the same"
+    );
+}

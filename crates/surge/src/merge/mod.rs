@@ -166,5 +166,12 @@ fn benches(args: &MergeArgs) -> anyhow::Result<u8> {
     } else {
         print!("{}", bench::bench_text(&merged));
     }
-    Ok(0)
+    // The whole plan is judged as one run would be: the same --max-error-rate line and exit 1.
+    Ok(match merged.verdict() {
+        Some(line) => {
+            eprintln!("surge merge: {line}");
+            1
+        }
+        None => 0,
+    })
 }

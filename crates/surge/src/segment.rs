@@ -96,7 +96,38 @@ pub fn parse_flags(
         Some(s) => Some(parse_start_at(s).map_err(|e| format!("--start-at: {e}"))?),
         None => None,
     };
+    if let Some(ms) = start_at {
+        let ahead = ms.saturating_sub(now_ms());
+        if ahead > MAX_AHEAD.as_millis() as i64 {
+            return Err(format!(
+                "--start-at {}: {} from now; a plan may start at most {} ahead",
+                timefmt::format_iso(ms),
+                clock(Duration::from_millis(ahead as u64)),
+                clock(MAX_AHEAD)
+            ));
+        }
+    }
     Ok((segment, start_at))
+}
+
+/// How far ahead `--start-at` may be: generators are started for a run, not parked for days (a
+/// typo in the year would otherwise wait silently for decades).
+pub const MAX_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
+fn now_ms() -> i64 {
+    (SystemTime::now().duration_since(UNIX_EPOCH))
+        .unwrap_or_default()
+        .as_millis() as i64
+}
+
+/// A wait as `1h 02m 03s` / `2m 03s` / `3s`.
+pub fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m {sec:02}s"),
+        (h, m, sec) => format!("{h}h {m:02}m {sec:02}s"),
+    }
 }
 
 /// Where a run starts: the shared plan start (`--start-at`) or now, as a monotonic instant and
@@ -140,6 +171,49 @@ impl Start {
                     late,
                 }
             }
+        }
+    }
+
+    /// Announces a future start on stderr and counts down to it until `t0` or until `stopped()`:
+    /// on a terminal one line rewritten every second, otherwise a line a minute (every 10 s in
+    /// the last minute). Returns at once when the start is not ahead.
+    pub async fn count_down(&self, stopped: impl Fn() -> bool) {
+        use std::io::Write as _;
+        let now = tokio::time::Instant::now();
+        if self.t0 <= now {
+            return;
+        }
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        eprintln!(
+            "surge: waiting for --start-at {} (in {})",
+            timefmt::format_iso(self.unix_ms),
+            clock(self.t0 - now)
+        );
+        let mut last_line = now;
+        loop {
+            let left = self
+                .t0
+                .saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() || stopped() {
+                break;
+            }
+            let every = match (tty, left > Duration::from_secs(60)) {
+                (true, _) => Duration::from_secs(1),
+                (false, true) => Duration::from_secs(60),
+                (false, false) => Duration::from_secs(10),
+            };
+            if tty {
+                eprint!("\rsurge: starting in {}   ", clock(left));
+                let _ = std::io::stderr().flush();
+            } else if last_line.elapsed() >= every {
+                eprintln!("surge: starting in {}", clock(left));
+                last_line = tokio::time::Instant::now();
+            }
+            let tick = tokio::time::Instant::now() + Duration::from_millis(200);
+            tokio::time::sleep_until(self.t0.min(tick)).await;
+        }
+        if tty {
+            eprintln!("\rsurge: started                    ");
         }
     }
 

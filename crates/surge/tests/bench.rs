@@ -702,3 +702,41 @@ fn merged_segments_keep_the_error_verdict() {
         "the merged result is written all the same"
     );
 }
+
+/// A start ahead is announced at once with its time and wait, then counted down (stderr is not a
+/// terminal here: lines, not a rewritten one), and the run goes on at that time.
+#[test]
+fn start_at_ahead_is_announced_and_counted_down() {
+    let s = Scripted::start(|_, _| status(200));
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let at = surge::timefmt::format_iso(now_ms + 2_500);
+    let t = std::time::Instant::now();
+    let (code, _, err) = bench_text(&[
+        "-c",
+        "1",
+        "--rate",
+        "50",
+        "-n",
+        "5",
+        "--start-at",
+        &at,
+        &s.url(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("surge: waiting for --start-at {at} (in ")),
+        "{err}"
+    );
+    assert!(
+        first.ends_with("s)") && (first.contains("(in 2s)") || first.contains("(in 1s)")),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_secs(2),
+        "started before --start-at"
+    );
+}

@@ -37,6 +37,27 @@ fn bad_segments_are_refused_with_one_line() {
         "--start-at: start time \"soon\"",
         &out,
     );
+    // A start decades ahead (a typo in the year) is refused, not waited for in silence.
+    let far = "a plan may start at most 24h 00m 00s ahead";
+    refused(
+        &replay(rec, &target, o, &["--start-at", "2099-01-01T00:00:00Z"]),
+        far,
+        &out,
+    );
+    refused(
+        &[
+            "bench",
+            &target,
+            "--rate",
+            "5",
+            "-n",
+            "1",
+            "--start-at",
+            "2099-01-01T00:00:00Z",
+        ],
+        far,
+        &out,
+    );
     refused(
         &replay(rec, &target, o, &["--users", "2", "--segment", "3/3"]),
         "this segment has none",

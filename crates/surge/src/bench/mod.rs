@@ -134,6 +134,16 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         eprintln!("{line}");
     }
     let mut lanes = lanes::start(&plan, plan.lanes);
+    // The connections wait for t0 on their own; this only tells the person watching.
+    let countdown = {
+        let plan = plan.clone();
+        tokio::spawn(async move {
+            let stop = plan.clone();
+            plan.start
+                .count_down(|| stop.stop.load(Ordering::Relaxed))
+                .await
+        })
+    };
     let mut ended = 0;
     let bar = progress_bar(&args);
     let mut all = ConnStats {
@@ -164,6 +174,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
             }
         }
     }
+    countdown.abort();
     if ended < plan.lanes {
         let lost = (plan.lanes - ended) as u64;
         *all.errors

@@ -124,6 +124,9 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
     if let Some(line) = start.late_line("users whose start time has passed") {
         eprintln!("{line}");
     }
+    // Users wait for t0 on their own; this only tells the person watching (ends at t0, or with
+    // the runtime when the run is interrupted first).
+    tokio::spawn(async move { start.count_down(|| false).await });
     let t0 = start.t0;
     let warmup = interval * (args.users - 1);
     let sh = Arc::new(Shared {

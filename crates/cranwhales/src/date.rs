@@ -59,6 +59,18 @@ impl Day {
     pub fn in_log_range(self) -> bool {
         self >= FIRST_LOG && self < Day::today()
     }
+
+    /// The one rule for every date a user gives (ingest arguments, ranges, API parameters): a log
+    /// day, or one line saying it is outside the logs. Checked locally, before any download.
+    pub fn check_log_range(self, name: &str) -> Result<Day, String> {
+        if self.in_log_range() {
+            Ok(self)
+        } else {
+            Err(format!(
+                "{name}{self} is outside the CRAN logs ({FIRST_LOG} to yesterday)"
+            ))
+        }
+    }
 }
 
 /// A `from..=to` range of log days as a request gives it (either end may be missing).
@@ -81,12 +93,7 @@ impl Range {
                 let shown: String = v.chars().take(40).collect();
                 format!("{name} must be a real day as YYYY-MM-DD, got '{shown}'")
             })?;
-            if !d.in_log_range() {
-                return Err(format!(
-                    "{name} {d} is outside the CRAN logs ({FIRST_LOG} to yesterday)"
-                ));
-            }
-            Ok(d)
+            d.check_log_range(&format!("{name} "))
         };
         let from = end("from", from, FIRST_LOG)?;
         let to = end("to", to, Day(Day::today().0 - 1))?;

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod csv;
 pub mod date;
 pub mod day;
+pub mod echo;
 pub mod inflate;
 pub mod ingest;
 pub mod names;

@@ -74,7 +74,11 @@ fn plan(sources: &[String]) -> Vec<Job> {
                 Err(e) => jobs.push(Job::Bad(s.clone(), format!("{s}: bad range FROM..TO: {e}"))),
             }
         } else if date::is_log_date(s) && !Path::new(s).exists() {
-            date_job(s.clone(), &mut jobs);
+            // The same rule as a range's ends: a day outside the logs never goes to the network.
+            match date::Day::parse(s).map(|d| d.check_log_range("")) {
+                Some(Err(e)) => jobs.push(Job::Bad(s.clone(), format!("{e}; not downloaded"))),
+                _ => date_job(s.clone(), &mut jobs),
+            }
         } else if Path::new(s).exists() {
             jobs.push(Job::File(s.into()));
         } else if date::looks_like_date(s) {

@@ -102,11 +102,10 @@ impl<'a> Parser<'a> {
         if csv::header_ok(line) {
             return Ok(());
         }
-        let found = String::from_utf8_lossy(line);
         Err(IngestError::Header {
             path: self.path.to_owned(),
             expected: csv::HEADER.join(","),
-            found: found.chars().take(120).collect(),
+            found: crate::echo::echo(line, 120),
         })
     }
 

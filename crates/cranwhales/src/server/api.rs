@@ -242,23 +242,18 @@ fn parse_day(date: Result<Path<String>, PathRejection>) -> Result<Day, ApiError>
 }
 
 fn parse_count(query: Option<&str>) -> Result<u32, ApiError> {
-    let mut count = DEFAULT_COUNT;
-    for pair in query.unwrap_or("").split('&') {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if k == "count" {
-            count = v
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=MAX_COUNT).contains(n))
-                .ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "count must be a whole number from 1 to {MAX_COUNT}, got '{}'",
-                        clip(v)
-                    ))
-                })?;
-        }
-    }
-    Ok(count)
+    let Some(v) = super::insight::param(query, "count") else {
+        return Ok(DEFAULT_COUNT);
+    };
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_COUNT).contains(n))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "count must be a whole number from 1 to {MAX_COUNT}, got '{}'",
+                clip(&v)
+            ))
+        })
 }
 
 /// Echoes at most 40 characters of user input in messages.
@@ -278,6 +273,7 @@ mod tests {
     fn count_parsing() {
         assert_eq!(parse_count(None).unwrap(), 6);
         assert_eq!(parse_count(Some("count=25")).unwrap(), 25);
+        assert_eq!(parse_count(Some("count=%31%32")).unwrap(), 12);
         assert_eq!(parse_count(Some("x=1&count=1")).unwrap(), 1);
         for bad in [
             "count=0",

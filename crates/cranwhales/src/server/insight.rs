@@ -52,8 +52,9 @@ impl Insight {
     }
 }
 
-/// The query's value of `key` (the last one wins), percent-decoded.
-fn param(query: Option<&str>, key: &str) -> Option<String> {
+/// The query's value of `key` (the last one wins), percent-decoded: the one query reader of the
+/// API (`count`, `from`, `to`, `q`, ... alike).
+pub(super) fn param(query: Option<&str>, key: &str) -> Option<String> {
     let mut found = None;
     for pair in query.unwrap_or("").split('&') {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));

@@ -84,6 +84,9 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// How long opening a store waits out another process creating or migrating it.
+const OPEN_BUSY_WAIT: Duration = Duration::from_secs(30);
+
 impl Store {
     /// Opens (creating the file, its directory and the schema if needed, migrating an older
     /// schema) in WAL mode.
@@ -98,8 +101,7 @@ impl Store {
             conn: Connection::open(path).map_err(sql(path))?,
             path: path.to_owned(),
         };
-        store.init().map_err(sql(path))?;
-        let found = schema::create_or_migrate(&store.conn).map_err(sql(path))?;
+        let found = store.init_schema().map_err(sql(path))?;
         if found > SCHEMA_VERSION {
             return Err(StoreError::Version {
                 path: path.to_owned(),
@@ -107,6 +109,30 @@ impl Store {
             });
         }
         Ok(store)
+    }
+
+    /// Pragmas, then the schema created or migrated. Two processes creating the same new store
+    /// meet here: switching a new file to WAL (and the first schema write) can be refused at once
+    /// with SQLITE_BUSY, without SQLite's busy handler (two ingests into a new store failed
+    /// "database is locked" in 2 of 5 tries). So a busy refusal is retried for a bounded time.
+    fn init_schema(&self) -> rusqlite::Result<i64> {
+        let start = std::time::Instant::now();
+        loop {
+            match self
+                .init()
+                .and_then(|()| schema::create_or_migrate(&self.conn))
+            {
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if matches!(
+                        f.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && start.elapsed() < OPEN_BUSY_WAIT =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
     }
 
     fn init(&self) -> rusqlite::Result<()> {

@@ -47,8 +47,16 @@ fn bench_segments_merge_exactly() {
         assert_eq!(code, Some(0), "{out}");
     }
     let sent_by_segments = home() - before;
+    // Each log: the countdown's announcement (stderr), then the --json result (stdout).
     let seg: Vec<serde_json::Value> = (1..=2)
-        .map(|k| serde_json::from_str(&std::fs::read_to_string(log(k)).unwrap()).unwrap())
+        .map(|k| {
+            let text = std::fs::read_to_string(log(k)).unwrap();
+            let (before, json) = text.split_at(text.find("\n{").map_or(0, |i| i + 1));
+            assert!(before.starts_with("surge: waiting for --start-at "), "{text}");
+            // As `--json > seg-K.json` leaves it: stdout only, what `merge` reads below.
+            std::fs::write(log(k), json).unwrap();
+            serde_json::from_str(json).unwrap()
+        })
         .collect();
     // Each segment sent exactly its share of the 150 slots (every other request).
     assert_eq!(

@@ -227,22 +227,73 @@ impl Failure {
 
 /// `REQ_GET line 8: status 500, expected 200: GET /events`: where, what, which request.
 impl fmt::Display for Failure {
+    /// One line, at most [`MAX_REASON`] characters: the reason goes to stderr, the session CSV
+    /// and summary.json, and a recording line of 10 MB must not be copied into each of them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write as _;
+        let mut s = String::new();
         if let Some(at) = self.at {
-            write!(f, "{} line {}: ", at.kind, at.line)?;
+            write!(s, "{} line {}: ", at.kind, at.line)?;
         }
-        write!(f, "{}", self.cause)?;
+        write!(s, "{}", self.cause)?;
         match (&self.method, &self.url) {
-            (Some(m), Some(u)) => write!(f, ": {m} {u}"),
-            (None, Some(u)) => write!(f, ": {u}"),
-            _ => Ok(()),
+            (Some(m), Some(u)) => write!(s, ": {m} {u}")?,
+            (None, Some(u)) => write!(s, ": {u}")?,
+            _ => {}
+        }
+        f.write_str(&clip(&s, MAX_REASON))
+    }
+}
+
+/// Longest failure reason shown, in characters (the rest is counted: `…(N bytes)`).
+pub const MAX_REASON: usize = 500;
+
+/// `s` with control characters escaped (`\x1b`, `\n`) and cut after `max` characters with
+/// `…(N bytes)` giving the whole text's size: text from a recording or a server fit for a
+/// terminal, a CSV cell and a JSON key.
+pub fn clip(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max + 32));
+    for (n, c) in s.chars().enumerate() {
+        if n == max {
+            out.push_str(&format!("…({} bytes)", s.len()));
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
         }
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_reason_is_cut_and_escaped() {
+        let url = format!("/\x1b[2J{}", "a".repeat(10 << 20));
+        let f = Failure::from(Cause::WrongStatus {
+            expected: 200,
+            got: 500,
+        })
+        .request(Some("GET"), &url);
+        let s = f.to_string();
+        assert!(s.chars().count() < MAX_REASON + 30, "{} chars", s.len());
+        assert!(
+            s.contains("/\\u{1b}[2Jaaa") && !s.contains('\x1b'),
+            "{}",
+            &s[..80]
+        );
+        let size = s
+            .rsplit_once("…(")
+            .and_then(|(_, n)| n.strip_suffix(" bytes)"));
+        let size: usize = size.and_then(|n| n.parse().ok()).unwrap_or(0);
+        assert!(size > url.len(), "{s}");
+    }
 
     #[test]
     fn reads_as_one_line_with_where_and_what() {

@@ -52,7 +52,10 @@ fn bench_segments_merge_exactly() {
         .map(|k| {
             let text = std::fs::read_to_string(log(k)).unwrap();
             let (before, json) = text.split_at(text.find("\n{").map_or(0, |i| i + 1));
-            assert!(before.starts_with("surge: waiting for --start-at "), "{text}");
+            assert!(
+                before.starts_with("surge: waiting for --start-at "),
+                "{text}"
+            );
             // As `--json > seg-K.json` leaves it: stdout only, what `merge` reads below.
             std::fs::write(log(k), json).unwrap();
             serde_json::from_str(json).unwrap()

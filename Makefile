@@ -7,7 +7,7 @@ CARGO ?= cargo
 # lint and the browser suites share one build.
 TEST_FEATURES := --features cranwhales/fault-injection
 
-.PHONY: demo test deps prereqs test-data test-scripts web lint test-rust build release
+.PHONY: demo test deps prereqs test-data test-scripts web lint docs test-rust build release
 .DEFAULT_GOAL := help
 
 help:
@@ -57,9 +57,16 @@ release: web
 
 lint: web
 	scripts/check-modules.py
+	python3 scripts/docs.py --check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	cd web && npx tsc --noEmit
+
+# Regenerate the docs' generated parts: each program's flag reference (from its clap definitions)
+# and every page's table of contents.
+docs:
+	UPDATE_DOCS=1 $(CARGO) test -p cranwhales -p surge -p manifold --bins $(TEST_FEATURES) flag_reference
+	python3 scripts/docs.py --write
 
 test-rust: web
 	$(CARGO) test --workspace --no-fail-fast $(TEST_FEATURES)

@@ -13,6 +13,7 @@ pub mod ingest;
 pub mod names;
 pub mod numfmt;
 pub mod parse;
+pub mod partial;
 pub mod profile;
 pub mod progress;
 pub mod server;

@@ -6,10 +6,11 @@
 //! `Content-Length`) arrived; a failed or interrupted download leaves no cache entry.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::time::Duration;
 
+use crate::partial;
 use crate::progress::{Event, Progress};
 
 /// Why a day's log could not be had; ingest passes it on as `IngestError::Source`.
@@ -36,6 +37,9 @@ pub const DEFAULT_BASE_URL: &str = "http://cran-logs.rstudio.com";
 /// Downloads are kept here unless told otherwise (relative to the working directory); every
 /// command's default.
 pub const DEFAULT_CACHE_DIR: &str = "data/cache";
+/// Seconds without a byte from the source after which a download is given up (serve's and
+/// ingest's `--stall-timeout`).
+pub const DEFAULT_STALL_SECS: u64 = 30;
 
 /// Where to download days from and where to keep them.
 #[derive(Debug, Clone)]
@@ -44,6 +48,8 @@ pub struct SourceConfig {
     pub base_url: String,
     /// Where downloads are kept, one `{date}.csv.gz` each; a file here is always complete.
     pub cache_dir: PathBuf,
+    /// A source that sends nothing (no answer, or no body byte) this long fails the download.
+    pub stall: Duration,
 }
 
 impl Default for SourceConfig {
@@ -51,6 +57,7 @@ impl Default for SourceConfig {
         SourceConfig {
             base_url: DEFAULT_BASE_URL.to_owned(),
             cache_dir: PathBuf::from(DEFAULT_CACHE_DIR),
+            stall: Duration::from_secs(DEFAULT_STALL_SECS),
         }
     }
 }
@@ -94,16 +101,17 @@ pub fn fetch(
             cfg.cache_dir.display()
         ))
     })?;
+    partial::remove_stale(&dest);
 
     let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(15)))
-        .timeout_recv_response(Some(Duration::from_secs(60)))
+        .timeout_connect(Some(Duration::from_secs(15).min(cfg.stall)))
+        .timeout_recv_response(Some(cfg.stall))
         // A source that stalls mid-body must not hold an ingest slot forever; a whole day of
         // today's size (~150 MB) arrives well within this on any working link.
         .timeout_recv_body(Some(Duration::from_secs(600)))
         .build()
         .into();
-    let mut resp = match agent.get(&url).call() {
+    let resp = match agent.get(&url).call() {
         Ok(r) => r,
         Err(ureq::Error::StatusCode(404)) => return Err(SourceError::NotFound { url }),
         Err(ureq::Error::StatusCode(code)) => return Err(fail(format!("HTTP status {code}"))),
@@ -112,24 +120,29 @@ pub fn fetch(
     let total = resp.body().content_length();
     progress.event(Event::Downloading { done: 0, total });
 
-    let tmp = temp_name(&dest);
+    let tmp = partial::temp_name(&dest);
+    let _registered = partial::Guard::new(&tmp);
+    let chunks = read_body(resp);
     let result = (|| -> Result<u64, String> {
         let mut out = std::fs::File::create(&tmp)
             .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        let mut body = resp.body_mut().as_reader();
-        let mut buf = vec![0u8; 256 * 1024];
         let mut done = 0u64;
         let mut reported = 0u64;
         loop {
-            let n = match body.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("stopped after {done} bytes: {e}")),
+            let chunk = match chunks.recv_timeout(cfg.stall) {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => return Err(format!("stopped after {done} bytes: {e}")),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "stalled: no data for {} s after {done} bytes (--stall-timeout)",
+                        cfg.stall.as_secs()
+                    ))
+                }
             };
-            out.write_all(&buf[..n])
+            out.write_all(&chunk)
                 .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-            done += n as u64;
+            done += chunk.len() as u64;
             if done - reported >= 1 << 18 {
                 // Every 256 KiB: browsers following an on-demand fetch see a smooth bar.
                 reported = done;
@@ -167,13 +180,32 @@ pub fn fetch(
     }
 }
 
-/// A temporary name next to `dest`, unique per process and call, never matching a cache entry.
-fn temp_name(dest: &Path) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let name = dest
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("download");
-    dest.with_file_name(format!(".{name}.{}.{n}.part", std::process::id()))
+/// The body in chunks from a reading thread, so a source that stops sending is noticed after
+/// `stall` (ureq bounds only the whole body's time). On a stall the thread is left blocked until
+/// ureq's body timeout or the connection ends; it holds no file.
+fn read_body(
+    mut resp: ureq::http::Response<ureq::Body>,
+) -> std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    let (tx, rx) = sync_channel(4);
+    std::thread::spawn(move || {
+        let mut body = resp.body_mut().as_reader();
+        loop {
+            let mut buf = vec![0u8; 256 * 1024];
+            match body.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    buf.truncate(n);
+                    if tx.send(Ok(buf)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+    });
+    rx
 }

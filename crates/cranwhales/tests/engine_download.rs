@@ -152,6 +152,7 @@ fn a_day_is_downloaded_once_into_the_cache() {
     let cfg = SourceConfig {
         base_url: up.url.clone(),
         cache_dir: dir.path().join("cache"),
+        ..SourceConfig::default()
     };
 
     let seen = Seen::default();
@@ -199,6 +200,7 @@ fn a_date_with_no_log_upstream_is_not_found() {
     let cfg = SourceConfig {
         base_url: up.url.clone(),
         cache_dir: dir.path().join("cache"),
+        ..SourceConfig::default()
     };
     match ingest_date(&db, "2012-10-15", &cfg, &Silent) {
         Err(e @ IngestError::Source(SourceError::NotFound { .. })) => {
@@ -245,6 +247,7 @@ fn a_download_that_stops_half_way_is_never_used() {
     let cfg = SourceConfig {
         base_url: up.url.clone(),
         cache_dir: dir.path().join("cache"),
+        ..SourceConfig::default()
     };
     match ingest_date(&db, "2012-10-16", &cfg, &Silent) {
         Err(IngestError::Source(SourceError::Download { url, reason })) => {
@@ -279,6 +282,7 @@ fn failing_downloads_are_reported() {
     let cfg = SourceConfig {
         base_url: up.url.clone(),
         cache_dir: dir.path().join("cache"),
+        ..SourceConfig::default()
     };
     let e = ingest_date(&db, "2012-10-16", &cfg, &Silent).unwrap_err();
     assert!(
@@ -294,6 +298,7 @@ fn failing_downloads_are_reported() {
     let cfg = SourceConfig {
         base_url: format!("http://{closed}"),
         cache_dir: dir.path().join("cache"),
+        ..SourceConfig::default()
     };
     let e = ingest_date(&db, "2012-10-16", &cfg, &Silent).unwrap_err();
     assert!(
@@ -323,6 +328,7 @@ fn a_broken_file_from_upstream_is_dropped_from_the_cache() {
     let cfg = SourceConfig {
         base_url: up.url.clone(),
         cache_dir: dir.path().join("cache"),
+        ..SourceConfig::default()
     };
     let e = ingest_date(&dir.path().join("t.db"), "2012-10-16", &cfg, &Silent).unwrap_err();
     assert!(matches!(e, IngestError::Gzip { .. }), "{e:?}");

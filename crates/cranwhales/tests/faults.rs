@@ -133,3 +133,193 @@ fn two_creators_of_a_new_store_both_succeed() {
         );
     }
 }
+
+/// A loopback source that answers every request with a 200 head announcing 1,000,000 bytes,
+/// sends `sent` of them, then holds the connection open without a byte more (a stalled mirror).
+fn stalling_source(sent: usize) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut c in l.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n";
+            let _ = c.write_all(head.as_bytes());
+            let _ = c.write_all(&vec![0x1f; sent]);
+            held.push(c);
+        }
+    });
+    url
+}
+
+/// A loopback source answering 404 to everything (a day the mirror lacks).
+fn not_found_source() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    url
+}
+
+/// The partial download files (`.DATE.csv.gz.PID.N.part`) in a cache dir.
+fn partial_files(cache: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(cache)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".part"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `ingest DATE` against `source` with its own store and cache, as a child process.
+fn ingest_child(dir: &std::path::Path, source: &str, extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(["ingest", "2015-01-15", "--source-url", source])
+        .arg("--db")
+        .arg(dir.join("s.db"))
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (bounded) until `f` holds.
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The child's exit, bounded: a hang fails the test (and the child is killed) instead of
+/// hanging the suite.
+fn exit_of(mut child: std::process::Child, secs: u64) -> (std::process::ExitStatus, String) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (status, err);
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            panic!("the child did not exit within {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A source that sends a head and a few bytes, then nothing: the CLI gives up after
+/// `--stall-timeout` (as serve does) with one line naming the URL, and leaves no partial file.
+#[test]
+fn a_stalled_download_is_given_up_after_the_stall_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = stalling_source(10);
+    let started = std::time::Instant::now();
+    let child = ingest_child(dir.path(), &source, &["--stall-timeout", "1"]);
+    let (status, err) = exit_of(child, 30);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{source}/2015/2015-01-15.csv.gz: download failed: stalled: no data for 1 s after 10 bytes"
+        )),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(
+        partial_files(&dir.path().join("cache")),
+        Vec::<String>::new()
+    );
+}
+
+/// A source that accepts and never answers: given up after `--stall-timeout` too.
+#[test]
+fn a_source_that_never_answers_is_given_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, offered) = {
+        // Accepts, reads the request, answers nothing, keeps the connection.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let n = Arc::new(AtomicUsize::new(0));
+        let seen = n.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for c in l.incoming().flatten() {
+                seen.fetch_add(1, Ordering::SeqCst);
+                held.push(c);
+            }
+        });
+        (url, n)
+    };
+    let child = ingest_child(dir.path(), &source, &["--stall-timeout", "1"]);
+    let (status, err) = exit_of(child, 30);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("2015-01-15.csv.gz: download failed:"), "{err}");
+    assert!(offered.load(Ordering::SeqCst) >= 1);
+}
+
+/// SIGTERM (and Ctrl-C's SIGINT) during a download: the process dies by the signal as before,
+/// and its partial file is gone from the cache.
+#[test]
+fn a_signal_during_a_download_leaves_no_partial_file() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let source = stalling_source(300_000);
+        let child = ingest_child(dir.path(), &source, &["--stall-timeout", "60"]);
+        wait_for("a partial file", || !partial_files(&cache).is_empty());
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let (status, _) = exit_of(child, 20);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(partial_files(&cache), Vec::<String>::new(), "signal {sig}");
+    }
+}
+
+/// kill -9 cannot be caught: its partial file stays, and the next download of that day (here
+/// answered 404) removes it; a live process's partial file is left alone.
+#[test]
+fn a_partial_file_left_by_kill_9_is_removed_at_the_next_download() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut child = ingest_child(dir.path(), &stalling_source(300_000), &[]);
+    wait_for("a partial file", || !partial_files(&cache).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = partial_files(&cache);
+    assert_eq!(left.len(), 1, "{left:?}");
+    // A partial file of a live process (this test's) must survive the cleanup.
+    let live = format!(".2015-01-15.csv.gz.{}.0.part", std::process::id());
+    std::fs::write(cache.join(&live), b"x").unwrap();
+    let (status, err) = exit_of(ingest_child(dir.path(), &not_found_source(), &[]), 30);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no log for this date upstream (HTTP 404)"),
+        "{err}"
+    );
+    assert_eq!(partial_files(&cache), vec![live]);
+}

@@ -322,6 +322,12 @@ async fn source_that_hangs_is_given_up_on() {
     tokio::time::advance(Duration::from_secs(2)).await;
     let events = progress.await.unwrap();
     ends_in_502(&events, "2012-10-09");
+    // The error names the URL as requested ({source}/{YYYY}/{date}.csv.gz).
+    let error = events.last().unwrap()["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("{}/2012/2012-10-09.csv.gz", source.url)),
+        "{error}"
+    );
     let days = get(app.addr, "/api/days", &[]).await.json();
     assert_eq!(days.as_array().unwrap().len(), 1, "store unchanged: {days}");
     // The abandoned ingest still blocks on the held socket, so auto-advance stays off: back to

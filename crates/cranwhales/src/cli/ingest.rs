@@ -13,8 +13,9 @@ use crate::date;
 use crate::day::Threads;
 use crate::ingest::{self, IngestError, IngestReport, ReadDay};
 use crate::numfmt::thousands;
+use crate::partial;
 use crate::progress::Progress;
-use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
+use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR, DEFAULT_STALL_SECS};
 use crate::store::{Store, DEFAULT_DB};
 
 /// Options of `cranwhales ingest`.
@@ -32,6 +33,9 @@ pub struct IngestArgs {
     /// Days ingested at once (each reads on two threads; 2 suits a 2-core machine).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub jobs: u32,
+    /// Give up a download when the source sends nothing for this many seconds (as serve's).
+    #[arg(long, default_value_t = DEFAULT_STALL_SECS, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub stall_timeout: u64,
     /// Ingest dates that are already stored again (they are skipped otherwise).
     #[arg(long)]
     pub force: bool,
@@ -99,9 +103,12 @@ fn plan(sources: &[String]) -> Vec<Job> {
 
 /// Ingests every source, `--jobs` at a time, continuing past failures; fails if any failed.
 pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
+    // Ctrl-C or SIGTERM during a download leaves no partial file in the cache.
+    partial::remove_on_signal();
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
+        stall: std::time::Duration::from_secs(args.stall_timeout),
     };
     let mut jobs = plan(&args.sources);
     // Held open for the whole run: when the last connection to a WAL database closes, SQLite

@@ -275,7 +275,7 @@ impl Fetcher {
                 _ = tokio::time::sleep(Duration::from_millis(500)), if !given_up => {
                     if reporter.stalled(self.stall) {
                         given_up = true;
-                        let error = format!("source stopped sending {}/{day}.csv.gz for {}s; try again later", self.source.base_url.trim_end_matches('/'), self.stall.as_secs());
+                        let error = format!("source stopped sending {} for {}s; try again later", self.source.url(&day.to_string()), self.stall.as_secs());
                         tracing::warn!(%day, "{error}");
                         self.finish(day, &flight, Status::Failed { status: 502, error });
                     }

@@ -200,6 +200,7 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
+        stall: Duration::from_secs(args.stall_timeout.max(1)),
     };
     let fetcher = fetch::Fetcher::new(
         db.clone(),

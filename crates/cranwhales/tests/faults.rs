@@ -323,3 +323,124 @@ fn a_partial_file_left_by_kill_9_is_removed_at_the_next_download() {
     );
     assert_eq!(partial_files(&cache), vec![live]);
 }
+
+/// A read-only bind mount of `dir` (unmounted on drop), or `None` where this process may not
+/// mount (not root, or no mount namespace rights).
+struct ReadOnlyMount(std::path::PathBuf);
+
+impl ReadOnlyMount {
+    fn of(dir: &std::path::Path, at: &std::path::Path) -> Option<ReadOnlyMount> {
+        std::fs::create_dir_all(at).unwrap();
+        let run = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let (d, a) = (dir.to_str().unwrap(), at.to_str().unwrap());
+        if !run(&["--bind", d, a]) {
+            return None;
+        }
+        let m = ReadOnlyMount(at.to_owned());
+        run(&["-o", "remount,ro,bind", a]).then_some(m)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// A store on a read-only mount: `days` and `show` read it (the same answers as from the
+/// writable original), `serve` serves it and says once that it is read-only, and `ingest` fails
+/// with one line saying why, before touching anything.
+#[test]
+fn a_read_only_store_is_read_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let rw = dir.path().join("rw");
+    std::fs::create_dir_all(&rw).unwrap();
+    let db = rw.join("s.db");
+    let day = day_file("2012-10-16");
+    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(["ingest"])
+        .arg(&day)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let Some(_mount) = ReadOnlyMount::of(&rw, &dir.path().join("ro")) else {
+        eprintln!("skipped: cannot make a read-only bind mount here (needs root)");
+        return;
+    };
+    let ro_db = dir.path().join("ro/s.db");
+    let (rw_s, ro_s) = (db.to_str().unwrap(), ro_db.to_str().unwrap());
+    let days_rw = cranwhales(&["days", "--json", "--db", rw_s]);
+    let days_ro = cranwhales(&["days", "--json", "--db", ro_s]);
+    assert!(days_ro.status.success(), "{days_ro:?}");
+    assert_eq!(days_ro.stdout, days_rw.stdout);
+    let date: serde_json::Value = serde_json::from_slice(&days_rw.stdout).unwrap();
+    let date = date[0]["date"].as_str().unwrap().to_owned();
+    let show_rw = cranwhales(&["show", &date, "--json", "--db", rw_s]);
+    let show_ro = cranwhales(&["show", &date, "--json", "--db", ro_s]);
+    assert!(show_ro.status.success(), "{show_ro:?}");
+    assert_eq!(show_ro.stdout, show_rw.stdout);
+
+    let ing = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(["ingest", "--force", "--db", ro_s])
+        .arg(&day)
+        .output()
+        .unwrap();
+    assert_eq!(ing.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&ing.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!("error: store {ro_s}: read-only (read-only file system); cannot store days")
+    );
+
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--db", ro_s])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::{BufRead, Read, Write};
+    std::io::BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    c.write_all(b"GET /api/days HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    c.read_to_string(&mut resp).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(resp.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let want: serde_json::Value = serde_json::from_slice(&days_rw.stdout).unwrap();
+    assert_eq!(body, want, "{resp}");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(serve.id() as i32, libc::SIGTERM) };
+    let status = serve.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut err = String::new();
+    serve
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains(&format!(
+            "{ro_s}: read-only (read-only file system): serving its stored days"
+        )),
+        "{err}"
+    );
+}

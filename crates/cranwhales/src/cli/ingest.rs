@@ -115,6 +115,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     // checkpoints the whole log into the file, fsyncs and deletes it; each day's ingest closing
     // its own connection did that once per day (78-day backfill: ~2x the time of the ingests).
     let mut store = Store::open(&args.db)?;
+    store.check_writable("cannot store days")?;
     if !args.force && jobs.iter().any(|j| matches!(j, Job::Date(_))) {
         let before = jobs.len();
         let mut keep = Vec::with_capacity(before);

@@ -13,6 +13,7 @@ pub struct Db {
     path: PathBuf,
     pool: Mutex<Vec<Store>>,
     permits: Semaphore,
+    read_only: Option<String>,
 }
 
 /// Queries in flight at most (each holds a connection and a blocking thread).
@@ -23,10 +24,16 @@ impl Db {
     pub fn open(path: &Path) -> anyhow::Result<Arc<Db>> {
         let store = Store::open(path)?;
         Ok(Arc::new(Db {
+            read_only: store.read_only().map(str::to_owned),
             path: path.to_owned(),
             pool: Mutex::new(vec![store]),
             permits: Semaphore::new(MAX_QUERIES),
         }))
+    }
+
+    /// Why the store can only be read, when it can only be read (then nothing is fetched).
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
     }
 
     /// The database file (ingest opens its own writer on it).

@@ -138,7 +138,12 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
             .with_context(|| format!("creating {}", parent.display()))?;
     }
     let db = db::Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
-    if !args.no_sample {
+    if let Some(why) = db.read_only() {
+        eprintln!(
+            "cranwhales: {}: read-only ({why}): serving its stored days; days not stored cannot be fetched",
+            args.db.display()
+        );
+    } else if !args.no_sample {
         ingest_samples(&db, args).await?;
     }
     let (router, stored, watch) = app(db, args).await?;

@@ -35,12 +35,25 @@ pub const DEFAULT_DB: &str = "data/cranwhales.db";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A SQLite call failed (not a database, busy, disk full, ...).
-    #[error("store {}: {source}", path.display())]
+    // SQLite's error is in the message, not chained as a source: its own source repeats the same
+    // words ("unable to open database file: … Error code 14: unable to open database file").
+    #[error("store {}: {error}", path.display())]
     Sqlite {
         /// The database file.
         path: PathBuf,
         /// SQLite's error.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
+    },
+    /// The store can only be read (read-only file system, or no write permission on the file or
+    /// its directory) and this needs to write.
+    #[error("store {}: read-only ({why}); {needed}", path.display())]
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+        /// What makes it read-only.
+        why: String,
+        /// What could not be done.
+        needed: &'static str,
     },
     /// The database's directory did not exist and could not be created.
     #[error("store {}: cannot create directory: {source}", path.display())]
@@ -82,6 +95,8 @@ pub struct DayStamp {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Why the store can only be read, when it can only be read (see `Store::open`).
+    read_only: Option<String>,
 }
 
 /// How long opening a store waits out another process creating or migrating it.
@@ -90,7 +105,15 @@ const OPEN_BUSY_WAIT: Duration = Duration::from_secs(30);
 impl Store {
     /// Opens (creating the file, its directory and the schema if needed, migrating an older
     /// schema) in WAL mode.
+    ///
+    /// A store that exists but cannot be written (a read-only mount, or no write permission on
+    /// the file or its directory, where SQLite must create the WAL's side files) is opened
+    /// read-only and immutable instead: `days`, `show`, `package` and `serve` read it; writing
+    /// fails with `StoreError::ReadOnly`.
     pub fn open(path: &Path) -> Result<Store> {
+        if let Some(why) = read_only_reason(path) {
+            return Store::open_read_only(path, why);
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
                 path: path.to_owned(),
@@ -100,6 +123,7 @@ impl Store {
         let store = Store {
             conn: Connection::open(path).map_err(sql(path))?,
             path: path.to_owned(),
+            read_only: None,
         };
         let found = store.init_schema().map_err(sql(path))?;
         if found > SCHEMA_VERSION {
@@ -109,6 +133,61 @@ impl Store {
             });
         }
         Ok(store)
+    }
+
+    fn open_read_only(path: &Path, why: String) -> Result<Store> {
+        // `immutable=1`: SQLite neither locks nor creates the -wal/-shm files it cannot create
+        // here; nothing can change a file that no one can write.
+        let uri = format!(
+            "file:{}?immutable=1",
+            path.to_string_lossy()
+                .replace('%', "%25")
+                .replace('?', "%3f")
+                .replace('#', "%23")
+        );
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&uri, flags).map_err(sql(path))?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql(path))?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::Version {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        if found < SCHEMA_VERSION {
+            return Err(StoreError::ReadOnly {
+                path: path.to_owned(),
+                why,
+                needed:
+                    "its schema is older and must be migrated: open it once where it can be written",
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+            read_only: Some(why),
+        })
+    }
+
+    /// Why the store can only be read, if it can only be read.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    /// Fails with `StoreError::ReadOnly` on a read-only store, before a write is attempted.
+    pub fn check_writable(&self, needed: &'static str) -> Result<()> {
+        match &self.read_only {
+            None => Ok(()),
+            Some(why) => Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+                why: why.clone(),
+                needed,
+            }),
+        }
     }
 
     /// Pragmas, then the schema created or migrated. Two processes creating the same new store
@@ -218,10 +297,44 @@ impl Store {
     }
 }
 
+/// Why an existing store at `path` cannot be written, or `None` when it can (or does not exist
+/// yet: then creating it reports its own error). `access(2)` sees read-only mounts (EROFS) and
+/// permissions as the process has them.
+fn read_only_reason(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let writable = |p: &Path| -> std::result::Result<(), std::io::Error> {
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    if !path.is_file() {
+        return None;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let explain = |e: std::io::Error, what: &str| match e.raw_os_error() {
+        Some(libc::EROFS) => "read-only file system".to_string(),
+        _ => format!("{what} is not writable: {}", e.kind()),
+    };
+    if let Err(e) = writable(path) {
+        return Some(explain(e, "the file"));
+    }
+    if let Err(e) = writable(dir) {
+        return Some(explain(e, "its directory"));
+    }
+    None
+}
+
 fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| StoreError::Sqlite {
+    move |error| StoreError::Sqlite {
         path: path.to_owned(),
-        source,
+        error,
     }
 }
 

@@ -67,6 +67,7 @@ impl PackedDay {
 impl Store {
     /// Replaces one day with `day`, atomically: readers and crashes see the old day or the new one.
     pub fn replace_day(&mut self, day: &PackedDay, source: &str) -> Result<()> {
+        self.check_writable("cannot store a day")?;
         let path = self.path.clone();
         self.write(day, source).map_err(sql(&path))
     }

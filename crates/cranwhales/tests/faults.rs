@@ -444,3 +444,105 @@ fn a_read_only_store_is_read_and_says_so() {
         "{err}"
     );
 }
+
+/// A small tmpfs (unmounted on drop), or `None` where this process may not mount.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| Tmpfs(at.to_owned()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// A full disk: ingesting more days than fit stores what fits, whole, and nothing half. Each day
+/// either is reported stored and reads back exactly as from a store with room, or is reported
+/// not stored and is absent; the file passes SQLite's integrity check; exit status 1.
+#[test]
+fn a_full_disk_stores_whole_days_and_nothing_half() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = Tmpfs::mount(&dir.path().join("full"), "3m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let days = [
+        "2012-10-17",
+        "2013-12-02",
+        "2013-12-03",
+        "2013-12-04",
+        "2013-12-05",
+        "2013-12-06",
+    ];
+    let files: Vec<std::path::PathBuf> = days.iter().map(|d| day_file(d)).collect();
+    let full_db = disk.0.join("s.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .arg("ingest")
+        .args(&files)
+        .arg("--db")
+        .arg(&full_db)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    // One line per failed day, then a summary line ("error: N of M sources failed; …").
+    let failed: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error: ") && !l.contains("sources failed"))
+        .collect();
+    assert!(!failed.is_empty() && failed.len() < days.len(), "{stderr}");
+    for l in &failed {
+        assert!(
+            l.contains("full"),
+            "a failed day says the disk is full: {l}"
+        );
+    }
+
+    let store = cranwhales::store::Store::open(&full_db).unwrap();
+    assert!(store.integrity_ok().unwrap());
+    let stored: Vec<String> = store.days().unwrap().into_iter().map(|d| d.date).collect();
+    drop(store);
+    let clean_db = dir.path().join("clean.db");
+    let full_s = full_db.to_str().unwrap();
+    let clean_s = clean_db.to_str().unwrap();
+    for (d, f) in days.iter().zip(&files) {
+        let reported_failed = failed
+            .iter()
+            .any(|l| l.contains(&*f.to_string_lossy()) || l.contains(d));
+        assert_eq!(
+            stored.iter().any(|s| s == d),
+            !reported_failed,
+            "{d}: stored iff not reported failed\n{stderr}"
+        );
+        if reported_failed {
+            continue;
+        }
+        let ok = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+            .arg("ingest")
+            .arg(f)
+            .args(["--db", clean_s])
+            .output()
+            .unwrap();
+        assert!(ok.status.success());
+        let a = cranwhales(&["show", d, "--json", "--count", "100", "--db", full_s]);
+        let b = cranwhales(&["show", d, "--json", "--count", "100", "--db", clean_s]);
+        assert!(a.status.success() && !a.stdout.is_empty());
+        assert_eq!(
+            a.stdout, b.stdout,
+            "{d} reads back as from a store with room"
+        );
+    }
+}

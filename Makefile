@@ -79,7 +79,7 @@ include mk/manifold.mk
 # versions, behind manifold, and ours, replayed by surge; one report, RESULTS.md, PASS/MISS lines.
 # A benchmark, not part of `make test`. Subsets: CONFIGS=r-sync,ours USERS=10 BIG_USERS=0 make case-study
 .PHONY: case-study
-case-study:
+case-study: deps test-data
 	bench/case-study.sh
 
 # Everything: lint, unit + integration tests, then each program's browser / R tests.

@@ -14,11 +14,11 @@ test-cranwhales-browser: build
 	node --test web/e2e/cranwhales.test.mjs web/e2e/cranwhales-insight.test.mjs
 
 # wrk vs nginx serving the same bytes, plus a single-flight check (release build).
-bench-serve: release
+bench-serve: deps test-data release
 	bench/serve.sh
 
 # Ingest of a stitched >= 10M-row day vs libdeflate/gzip decompression, Polars and DuckDB, then the
 # 78-day backfill line (--jobs 2 vs --jobs 1 vs Polars). PART=day or PART=backfill runs one of them.
 .PHONY: bench-ingest
-bench-ingest:
+bench-ingest: deps test-data
 	bench/ingest.sh

@@ -25,5 +25,5 @@ test-manifold-chaos: build
 
 .PHONY: bench-manifold
 # Side-by-side benchmark: one plumber vs manifold vs valve vs faucet; installs oha/valve/faucet if missing.
-bench-manifold:
+bench-manifold: deps
 	bench/manifold.sh

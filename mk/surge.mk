@@ -9,7 +9,7 @@ test-surge-report: build
 	node web/e2e/surge-report.mjs
 
 # Synthetic 1,000 sessions x 100 events: time and size of `surge report` (release build).
-bench-report: web
+bench-report: deps web
 	bench/report.sh
 
 # deploy/ checked offline: the Containerfile (COPY sources, stages, the Makefile's commands) and the
@@ -30,5 +30,5 @@ image:
 .PHONY: bench-surge
 # surge vs wrk vs oha on nginx (pinned CPUs); one --rate plan as 2 segments vs 1 process (PART=segments);
 # a 10,000-user replay's memory per session.
-bench-surge: web
+bench-surge: deps test-data web
 	bench/surge.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Offline checks of deploy/: the surge Containerfile and the Kubernetes manifests.
+"""Offline checks of deploy/: the surge Containerfile and the Kubernetes manifests (surge's Jobs
+and manifold's Shiny Deployment).
 
 Run by `make test-surge-deploy` with the project's venv (.venv, made by scripts/install-deps.sh),
 which holds kubernetes-validate: the Kubernetes API's JSON schemas, bundled, so no cluster and
@@ -301,6 +302,108 @@ def run_jobs(docs, surge):
         shiny.wait(timeout=10)
 
 
+# ---------------------------------------------------------------- manifold's Deployment, run
+
+MANIFOLD_YAML = K8S / "manifold" / "manifold.yaml"
+
+
+def seconds(d):
+    """A manifold duration ('30s', '500ms', '2m') in seconds."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", d)
+    check(m is not None, f"{MANIFOLD_YAML.name}: duration {d!r} not understood by this check")
+    if not m:
+        return 0
+    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def check_manifold_k8s(manifold):
+    """manifold.yaml: valid for each Kubernetes version, its references whole, its grace period
+    covering manifold's bounded shutdown; then its container's arguments run with the real
+    manifold on the ConfigMap's app (R Shiny), readiness answered on the probe's path, and a
+    SIGTERM that ends within terminationGracePeriodSeconds."""
+    docs = {}
+    for d in yaml.safe_load_all(MANIFOLD_YAML.read_text()):
+        if d:
+            docs[(d["kind"], d["metadata"]["name"])] = d
+            for v in K8S_VERSIONS:
+                try:
+                    kubernetes_validate.validate(d, v, strict=True)
+                except kubernetes_validate.ValidationError as e:
+                    check(False, f"{MANIFOLD_YAML.name}: {d['kind']}/{d['metadata']['name']} invalid for {v}: {e.message}")
+    deps = [d for (k, _), d in docs.items() if k == "Deployment"]
+    check(len(deps) == 1, f"{MANIFOLD_YAML.name}: one Deployment")
+    if failures:
+        return
+    dep = deps[0]
+    spec = dep["spec"]["template"]["spec"]
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    check(dep["spec"]["selector"]["matchLabels"].items() <= labels.items(), "Deployment selector matches its pods")
+    for (kind, name), d in docs.items():
+        if kind == "Service":
+            check(d["spec"]["selector"].items() <= labels.items(), f"Service/{name} selects the Deployment's pods")
+    for vol in spec.get("volumes", []):
+        if "configMap" in vol:
+            check(("ConfigMap", vol["configMap"]["name"]) in docs, f"Deployment: no ConfigMap {vol}")
+    c = spec["containers"][0]
+    args = c["args"]
+    flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    grace = spec.get("terminationGracePeriodSeconds", 30)
+    bound = seconds(flags.get("drain-timeout", "0s")) + seconds(flags.get("stop-timeout", "5s"))
+    check(grace >= bound, f"terminationGracePeriodSeconds {grace} < --drain-timeout + --stop-timeout ({bound} s)")
+    ready = c["readinessProbe"]["httpGet"]["path"]
+    check(ready == "/__manifold__/status", f"readinessProbe on {ready}, not manifold's status")
+    if failures or shutil.which("Rscript") is None:
+        if not failures:
+            print("deploy check: SKIPPED running manifold.yaml's container: no Rscript")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+        mapped = []
+        for a in args:
+            if a in mounts:  # the app's mount path: the ConfigMap's files in a temp dir
+                vol = next(v for v in spec["volumes"] if v["name"] == mounts[a])
+                for fname, text in docs[("ConfigMap", vol["configMap"]["name"])]["data"].items():
+                    Path(tmp, fname).write_text(text)
+                a = tmp
+            elif a.startswith("--listen="):
+                port = free_port()
+                a = f"--listen=127.0.0.1:{port}"
+            mapped.append(a)
+        proc = subprocess.Popen([manifold, *mapped], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline, status = time.time() + 90, None
+            while time.time() < deadline and proc.poll() is None:
+                status = http_status(url + ready)
+                if status == 200:
+                    break
+                time.sleep(0.3)
+            check(status == 200, f"manifold with manifold.yaml's args: readiness {ready} answered {status}")
+            check(http_status(url + "/") == 200, "manifold with manifold.yaml's args: the app's page")
+            started = time.time()
+            proc.terminate()
+            proc.wait(timeout=grace + 5)
+            took = time.time() - started
+            check(took <= grace, f"SIGTERM took {took:.1f} s, over terminationGracePeriodSeconds {grace}")
+            print(f"deploy check: manifold.yaml's container ran (R Shiny app ready, SIGTERM done in {took:.1f} s of {grace} s)")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def http_status(url):
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
 def default_surge():
     meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=ROOT,
                           capture_output=True, text=True, check=True)
@@ -317,6 +420,10 @@ def main():
     print(f"deploy check: {len(docs)} manifests valid for Kubernetes {', '.join(K8S_VERSIONS)} (strict schema)")
     if surge and not failures:
         run_jobs(docs, surge)
+    manifold = str(Path(surge).parent / "manifold")
+    check(Path(manifold).is_file(), f"{manifold} missing: cargo build -p manifold")
+    if not failures:
+        check_manifold_k8s(manifold)
     if failures:
         print(f"deploy check: {len(failures)} failed")
         sys.exit(1)

@@ -71,7 +71,8 @@ impl RangeTotals {
         let of = self.packages.len() as u64;
         let more = self.packages.partition_point(|p| p.1 > downloads) as u64;
         let fewer = of - self.packages.partition_point(|p| p.1 >= downloads) as u64;
-        let percentile = (1000.0 * fewer as f64 / of as f64).round() / 10.0;
+        // Rounded half up in integers, so an independent recount gets the same digit.
+        let percentile = ((2000 * fewer + of) / (2 * of)) as f64 / 10.0;
         Some(Rank {
             rank: more + 1,
             of,
@@ -145,7 +146,7 @@ impl RangeTotals {
                     package: package.clone(),
                     downloads: *n,
                     before: was,
-                    growth: (growth * 100.0).round() / 100.0,
+                    growth: (growth * 100.0 + 0.5).floor() / 100.0,
                 }
             })
             .collect();

@@ -287,8 +287,8 @@ test("a day that is not stored is fetched from the source with a live progress b
   assert.ok(s.totals.downloads > 100000);
   assert.equal(hits.get(FETCHED_DAY), 1, "downloaded once");
   assert.ok(width.endsWith("%"), width);
-  // The new day is now in the sidebar's stored list.
-  await page.waitForSelector(`#stored-days a[data-date="${FETCHED_DAY}"]`);
+  // The new day is now a stored day of the sidebar's calendar.
+  await page.waitForSelector(`#calendar rect.stored[data-date="${FETCHED_DAY}"]`);
   await shot("8-fetched-day");
 });
 
@@ -299,8 +299,8 @@ test("a day the source does not have gets a clear message", async () => {
   assert.match(await page.textContent(".message-text"), /404/);
   assert.ok(!(await page.isVisible("#chart-traffic")), "no stale charts under the message");
   await shot("9-missing-day");
-  // And back to a stored day from the sidebar list.
-  await page.click(`#stored-days a[data-date="${LATEST_SAMPLE}"]`);
+  // And back to a stored day from the sidebar calendar.
+  await page.click(`#calendar rect[data-date="${LATEST_SAMPLE}"]`);
   await ready();
   assert.equal(await page.inputValue("#date"), LATEST_SAMPLE);
   assert.deepEqual(page.errors, []);

@@ -55,7 +55,9 @@ function binary(n) {
 }
 
 const boxes = (sel) => page.$$eval(`${sel} .box`, (els) => els.map((e) => [e.querySelector(".box-value").textContent, e.querySelector(".box-label").textContent]));
-const option = (id) => page.evaluate((id) => {
+// Charts other than All traffic come with the ECharts chunk, loaded with the first tab needing it.
+const option = async (id) => (await page.waitForFunction((id) => window.cranwhales.charts.get(id)?.getOption()?.series?.length > 0, id), optionNow(id));
+const optionNow = (id) => page.evaluate((id) => {
   const o = window.cranwhales.charts.get(id).getOption();
   return { series: o.series.map((s) => ({ name: s.name, data: s.data })), x: o.xAxis.map((a) => a.data ?? null), y: o.yAxis.map((a) => a.data ?? null) };
 }, id);

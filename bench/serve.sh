@@ -108,6 +108,13 @@ for p in "$PKG_PATH" "$TRENDS_PATH"; do
   cmp -s <(curl -s "$ALL_URL$p") <(curl -s "$NGINX_URL$p") || { echo "bench-serve: nginx does not serve the same $p" >&2; exit 1; }
 done
 echo "day $DAY: API body $(stat -c %s "$TMP/www/api/days/$DAY") bytes, home page $(stat -c %s "$TMP/www/index.html") bytes"
+# The first view's JS: the scripts and module preloads of the home page, as sent gzipped (the
+# browser suite measures the same from Chromium's transfer sizes; budget 100 KB).
+FIRST_JS=0
+for js in $(grep -oE '(src|href)="/assets/[^"]+\.js"' "$TMP/www/index.html" | cut -d'"' -f2); do
+  FIRST_JS=$((FIRST_JS + $(curl -s -H 'Accept-Encoding: gzip' "$URL$js" | wc -c)))
+done
+echo "first view JS: $FIRST_JS bytes gzipped ($(awk -v b="$FIRST_JS" 'BEGIN{print (b <= 102400 ? "ok" : "OVER")}') against 100 KB)"
 echo "all $(wc -w <<<"$DATES") real days stored: $PKG_PATH $(stat -c %s "$TMP/www/api/packages/${PACKAGE:-ggplot2}") bytes, $TRENDS_PATH $(stat -c %s "$TMP/www/api/trends") bytes"
 
 # Alternate the two servers over several rounds so background load hits both alike; report the

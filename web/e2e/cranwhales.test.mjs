@@ -55,7 +55,9 @@ function binary(n) {
 }
 
 const boxes = (sel) => page.$$eval(`${sel} .box`, (els) => els.map((e) => [e.querySelector(".box-value").textContent, e.querySelector(".box-label").textContent]));
-const option = (id) => page.evaluate((id) => {
+// Charts other than All traffic come with the ECharts chunk, loaded with the first tab needing it.
+const option = async (id) => (await page.waitForFunction((id) => window.cranwhales.charts.get(id)?.getOption()?.series?.length > 0, id), optionNow(id));
+const optionNow = (id) => page.evaluate((id) => {
   const o = window.cranwhales.charts.get(id).getOption();
   return { series: o.series.map((s) => ({ name: s.name, data: s.data })), x: o.xAxis.map((a) => a.data ?? null), y: o.yAxis.map((a) => a.data ?? null) };
 }, id);
@@ -287,8 +289,8 @@ test("a day that is not stored is fetched from the source with a live progress b
   assert.ok(s.totals.downloads > 100000);
   assert.equal(hits.get(FETCHED_DAY), 1, "downloaded once");
   assert.ok(width.endsWith("%"), width);
-  // The new day is now in the sidebar's stored list.
-  await page.waitForSelector(`#stored-days a[data-date="${FETCHED_DAY}"]`);
+  // The new day is now a stored day of the sidebar's calendar.
+  await page.waitForSelector(`#calendar rect.stored[data-date="${FETCHED_DAY}"]`);
   await shot("8-fetched-day");
 });
 
@@ -299,8 +301,8 @@ test("a day the source does not have gets a clear message", async () => {
   assert.match(await page.textContent(".message-text"), /404/);
   assert.ok(!(await page.isVisible("#chart-traffic")), "no stale charts under the message");
   await shot("9-missing-day");
-  // And back to a stored day from the sidebar list.
-  await page.click(`#stored-days a[data-date="${LATEST_SAMPLE}"]`);
+  // And back to a stored day from the sidebar calendar.
+  await page.click(`#calendar rect[data-date="${LATEST_SAMPLE}"]`);
   await ready();
   assert.equal(await page.inputValue("#date"), LATEST_SAMPLE);
   assert.deepEqual(page.errors, []);

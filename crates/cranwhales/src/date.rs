@@ -55,6 +55,27 @@ impl Day {
         Day(secs.div_euclid(86_400))
     }
 
+    /// The day `n` days later (earlier for a negative `n`): ranges before and after a range.
+    pub fn plus(self, n: i64) -> Day {
+        Day(self.0 + n)
+    }
+
+    /// Days from `self` to `other` (negative when `other` is earlier).
+    pub fn days_until(self, other: Day) -> i64 {
+        other.0 - self.0
+    }
+
+    /// The Monday of this day's ISO week: where a `bin=week` bin starts.
+    pub fn week_start(self) -> Day {
+        // 1970-01-01 was a Thursday: Monday-based weekday = (n + 3) mod 7.
+        Day(self.0 - (self.0 + 3).rem_euclid(7))
+    }
+
+    /// Yesterday in UTC: the newest day CRAN can have a log for.
+    pub fn yesterday() -> Day {
+        Day(Day::today().0 - 1)
+    }
+
     /// Whether CRAN can have a log for this day (first log ..= yesterday).
     pub fn in_log_range(self) -> bool {
         self >= FIRST_LOG && self < Day::today()
@@ -201,6 +222,16 @@ mod tests {
             let e = Range::parse(f, t).unwrap_err();
             assert!(e.starts_with(msg), "{e}");
         }
+    }
+
+    #[test]
+    fn weeks_start_on_monday() {
+        let d = |s| Day::parse(s).unwrap();
+        assert_eq!(d("2015-01-08").week_start(), d("2015-01-05"));
+        assert_eq!(d("2015-01-05").week_start(), d("2015-01-05"));
+        assert_eq!(d("2015-01-04").week_start(), d("2014-12-29"));
+        assert_eq!(d("2015-01-04").plus(-3), d("2015-01-01"));
+        assert_eq!(d("2015-01-01").days_until(d("2015-01-04")), 3);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod bar;
 pub mod blob;
 pub mod cli;
+pub mod context;
 pub mod csv;
 pub mod date;
 pub mod day;

@@ -325,8 +325,12 @@ pub struct Profile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageDay {
-    /// `YYYY-MM-DD`.
+    /// `YYYY-MM-DD`; with `bin` other than `day`, the first day of the bin (a Monday, the 1st of
+    /// a month, January 1st).
     pub date: String,
+    /// Stored days in this point: 1 for `bin=day`, up to 7/31/366 for a bin (so a partly stored
+    /// bin can be told from a quiet one).
+    pub days: u32,
     /// Every download of the package that day.
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
@@ -339,7 +343,7 @@ pub struct PackageDay {
     /// `downloads - whale_downloads`.
     #[cfg_attr(test, ts(type = "number"))]
     pub without_whales: u64,
-    /// The day's aggregate-only baseline (5% quantile of per-package downloads, as
+    /// The day's (in a bin: the sum of its days') aggregate-only baseline (5% quantile of per-package downloads, as
     /// `adjustedcranlogs` estimates CRAN-wide automated downloads); `None` for a day stored before
     /// it was computed.
     #[cfg_attr(test, ts(type = "number | null"))]
@@ -369,7 +373,7 @@ pub struct PackageTotals {
 
 /// `GET /api/packages/{name}?from=&to=&whales=N` and `cranwhales package NAME --json`: a
 /// package over the stored days in `from..=to`, every one listed (0 on days without downloads).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PackageReport {
     /// The package name as stored (exact case).
@@ -386,6 +390,77 @@ pub struct PackageReport {
     pub totals: PackageTotals,
     /// How this compares with the aggregate-only correction, in words.
     pub note: String,
+    /// How `days` are binned (`day`: one point per stored day).
+    pub bin: Bin,
+    /// True when every count in `days` is a running sum from the range's first day.
+    pub cumulative: bool,
+    /// Its rank among every package downloaded on the stored days of the range (by downloads);
+    /// `None` when it had no download in the range.
+    pub rank: Option<Rank>,
+    /// How all packages' downloads over the range are spread, for the histogram that marks this
+    /// one.
+    pub distribution: Distribution,
+}
+
+/// How a package's stored days are grouped into points (`bin=` of the API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum Bin {
+    /// One point per stored day.
+    #[default]
+    Day,
+    /// ISO weeks, Monday first.
+    Week,
+    /// Calendar months.
+    Month,
+    /// Calendar years.
+    Year,
+}
+
+impl Bin {
+    /// The API's spelling (`day|week|month|year`); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Bin> {
+        match s {
+            "day" => Some(Bin::Day),
+            "week" => Some(Bin::Week),
+            "month" => Some(Bin::Month),
+            "year" => Some(Bin::Year),
+            _ => None,
+        }
+    }
+}
+
+/// A package's place among all packages over a range, as packageRank reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Rank {
+    /// 1 + the packages with more downloads (ties share a rank).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub rank: u64,
+    /// Packages with at least one download on the stored days of the range.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub of: u64,
+    /// Share of those packages with fewer downloads, in percent, one decimal.
+    pub percentile: f64,
+    /// Its downloads over the range (the number ranked).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub downloads: u64,
+    /// `"1,204 of 6,891, 82.5 percentile"`: shown as is by the UI and the CLI.
+    pub text: String,
+}
+
+/// A histogram of all packages' downloads over a range on log-spaced buckets: bucket `i` holds
+/// the packages with `edges[i] <= downloads < edges[i + 1]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Distribution {
+    /// 1, 2, 5, 10, 20, 50, …: one more than `counts`; the last is above every package's count.
+    #[cfg_attr(test, ts(type = "number[]"))]
+    pub edges: Vec<u64>,
+    /// Packages per bucket.
+    #[cfg_attr(test, ts(type = "number[]"))]
+    pub counts: Vec<u64>,
 }
 
 /// A stored package name for search suggestions (`GET /api/packages?q=`).

@@ -1,5 +1,5 @@
-// Generated from the Rust types (crates/cranwhales/src/summary.rs, server/wire.rs,
-// server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.
+// Generated from the Rust types (crates/cranwhales/src/summary.rs, context.rs,
+// server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.
 
 export type Totals = { 
 /**
@@ -279,9 +279,15 @@ downloads: Array<Download>, };
 
 export type PackageDay = { 
 /**
- * `YYYY-MM-DD`.
+ * `YYYY-MM-DD`; with `bin` other than `day`, the first day of the bin (a Monday, the 1st of
+ * a month, January 1st).
  */
 date: string, 
+/**
+ * Stored days in this point: 1 for `bin=day`, up to 7/31/366 for a bin (so a partly stored
+ * bin can be told from a quiet one).
+ */
+days: number, 
 /**
  * Every download of the package that day.
  */
@@ -299,7 +305,7 @@ whale_downloads: number,
  */
 without_whales: number, 
 /**
- * The day's aggregate-only baseline (5% quantile of per-package downloads, as
+ * The day's (in a bin: the sum of its days') aggregate-only baseline (5% quantile of per-package downloads, as
  * `adjustedcranlogs` estimates CRAN-wide automated downloads); `None` for a day stored before
  * it was computed.
  */
@@ -326,6 +332,40 @@ without_whales: number,
  * `None` when a day in range has no baseline.
  */
 adjusted: number | null, };
+
+export type Bin = "day" | "week" | "month" | "year";
+
+export type Rank = { 
+/**
+ * 1 + the packages with more downloads (ties share a rank).
+ */
+rank: number, 
+/**
+ * Packages with at least one download on the stored days of the range.
+ */
+of: number, 
+/**
+ * Share of those packages with fewer downloads, in percent, one decimal.
+ */
+percentile: number, 
+/**
+ * Its downloads over the range (the number ranked).
+ */
+downloads: number, 
+/**
+ * `"1,204 of 6,891, 82.5 percentile"`: shown as is by the UI and the CLI.
+ */
+text: string, };
+
+export type Distribution = { 
+/**
+ * 1, 2, 5, 10, 20, 50, …: one more than `counts`; the last is above every package's count.
+ */
+edges: number[], 
+/**
+ * Packages per bucket.
+ */
+counts: number[], };
 
 export type PackageReport = { 
 /**
@@ -355,7 +395,159 @@ totals: PackageTotals,
 /**
  * How this compares with the aggregate-only correction, in words.
  */
-note: string, };
+note: string, 
+/**
+ * How `days` are binned (`day`: one point per stored day).
+ */
+bin: Bin, 
+/**
+ * True when every count in `days` is a running sum from the range's first day.
+ */
+cumulative: boolean, 
+/**
+ * Its rank among every package downloaded on the stored days of the range (by downloads);
+ * `None` when it had no download in the range.
+ */
+rank: Rank | null, 
+/**
+ * How all packages' downloads over the range are spread, for the histogram that marks this
+ * one.
+ */
+distribution: Distribution, };
+
+export type PackageComparison = { 
+/**
+ * First day of the range, `YYYY-MM-DD`.
+ */
+from: string, 
+/**
+ * Last day of the range, `YYYY-MM-DD`.
+ */
+to: string, 
+/**
+ * N of "without each day's top N whales".
+ */
+whales: number, 
+/**
+ * How each report's days are binned.
+ */
+bin: Bin, 
+/**
+ * True when each report's counts are running sums.
+ */
+cumulative: boolean, 
+/**
+ * One report per package (each with its rank; the distribution is the same in all).
+ */
+packages: Array<PackageReport>, };
+
+export type TopPackage = { 
+/**
+ * 1 for the most downloaded (ties share a rank).
+ */
+rank: number, 
+/**
+ * The package name.
+ */
+package: string, 
+/**
+ * Downloads over the range.
+ */
+downloads: number, 
+/**
+ * Percent of all downloads in the range (three decimals).
+ */
+share: number, };
+
+export type TrendingPackage = { 
+/**
+ * The package name.
+ */
+package: string, 
+/**
+ * Downloads over the range.
+ */
+downloads: number, 
+/**
+ * Downloads over the period just before it.
+ */
+before: number, 
+/**
+ * Downloads per stored day in the range ÷ per stored day before (two decimals; a package
+ * without downloads before counts as 1).
+ */
+growth: number, };
+
+export type TopList = { 
+/**
+ * First day of the range, `YYYY-MM-DD`.
+ */
+from: string, 
+/**
+ * Last day of the range, `YYYY-MM-DD`.
+ */
+to: string, 
+/**
+ * Stored days in the range.
+ */
+days: number, 
+/**
+ * Packages downloaded on them.
+ */
+packages: number, 
+/**
+ * Downloads on them.
+ */
+downloads: number, 
+/**
+ * The most downloaded, at most `limit`.
+ */
+top: Array<TopPackage>, 
+/**
+ * The period trending compares with: as many days just before `from` (`null` when the
+ * range starts with the logs).
+ */
+before_from: string | null, 
+/**
+ * Its last day (the day before `from`).
+ */
+before_to: string | null, 
+/**
+ * Stored days in it.
+ */
+before_days: number, 
+/**
+ * The fastest growing, at most `limit` (empty without stored days before).
+ */
+trending: Array<TrendingPackage>, 
+/**
+ * What trending means, in a sentence (shown on the page).
+ */
+rule: string, };
+
+export type CalendarDay = { 
+/**
+ * `YYYY-MM-DD`.
+ */
+date: string, 
+/**
+ * Downloads that day.
+ */
+downloads: number, };
+
+export type Calendar = { 
+/**
+ * The first day of the CRAN logs, `2012-10-01`.
+ */
+first: string, 
+/**
+ * Yesterday (UTC): the newest day that can have a log.
+ */
+last: string, 
+/**
+ * Every stored day, oldest first.
+ */
+days: Array<CalendarDay>, };
 
 export type PackageName = { 
 /**

@@ -1,10 +1,34 @@
 // The JSON API client: the UI uses nothing else. The API's types are generated from the Rust ones
 // (api.gen.ts; a cargo test fails when they differ).
 
-import type { Behaviour, DayInfo, DaySummary, ErrorBody, Fetching, PackageName, PackageReport, Progress, Trends, WhaleDetail } from "./api.gen";
+import type {
+  Behaviour,
+  Bin,
+  Calendar,
+  DayInfo,
+  DaySummary,
+  ErrorBody,
+  Fetching,
+  PackageComparison,
+  PackageName,
+  PackageReport,
+  Progress,
+  TopList,
+  Trends,
+  WhaleDetail,
+} from "./api.gen";
 
 export type {
   Behaviour,
+  Bin,
+  Calendar,
+  CalendarDay,
+  Distribution,
+  PackageComparison,
+  Rank,
+  TopList,
+  TopPackage,
+  TrendingPackage,
   DayInfo,
   DaySummary,
   Download,
@@ -73,11 +97,39 @@ async function result<T>(url: string): Promise<Result<T>> {
   return { ok: false, status: r.status, error: await errorOf(r) };
 }
 
-export function getPackage(name: string, from: string, to: string, whales: number): Promise<Result<PackageReport>> {
-  const q = new URLSearchParams({ whales: String(whales) });
+/** What the Packages tab asks for. */
+export interface PackageQuery {
+  names: string[];
+  from: string;
+  to: string;
+  whales: number;
+  bin: Bin;
+  cumulative: boolean;
+}
+
+/** One or several packages (`/api/packages/a,b,c`), always as a list of reports. */
+export async function getPackages(p: PackageQuery): Promise<Result<PackageReport[]>> {
+  const q = new URLSearchParams({ whales: String(p.whales) });
+  if (p.from) q.set("from", p.from);
+  if (p.to) q.set("to", p.to);
+  if (p.bin !== "day") q.set("bin", p.bin);
+  if (p.cumulative) q.set("cumulative", "true");
+  const r = await result<PackageReport | PackageComparison>(`/api/packages/${p.names.map(encodeURIComponent).join(",")}?${q}`);
+  if (!r.ok) return r;
+  return { ok: true, value: "packages" in r.value ? r.value.packages : [r.value] };
+}
+
+export function getTop(from: string, to: string, limit: number): Promise<Result<TopList>> {
+  const q = new URLSearchParams({ limit: String(limit) });
   if (from) q.set("from", from);
   if (to) q.set("to", to);
-  return result(`/api/packages/${encodeURIComponent(name)}?${q}`);
+  return result(`/api/top?${q}`);
+}
+
+export async function getCalendar(): Promise<Calendar> {
+  const r = await fetch("/api/calendar");
+  if (!r.ok) throw new Error(await errorOf(r));
+  return r.json();
 }
 
 export function suggestPackages(prefix: string): Promise<Result<PackageName[]>> {

@@ -1,20 +1,18 @@
 // The CRAN whales single-page app: sidebar (date, top N), four day tabs plus Packages and Trends,
 // on-demand fetch with live progress. State lives in the URL (?date=&count=&tab=&whale=, and
 // &package=&from=&to=&whales= for Packages) so any view can be shared.
-import * as echarts from "echarts/core";
-import { BarChart, LineChart, ScatterChart } from "echarts/charts";
-import { BrushComponent, GridComponent, LegendComponent, TitleComponent, TooltipComponent } from "echarts/components";
-import { CanvasRenderer } from "echarts/renderers";
+import type { ECharts } from "echarts/core";
 import "./style.css";
-import { follow, getDay, getDays, getWhale } from "./api";
-import type { DayInfo, DaySummary, Progress, WhaleDetail } from "./api";
+import { follow, getCalendar, getDay, getWhale } from "./api";
+import type { CalendarDay, DaySummary, Progress, WhaleDetail } from "./api";
+import { SvgBars } from "./bars";
+import { Calendar } from "./calendar";
 import { detailOption, hourlyColumns, hourlyOption, hoursOf, packageOrder, trafficOption, whaleLabel, whalesOption } from "./charts";
 import { bytes, esc, int, pct } from "./format";
-import { MAX_WHALES, PackagesTab } from "./packages";
+import { BINS, MAX_WHALES, PackagesTab } from "./packages";
+import type { Bin } from "./api";
 import { profileCard, whaleListHtml } from "./profile";
 import { TrendsTab } from "./trends";
-
-echarts.use([BarChart, LineChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, TitleComponent, BrushComponent, CanvasRenderer]);
 
 type Tab = "traffic" | "whales" | "hourly" | "detail" | "packages" | "trends";
 const TABS: Tab[] = ["traffic", "whales", "hourly", "detail", "packages", "trends"];
@@ -33,6 +31,8 @@ interface State {
   from: string;
   to: string;
   whales: number;
+  bin: Bin;
+  cumulative: boolean;
 }
 
 const $ = <T extends HTMLElement>(sel: string) => document.querySelector(sel) as T;
@@ -45,10 +45,22 @@ const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
 const state: State = readUrl();
 let summary: DaySummary | null = null;
 let detail: WhaleDetail | null = null;
-let days: DayInfo[] = [];
+let days: CalendarDay[] = [];
 let loadToken = 0;
 let stopFollowing: (() => void) | null = null;
-const charts = new Map<string, echarts.ECharts>();
+/** Every chart by element id: ECharts instances and the first view's SVG bars. */
+const charts = new Map<string, ECharts | SvgBars>();
+/** ECharts' `init`, once its chunk is loaded (only tabs other than All traffic need it). */
+let createChart: ((el: HTMLElement) => ECharts) | null = null;
+let loadingCharts: Promise<void> | null = null;
+
+/** Loads the ECharts chunk (once). */
+function needCharts(): Promise<void> {
+  loadingCharts ??= import("./echarts").then((m) => {
+    createChart = m.create;
+  });
+  return loadingCharts;
+}
 
 function readUrl(): State {
   const q = new URLSearchParams(location.search);
@@ -66,6 +78,8 @@ function readUrl(): State {
     from: day("from"),
     to: day("to"),
     whales: Number.isInteger(whales) && whales >= 1 && whales <= MAX_WHALES ? whales : 6,
+    bin: BINS.includes(q.get("bin") as Bin) ? (q.get("bin") as Bin) : "day",
+    cumulative: q.get("cumulative") === "true",
   };
 }
 
@@ -78,16 +92,29 @@ function writeUrl(push = false) {
     if (state.from) q.set("from", state.from);
     if (state.to) q.set("to", state.to);
     q.set("whales", String(state.whales));
+    if (state.bin !== "day") q.set("bin", state.bin);
+    if (state.cumulative) q.set("cumulative", "true");
   }
   if (`?${q}` === location.search) return;
   if (push) history.pushState(null, "", `?${q}`);
   else history.replaceState(null, "", `?${q}`);
 }
 
-function chart(id: string): echarts.ECharts {
-  let c = charts.get(id);
+/** The ECharts chart on element `id` (`needCharts` must have resolved). */
+function chart(id: string): ECharts {
+  let c = charts.get(id) as ECharts | undefined;
   if (!c) {
-    c = echarts.init(document.getElementById(id)!);
+    c = createChart!(document.getElementById(id)!);
+    charts.set(id, c);
+  }
+  return c;
+}
+
+/** The SVG bar chart on element `id`. */
+function bars(id: string): SvgBars {
+  let c = charts.get(id) as SvgBars | undefined;
+  if (!c) {
+    c = new SvgBars(document.getElementById(id)!);
     charts.set(id, c);
   }
   return c;
@@ -161,19 +188,13 @@ function progressHtml(date: string, p: Progress | null): string {
 
 async function loadDays() {
   try {
-    days = (await getDays()).sort((a, b) => (a.date < b.date ? -1 : 1));
+    const c = await getCalendar();
+    days = c.days;
+    calendar.set(c);
   } catch {
     days = [];
   }
-  const list = $<HTMLUListElement>("#stored-days");
-  list.innerHTML = days
-    .slice()
-    .reverse()
-    .map(
-      (d) =>
-        `<li><a href="?date=${d.date}" data-date="${d.date}" class="${d.date === state.date ? "current" : ""}" title="${int(d.totals.downloads)} downloads, ${bytes(d.totals.bytes)}">${d.date}</a><span>${int(d.totals.downloads)}</span></li>`,
-    )
-    .join("");
+  if (state.date) calendar.select(state.date);
 }
 
 async function load() {
@@ -244,6 +265,7 @@ async function loadWhale() {
     state.whale = chosen.ip_id;
     writeUrl();
   }
+  await needCharts();
   whaleSelect.value = String(chosen.ip_id);
   if (detail && detail.whale.ip_id === chosen.ip_id && detail.date === summary.date) {
     renderDetail();
@@ -286,6 +308,10 @@ function renderTab() {
   }
   for (const p of document.querySelectorAll<HTMLElement>(".tab-body")) p.hidden = p.dataset.pane !== state.tab;
   document.body.dataset.tab = state.tab;
+  if (state.tab !== "traffic" && !createChart) {
+    void needCharts().then(renderTab);
+    return;
+  }
   if (state.tab === "packages") {
     packagesTab.render();
     return resizeVisible();
@@ -299,7 +325,7 @@ function renderTab() {
   const s = summary;
   switch (state.tab) {
     case "traffic":
-      chart("chart-traffic").setOption(trafficOption(s), true);
+      bars("chart-traffic").setOption(trafficOption(s));
       break;
     case "whales":
       chart("chart-whales").setOption(whalesOption(s), true);
@@ -394,9 +420,7 @@ function fillTable(indices: number[]) {
 }
 
 function markStored() {
-  for (const a of document.querySelectorAll<HTMLAnchorElement>("#stored-days a")) {
-    a.classList.toggle("current", a.dataset.date === state.date);
-  }
+  if (state.date) calendar.select(state.date);
 }
 
 // ---- inputs ----
@@ -442,7 +466,7 @@ countInput.addEventListener("input", () => {
 $<HTMLInputElement>("#shared-scale").addEventListener("change", () => renderTab());
 
 $<HTMLButtonElement>("#clear-selection").addEventListener("click", () => {
-  charts.get("chart-detail")?.dispatchAction({ type: "brush", areas: [] });
+  (charts.get("chart-detail") as ECharts | undefined)?.dispatchAction({ type: "brush", areas: [] });
   fillTable([]);
 });
 
@@ -460,12 +484,7 @@ for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) {
   });
 }
 
-$<HTMLUListElement>("#stored-days").addEventListener("click", (e) => {
-  const a = (e.target as HTMLElement).closest("a");
-  if (!a) return;
-  e.preventDefault();
-  setDate(a.dataset.date!);
-});
+const calendar = new Calendar($<HTMLDivElement>("#calendar"), (date) => setDate(date));
 
 $<HTMLButtonElement>("#menu").addEventListener("click", () => {
   document.body.classList.toggle("collapsed");
@@ -501,13 +520,13 @@ window.addEventListener("popstate", () => {
 // Test and debugging hook: the chart instances by element id, and the current state.
 declare global {
   interface Window {
-    cranwhales: { charts: Map<string, echarts.ECharts>; state: State };
+    cranwhales: { charts: Map<string, ECharts | SvgBars>; state: State };
   }
 }
 window.cranwhales = { charts, state };
 
-const packagesTab = new PackagesTab(state, () => writeUrl(true), chart);
-const trendsTab = new TrendsTab(chart, (date) => {
+/** Opens a day in the day tabs (a click on a chart over days). */
+function openDay(date: string) {
   state.tab = "traffic";
   state.whale = null;
   if (date === state.date) {
@@ -516,7 +535,9 @@ const trendsTab = new TrendsTab(chart, (date) => {
   }
   setDate(date);
   renderTab();
-});
+}
+const packagesTab = new PackagesTab(state, () => writeUrl(true), chart, openDay);
+const trendsTab = new TrendsTab(chart, openDay);
 
 async function start() {
   countInput.value = String(state.count);

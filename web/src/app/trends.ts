@@ -4,6 +4,7 @@ import type * as echarts from "echarts/core";
 import { BEHAVIOURS, getTrends } from "./api";
 import type { Behaviour, Trends } from "./api";
 import { esc, int, pct } from "./format";
+import { clickedDate, dataZoom, points, timeAxis } from "./timeaxis";
 
 export const BEHAVIOUR_COLORS: Record<Behaviour, string> = {
   archive: "#8e6bb8",
@@ -96,8 +97,8 @@ export class TrendsTab {
       c.setOption(option, true);
       c.off("click");
       c.on("click", (p: unknown) => {
-        const i = (p as { dataIndex?: number }).dataIndex;
-        if (typeof i === "number" && t.days[i]) this.openDay(t.days[i].date);
+        const date = clickedDate(p);
+        if (date && t.days.some((d) => d.date === date)) this.openDay(date);
       });
     }
     $<HTMLTableElement>("trends-table").tBodies[0].innerHTML = t.days
@@ -119,23 +120,26 @@ export class TrendsTab {
 
 const AXIS = { color: "#555", fontSize: 11 };
 
-/** What the three charts share: a title, one category per stored day, a legend at `legendTop`. */
-function byDay(t: Trends, title: string, o: { gridRight: number; legendTop: number; tooltip: object; yAxis: unknown; series: unknown }) {
+/** What the three charts share: a title, a time axis with a zoom, a legend at `legendTop`. */
+function byDay(title: string, o: { gridRight: number; legendTop: number; tooltip: object; yAxis: unknown; series: unknown }) {
   return {
     animationDuration: 300,
     title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
-    grid: { left: 80, right: o.gridRight, top: 48, bottom: 70 },
+    grid: { left: 80, right: o.gridRight, top: 48, bottom: 64 },
     legend: { top: o.legendTop, right: 16 },
     tooltip: o.tooltip,
-    xAxis: { type: "category", data: t.days.map((d) => d.date), axisLabel: { ...AXIS, rotate: t.days.length > 12 ? 35 : 0 } },
+    xAxis: timeAxis(),
+    dataZoom: dataZoom(),
     yAxis: o.yAxis,
     series: o.series,
   };
 }
 
+const dates = (t: Trends) => t.days.map((d) => d.date);
+
 /** Downloads and unique downloaders per stored day. */
 export function trafficOption(t: Trends) {
-  return byDay(t, "Downloads and unique downloaders (click a day to open it)", {
+  return byDay("Downloads and unique downloaders (click a day to open it)", {
     gridRight: 80,
     legendTop: 6,
     tooltip: { trigger: "axis" },
@@ -144,15 +148,15 @@ export function trafficOption(t: Trends) {
       { type: "value", splitLine: { show: false }, axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
     ],
     series: [
-      { name: "downloads", type: "bar", data: t.days.map((d) => d.downloads), itemStyle: { color: "#3c8dbc" } },
-      { name: "unique downloaders", type: "line", yAxisIndex: 1, data: t.days.map((d) => d.downloaders), itemStyle: { color: "#f39c12" } },
+      { name: "downloads", type: "bar", data: t.days.map((d) => [d.date, d.downloads]), barMaxWidth: 14, barMinWidth: 2, itemStyle: { color: "#3c8dbc" } },
+      { name: "unique downloaders", type: "line", yAxisIndex: 1, data: points(dates(t), t.days.map((d) => d.downloaders)), itemStyle: { color: "#f39c12" } },
     ],
   });
 }
 
 /** Share of each day's downloads taken by its top 1, 6 and 25 whales. */
 export function shareOption(t: Trends) {
-  return byDay(t, "Share of the day's downloads by its biggest whales", {
+  return byDay("Share of the day's downloads by its biggest whales", {
     gridRight: 24,
     legendTop: 6,
     tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(1)}%` },
@@ -160,7 +164,7 @@ export function shareOption(t: Trends) {
     series: TOPS.map((k) => ({
       name: k.label,
       type: "line",
-      data: t.days.map((d) => (d.downloads ? Math.round((1000 * 100 * d[k.key]) / d.downloads) / 1000 : 0)),
+      data: points(dates(t), t.days.map((d) => (d.downloads ? Math.round((1000 * 100 * d[k.key]) / d.downloads) / 1000 : 0))),
       itemStyle: { color: k.color },
     })),
   });
@@ -168,7 +172,7 @@ export function shareOption(t: Trends) {
 
 /** How many of each day's top-100 whales fall in each behaviour (stacked). */
 export function behavioursOption(t: Trends) {
-  return byDay(t, "Behaviour of each day's top-100 whales", {
+  return byDay("Behaviour of each day's top-100 whales", {
     gridRight: 24,
     legendTop: 26,
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
@@ -177,7 +181,9 @@ export function behavioursOption(t: Trends) {
       name: BEHAVIOUR_LABELS[b],
       type: "bar",
       stack: "whales",
-      data: t.days.map((d) => d.behaviours?.[b] ?? 0),
+      data: t.days.map((d) => [d.date, d.behaviours?.[b] ?? 0]),
+      barMaxWidth: 14,
+      barMinWidth: 2,
       itemStyle: { color: BEHAVIOUR_COLORS[b] },
     })),
   });

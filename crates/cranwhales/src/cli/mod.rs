@@ -80,6 +80,8 @@ pub fn package(args: PackageArgs) -> anyhow::Result<()> {
             args.db.display()
         );
     };
+    // Rank and distribution as the API gives them (one pass over the range's rows).
+    let report = crate::context::in_context(report, &store.range_totals(range)?);
     if args.json {
         out(&(serde_json::to_string_pretty(&report)? + "\n"))
     } else {
@@ -276,5 +278,8 @@ fn render_package(r: &PackageReport) -> String {
         opt(r.totals.adjusted),
         r.note
     );
+    if let Some(rank) = &r.rank {
+        let _ = writeln!(o, "rank among all packages over these days: {}", rank.text);
+    }
     o
 }

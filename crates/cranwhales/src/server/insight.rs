@@ -1,21 +1,22 @@
-//! `/api/packages` and `/api/trends`: answers across the stored days. Each body is built once
+//! `/api/packages?q=` and `/api/trends`, and the caches of every answer across the stored days
+//! (the package, top, calendar and badge answers of `context` and `badge` too). Each body is built once
 //! from the precomputed tables (a primary-key seek per stored day, or a range of `days`) and served
 //! from memory until a day is added or replaced (by this server's fetches or, seen by `watch`, by
 //! another process), when these caches are dropped (`Insight::invalidate`).
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::cache::{Body, Cache, REVALIDATE};
 use super::error::ApiError;
 use super::App;
-use crate::date::Range;
+use crate::context::RangeTotals;
+use crate::date::{Day, Range};
 use crate::day::TOP;
-use crate::summary::PackageName;
+use crate::summary::{Bin, PackageName};
 
 /// `whales` when the query has none (the UI's default "top N").
 pub const DEFAULT_WHALES: u32 = 6;
@@ -25,11 +26,28 @@ const MAX_SUGGESTIONS: usize = 50;
 /// Every stored package name with its downloads, by lowercased name.
 type Names = Arc<Vec<(String, PackageName)>>;
 
+/// What a package answer depends on: the names as asked (`a,b,c`), the range, N, the bin and
+/// whether counts are running sums.
+pub(super) type PackagesKey = (String, Range, u32, Bin, bool);
+
+/// Every package's downloads over a range, kept for the last few ranges asked.
+type TotalsCache = Mutex<Vec<(Range, Arc<RangeTotals>)>>;
+
+/// Ranges whose totals are kept (each ~0.5 MB at 15,000 packages).
+const KEPT_TOTALS: usize = 8;
+
 /// The caches of the cross-day answers.
 pub struct Insight {
-    /// Package reports by (name, from, to, whales).
-    packages: Cache<(String, Range, u32)>,
+    /// Package reports and comparisons.
+    pub(super) packages: Cache<PackagesKey>,
     trends: Cache<Range>,
+    /// Top and trending lists by (range, limit).
+    pub(super) top: Cache<(Range, usize)>,
+    /// The calendar, by the day it was built for (its `last` is yesterday).
+    pub(super) calendar: Cache<Day>,
+    /// Badges by (package, period, without whales).
+    pub(super) badges: Cache<(String, &'static str, bool)>,
+    totals: TotalsCache,
     /// Every stored package name with its downloads, sorted by lowercased name; built on first
     /// use after each change of the stored days.
     names: RwLock<Option<Names>>,
@@ -40,6 +58,10 @@ impl Insight {
         Insight {
             packages: Cache::new(64 << 20),
             trends: Cache::new(8 << 20),
+            top: Cache::new(8 << 20),
+            calendar: Cache::new(4 << 20),
+            badges: Cache::new(4 << 20),
+            totals: Mutex::new(Vec::new()),
             names: RwLock::new(None),
         }
     }
@@ -48,6 +70,13 @@ impl Insight {
     pub fn invalidate(&self) {
         self.packages.clear();
         self.trends.clear();
+        self.top.clear();
+        self.calendar.clear();
+        self.badges.clear();
+        self.totals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         *self.names.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
@@ -88,12 +117,12 @@ fn decode(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn range_of(query: Option<&str>) -> Result<Range, ApiError> {
+pub(super) fn range_of(query: Option<&str>) -> Result<Range, ApiError> {
     let (from, to) = (param(query, "from"), param(query, "to"));
     Range::parse(from.as_deref(), to.as_deref()).map_err(ApiError::bad_request)
 }
 
-fn whales_of(query: Option<&str>) -> Result<u32, ApiError> {
+pub(super) fn whales_of(query: Option<&str>) -> Result<u32, ApiError> {
     let Some(v) = param(query, "whales") else {
         return Ok(DEFAULT_WHALES);
     };
@@ -108,46 +137,52 @@ fn whales_of(query: Option<&str>) -> Result<u32, ApiError> {
         })
 }
 
-/// `GET /api/packages/{name}?from=&to=&whales=N`.
-pub async fn package(
-    State(app): State<Arc<App>>,
-    name: Result<Path<String>, PathRejection>,
-    req: Request,
-) -> Result<Response, ApiError> {
-    let Path(name) = name.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
-    let query = req.uri().query();
-    let (range, whales) = (range_of(query)?, whales_of(query)?);
-    let key = (name.clone(), range, whales);
-    if let Some(body) = app.insight.packages.get(&key) {
-        return Ok(body.respond(req.headers()));
+/// 404 for a package not downloaded on any stored day, with "did you mean" from the in-memory
+/// names (no table scan for a mistyped name).
+pub(super) async fn unknown_package(app: &Arc<App>, name: &str) -> ApiError {
+    let names = match names(app).await {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let lower = name.to_lowercase();
+    let like = names
+        .binary_search_by(|(l, _)| l.as_str().cmp(&lower))
+        .ok()
+        .map(|i| names[i].1.package.clone());
+    let shown: String = name.chars().take(40).collect();
+    let hint = like.map_or(String::new(), |p| format!(" (did you mean '{p}'?)"));
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("package '{shown}' was not downloaded on any stored day{hint}"),
+    )
+}
+
+/// Every package's downloads over `range`: from memory, or read once (one pass over the
+/// range's rows) and kept unless a day came meanwhile.
+pub(super) async fn totals(app: &Arc<App>, range: Range) -> Result<Arc<RangeTotals>, ApiError> {
+    let kept = |t: &TotalsCache| {
+        let t = t.lock().unwrap_or_else(|e| e.into_inner());
+        t.iter().find(|(r, _)| *r == range).map(|(_, v)| v.clone())
+    };
+    if let Some(t) = kept(&app.insight.totals) {
+        return Ok(t);
     }
-    let asked = name.clone();
     let epoch = app.insight.packages.epoch();
-    let report = app
+    let read = app
         .db
-        .read(move |s| Ok(s.package_report(&asked, range, whales)?))
+        .read(move |s| Ok(s.range_totals(range)?))
         .await
         .map_err(ApiError::internal)?;
-    let Some(report) = report else {
-        // "Did you mean" from the in-memory names: no table scan for a mistyped name.
-        let names = names(&app).await?;
-        let lower = name.to_lowercase();
-        let like = names
-            .binary_search_by(|(l, _)| l.as_str().cmp(&lower))
-            .ok()
-            .map(|i| names[i].1.package.clone());
-        let shown: String = name.chars().take(40).collect();
-        let hint = like.map_or(String::new(), |p| format!(" (did you mean '{p}'?)"));
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("package '{shown}' was not downloaded on any stored day{hint}"),
-        ));
-    };
-    Ok(app
-        .insight
-        .packages
-        .insert_at(epoch, key, Body::json(&report, REVALIDATE))
-        .respond(req.headers()))
+    let read = Arc::new(read);
+    let mut t = app.insight.totals.lock().unwrap_or_else(|e| e.into_inner());
+    if app.insight.packages.epoch() == epoch {
+        t.retain(|(r, _)| *r != range);
+        if t.len() >= KEPT_TOTALS {
+            t.remove(0);
+        }
+        t.push((range, read.clone()));
+    }
+    Ok(read)
 }
 
 /// `GET /api/packages?q=PREFIX&limit=N`: stored package names starting with `PREFIX` (ignoring

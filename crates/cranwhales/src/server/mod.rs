@@ -9,13 +9,17 @@
 //! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (built
 //! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
 //! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
-//! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days), `watch` (days
+//! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days, and the caches of
+//! every cross-day answer), `context` (several packages, ranks, top lists, the calendar), `badge`
+//! (README badges), `watch` (days
 //! stored by other processes), `wire` (the API's own shapes; TypeScript types are generated from
 //! them and `crate::summary`).
 
 mod api;
 mod assets;
+mod badge;
 mod cache;
+mod context;
 mod db;
 mod error;
 mod fetch;
@@ -242,8 +246,11 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .route("/api/days/{date}/progress", get(api::progress))
         .route("/api/days/{date}/whales/{ip_id}", get(api::whale))
         .route("/api/packages", get(insight::suggest))
-        .route("/api/packages/{name}", get(insight::package))
+        .route("/api/packages/{name}", get(context::packages))
         .route("/api/trends", get(insight::trends))
+        .route("/api/top", get(context::top))
+        .route("/api/calendar", get(context::calendar))
+        .route("/badge/{package}", get(badge::badge))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found))
         .method_not_allowed_fallback(error::method_not_allowed)

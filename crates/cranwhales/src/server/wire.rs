@@ -33,6 +33,7 @@ pub struct ErrorBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::*;
     use crate::summary::*;
     use ts_rs::TS;
 
@@ -52,7 +53,16 @@ mod tests {
             WhaleDetail::decl(),
             PackageDay::decl(),
             PackageTotals::decl(),
+            Bin::decl(),
+            Rank::decl(),
+            Distribution::decl(),
             PackageReport::decl(),
+            PackageComparison::decl(),
+            TopPackage::decl(),
+            TrendingPackage::decl(),
+            TopList::decl(),
+            CalendarDay::decl(),
+            Calendar::decl(),
             PackageName::decl(),
             TrendDay::decl(),
             Trends::decl(),
@@ -61,8 +71,8 @@ mod tests {
             ErrorBody::decl(),
         ];
         let mut out = String::from(
-            "// Generated from the Rust types (crates/cranwhales/src/summary.rs, server/wire.rs,\n\
-             // server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
+            "// Generated from the Rust types (crates/cranwhales/src/summary.rs, context.rs,\n\
+             // server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
         );
         for d in decls {
             out.push_str("export ");

@@ -11,7 +11,8 @@ use super::{sql, Result, Store};
 use crate::date::Range;
 use crate::numfmt::thousands;
 use crate::summary::{
-    Behaviour, PackageDay, PackageName, PackageReport, PackageTotals, TrendDay, Trends,
+    Behaviour, Bin, Distribution, PackageDay, PackageName, PackageReport, PackageTotals, TrendDay,
+    Trends,
 };
 
 /// A package on one stored day, as stored: downloads, unique downloaders, its whales' downloads
@@ -51,6 +52,10 @@ impl Store {
             days,
             totals,
             note,
+            bin: Bin::Day,
+            cumulative: false,
+            rank: None,
+            distribution: Distribution::default(),
         }))
     }
 
@@ -218,6 +223,7 @@ fn package_day(date: String, s: Option<Stored>, baseline: Option<u64>, whales: u
         .sum();
     PackageDay {
         date,
+        days: 1,
         downloads: s.downloads,
         downloaders: s.downloaders,
         whale_downloads,

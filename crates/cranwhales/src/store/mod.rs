@@ -9,9 +9,11 @@
 //! `spawn_blocking` call); opening is cheap (a file open and a schema-version read).
 //!
 //! Modules: `schema` (tables, version, migration), `write` (a day's one transaction), `read`
-//! (a day's summary and whales), `insight` (a package over days, trends).
+//! (a day's summary and whales), `insight` (a package over days, trends), `range` (every
+//! package over a range, the calendar).
 
 mod insight;
+mod range;
 mod read;
 mod schema;
 mod write;

@@ -1,0 +1,168 @@
+// Browser suite for the whole history and packages in context: the first view's JS (Chromium's
+// transfer sizes), the calendar (a day three years back in at most 3 clicks, an unstored day one
+// click from its fetch), the time axis (a gap of two years is as wide as it is long), a chart of
+// 3 packages with their ranks, and the badge (its screenshot read back pixel by pixel). A store of
+// days in 2012 and 2015 (real logs); no source to fetch from. Screenshots: artifacts/cranwhales/
+// context-*.png.
+//
+// Usage (repo root): node --test web/e2e/cranwhales-context.test.mjs   (needs target/debug/cranwhales)
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { clickTab, cranlogs, getJson, openPage, root, screenshot, startServer, stop } from "./cranwhales-support.mjs";
+
+const DAYS = ["2012-10-16", "2012-10-17", "2015-01-07", "2015-01-08", "2015-01-09"];
+const LATEST = "2015-01-09";
+const PACKAGES = ["ggplot2", "DBI", "memoise"];
+/** The issue's budget for the first view's JS, gzipped. */
+const FIRST_VIEW_JS = 100 * 1024;
+let work, server, base, browser, page;
+
+before(async () => {
+  work = mkdtempSync(join(tmpdir(), "cranwhales-context-e2e-"));
+  const samples = join(work, "sample");
+  mkdirSync(samples);
+  for (const d of DAYS) copyFileSync(join(cranlogs, `${d}.csv.gz`), join(samples, `${d}.csv.gz`));
+  const s = await startServer(work, ["--sample-dir", samples, "--source-url", "http://127.0.0.1:9"]);
+  server = s.child;
+  base = s.url;
+  ({ browser, page } = await openPage(/status of (4|5)\d\d/));
+});
+
+after(() => stop(browser, server, work));
+
+const api = (path) => getJson(base, path);
+const shot = (name) => screenshot(page, `context-${name}`);
+const ready = () => page.waitForFunction(() => document.body.dataset.view === "ready");
+
+test("first view: its JS is at most 100 KB gzipped (Chromium transfer sizes), ECharts not among it", async () => {
+  await page.goto(`${base}/`);
+  await ready();
+  await page.waitForFunction(() => document.querySelector("#chart-traffic svg rect"));
+  const scripts = await page.evaluate(() =>
+    performance
+      .getEntriesByType("resource")
+      .filter((e) => e.name.endsWith(".js"))
+      .map((e) => ({ name: new URL(e.name).pathname, transfer: e.transferSize, body: e.encodedBodySize, decoded: e.decodedBodySize })),
+  );
+  const total = scripts.reduce((a, s) => a + s.transfer, 0);
+  mkdirSync(join(root, "artifacts/cranwhales"), { recursive: true });
+  writeFileSync(join(root, "artifacts/cranwhales/first-view-js.json"), JSON.stringify({ total_transfer_bytes: total, scripts }, null, 2));
+  console.log(`first view JS: ${total} bytes transferred (${scripts.map((s) => `${s.name} ${s.transfer} B, ${s.decoded} B unzipped`).join("; ")})`);
+  assert.ok(scripts.length >= 1 && scripts.every((s) => s.body < s.decoded), "scripts come gzipped");
+  assert.ok(total <= FIRST_VIEW_JS, `first view JS ${total} B > ${FIRST_VIEW_JS} B`);
+  assert.ok(!scripts.some((s) => /echarts/.test(s.name)), "no ECharts chunk in the first view");
+  // The traffic chart is the API's: 24 stacked hours.
+  const s = await api(`/api/days/${LATEST}?count=6`);
+  const o = await page.evaluate(() => window.cranwhales.charts.get("chart-traffic").getOption());
+  assert.deepEqual(o.series[1].data, s.hourly.map((h) => h.whale_downloads));
+});
+
+test("calendar: every stored day a cell; a day three years back in one click, an unstored one a click from its fetch", async () => {
+  const cal = await api("/api/calendar");
+  const cells = await page.$$eval("#calendar rect.stored", (rs) => rs.map((r) => r.getAttribute("data-date")));
+  assert.deepEqual(cells.sort(), cal.days.map((d) => d.date).sort());
+  const years = await page.$$eval("#calendar .cal-year", (ys) => ys.map((y) => Number(y.dataset.year)));
+  assert.equal(years[years.length - 1], 2012);
+  assert.equal(years[0], Number(cal.last.slice(0, 4)));
+  await page.locator("#calendar").screenshot({ path: join(root, "artifacts/cranwhales/context-calendar.png") });
+  let clicks = 0;
+  await page.click('#calendar rect[data-date="2012-10-17"]');
+  clicks++;
+  await ready();
+  await page.waitForFunction(() => document.querySelector("#subtitle").textContent.startsWith("2012-10-17"));
+  assert.ok(clicks <= 3);
+  assert.match(page.url(), /date=2012-10-17/);
+  // The month below shows October 2012; 2012-10-20 is not stored: its cell opens the month, its
+  // link fetches it (the source here refuses connections: an error, after one click).
+  await page.click('#calendar rect[data-date="2012-10-20"]');
+  await page.waitForSelector('#calendar .cal-month a.fetch[data-date="2012-10-20"]');
+  assert.match(await page.textContent("#calendar .cal-month-head"), /October 2012/);
+  await shot("1-calendar");
+  await page.click('#calendar .cal-month a.fetch[data-date="2012-10-20"]');
+  await page.waitForFunction(() => /2012-10-20/.test(document.querySelector("#status")?.textContent ?? ""));
+  assert.match(page.url(), /date=2012-10-20/);
+});
+
+test("time axis: a gap of two years is as wide as it is long, the line breaks there, zoom is on", async () => {
+  await page.goto(`${base}/?tab=trends&date=${LATEST}`);
+  await page.waitForFunction(() => window.cranwhales.charts.get("chart-trends-traffic")?.getOption()?.series?.length === 2);
+  const m = await page.evaluate(() => {
+    const c = window.cranwhales.charts.get("chart-trends-traffic");
+    const x = (d) => c.convertToPixel({ xAxisIndex: 0 }, d);
+    const o = c.getOption();
+    return { a: x("2012-10-16"), b: x("2012-10-17"), c: x("2015-01-07"), type: o.xAxis[0].type, zoom: o.dataZoom.map((z) => z.type), line: o.series[1].data };
+  });
+  assert.equal(m.type, "time");
+  assert.deepEqual(m.zoom.sort(), ["inside", "slider"]);
+  const days = (Date.parse("2015-01-07") - Date.parse("2012-10-17")) / 86_400_000;
+  const ratio = (m.c - m.b) / (m.b - m.a);
+  assert.ok(Math.abs(ratio / days - 1) < 0.02, `gap ${m.c - m.b} px for ${days} days vs ${m.b - m.a} px for one`);
+  assert.ok(m.c - m.b > 500, `the gap is drawn wide: ${m.c - m.b} px`);
+  const i = m.line.findIndex((p) => p[0] === "2012-10-17");
+  assert.equal(m.line[i + 1][1], null, "the line breaks after 2012-10-17");
+  await shot("2-trends-time-axis");
+});
+
+test("three packages in one chart, each with its rank as the API says; distribution marks them", async () => {
+  await clickTab(page, "Packages");
+  await page.fill("#pkg-name", PACKAGES.join(", "));
+  await page.click("#pkg-form button[type=submit]");
+  await page.waitForFunction(() => document.body.dataset.packages === "ready");
+  const c = await api(`/api/packages/${PACKAGES.join(",")}?whales=6`);
+  const series = await page.evaluate(() => window.cranwhales.charts.get("chart-package").getOption().series.map((s) => ({ name: s.name, data: s.data })));
+  assert.deepEqual(series.map((s) => s.name), PACKAGES);
+  series.forEach((s, i) => {
+    const r = c.packages[i];
+    const dates = new Set(r.days.map((d) => d.date));
+    assert.deepEqual(s.data.filter((p) => dates.has(p[0])), r.days.map((d) => [d.date, d.downloads]));
+  });
+  const ranks = await page.$$eval("#pkg-ranks .rank-text", (els) => els.map((e) => e.textContent));
+  assert.deepEqual(ranks, c.packages.map((p) => p.rank.text));
+  assert.match(ranks[0], /^[\d,]+ of [\d,]+, \d+\.\d percentile$/);
+  const marks = await page.evaluate(() => window.cranwhales.charts.get("chart-distribution").getOption().series[0].markLine.data.map((d) => d.name));
+  assert.deepEqual(marks, PACKAGES);
+  assert.match(page.url(), /package=ggplot2%2CDBI%2Cmemoise/);
+  await page.locator("#chart-package").screenshot({ path: join(root, "artifacts/cranwhales/context-3-packages.png") });
+  await shot("3-three-packages");
+  // Weekly bins of the same: the URL and the chart follow.
+  await page.selectOption("#pkg-bin", "week");
+  await page.click("#pkg-form button[type=submit]");
+  await page.waitForFunction(() => window.cranwhales.charts.get("chart-package").getOption().yAxis[0].name === "downloads per week");
+  assert.match(page.url(), /bin=week/);
+});
+
+test("badge: the package page shows it and its Markdown; its screenshot has the badge's colours", async () => {
+  await page.fill("#pkg-name", "ggplot2");
+  await page.selectOption("#pkg-bin", "day");
+  await page.click("#pkg-form button[type=submit]");
+  await page.waitForFunction(() => {
+    const img = document.querySelector("#pkg-badge-img");
+    return img && img.complete && img.naturalWidth > 0 && document.body.dataset.packages === "ready";
+  });
+  const md = await page.textContent("#pkg-badge .badge-md");
+  assert.equal(md, `[![downloads](${base}/badge/ggplot2?period=last-month)](${base}/?tab=packages&package=ggplot2)`);
+  const svg = await (await fetch(`${base}/badge/ggplot2?period=last-month`)).text();
+  const png = await page.locator("#pkg-badge-img").screenshot({ path: join(root, "artifacts/cranwhales/context-badge.png") });
+  // Read the screenshot back: grey label (#555) on the left, green value (#4c1) on the right.
+  const colours = await page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const cv = document.createElement("canvas");
+    [cv.width, cv.height] = [img.width, img.height];
+    const ctx = cv.getContext("2d");
+    ctx.drawImage(img, 0, 0);
+    const at = (x, y) => [...ctx.getImageData(x, y, 1, 1).data.slice(0, 3)];
+    return { w: img.width, h: img.height, left: at(3, 3), right: at(img.width - 3, 3) };
+  }, png.toString("base64"));
+  const near = (a, b) => a.every((v, i) => Math.abs(v - b[i]) <= 24);
+  assert.ok(colours.w > 60 && colours.h >= 18, JSON.stringify(colours));
+  assert.ok(near(colours.left, [0x55, 0x55, 0x55]), `label grey: ${colours.left}`);
+  assert.ok(near(colours.right, [0x44, 0xcc, 0x11]), `value green: ${colours.right}`);
+  assert.match(svg, /aria-label="downloads: [\d.]+k?\/month"/);
+  await shot("4-badge");
+  assert.deepEqual(page.errors, []);
+});

@@ -1,0 +1,46 @@
+// What every chart over days shares: a time axis (so a gap of months between stored days is as
+// wide as it is long), points as [date, value] with a null where days are missing (lines break
+// there), and a data zoom (drag the slider, or scroll / pinch on the chart) to zoom and pan.
+import type { Bin } from "./api";
+
+const DAY_MS = 86_400_000;
+/** The longest step between two neighbouring points of a bin that is not a gap. */
+const STEP_DAYS: Record<Bin, number> = { day: 1, week: 7, month: 31, year: 366 };
+
+/** `[date, value]` points over `dates`, a `[date, null]` after every gap so the line breaks. */
+export function points(dates: string[], values: (number | null)[], bin: Bin = "day"): [string, number | null][] {
+  const out: [string, number | null][] = [];
+  dates.forEach((d, i) => {
+    if (i > 0) {
+      const prev = Date.parse(dates[i - 1]);
+      if ((Date.parse(d) - prev) / DAY_MS > STEP_DAYS[bin]) {
+        out.push([new Date(prev + DAY_MS).toISOString().slice(0, 10), null]);
+      }
+    }
+    out.push([d, values[i]]);
+  });
+  return out;
+}
+
+/** The x axis of a chart over days. */
+export function timeAxis() {
+  return {
+    type: "time",
+    axisLabel: { color: "#555", fontSize: 11, hideOverlap: true },
+    splitLine: { show: false },
+  };
+}
+
+/** Zoom and pan: a slider under the plot and the mouse wheel / drag inside it. */
+export function dataZoom(bottom = 8) {
+  return [
+    { type: "inside", xAxisIndex: 0, filterMode: "none" },
+    { type: "slider", xAxisIndex: 0, filterMode: "none", height: 18, bottom },
+  ];
+}
+
+/** The date of a clicked point (an ECharts click event on a time axis). */
+export function clickedDate(p: unknown): string | null {
+  const v = (p as { value?: unknown }).value;
+  return Array.isArray(v) && typeof v[0] === "string" ? v[0] : null;
+}

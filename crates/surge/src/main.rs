@@ -50,11 +50,40 @@ fn main() -> ExitCode {
         Command::Bench(a) => rt.block_on(surge::bench::run(a)),
         Command::Record(a) => rt.block_on(surge::record::run(a)),
         Command::ImportHar(a) => surge::har::run(a),
-        Command::Replay(a) => rt.block_on(surge::replay::run(a)),
+        Command::Replay(a) => rt.block_on(replay(a)),
         Command::Merge(a) => surge::merge::run(a),
         Command::Report(a) => surge::report::run(a).map(|()| 0).map_err(Into::into),
     };
     surge::exit_code(result, cli.verbose)
+}
+
+/// The command line as the session CSVs record it (after `surge replay`).
+fn argv() -> Vec<String> {
+    std::env::args().skip(2).collect()
+}
+
+/// Resolves at the first Ctrl-C (never when the handler cannot be installed).
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_ok() {
+        eprintln!("surge: interrupted, finishing partial results");
+    } else {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// `surge replay`: plan from the flags, logger, Ctrl-C, the run, then its text or JSON summary.
+async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
+    let plan = surge::replay::ReplayPlan::from_args(&args, &argv())?;
+    let debug_log = (args.debug_log).then(|| plan.out_dir.join(surge::logging::DEBUG_LOG));
+    surge::logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
+    let out_dir = plan.out_dir.clone();
+    let outcome = surge::replay::run(plan, ctrl_c()).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
+    } else {
+        print!("{}", surge::replay::replay_text(&outcome.summary, &out_dir));
+    }
+    Ok(outcome.exit_code())
 }
 
 #[cfg(test)]

@@ -198,6 +198,21 @@ impl SessionLog {
     }
 }
 
+/// Writes `bytes` to `path` whole or not at all: into a hidden temp file next to it, renamed
+/// into place (the temp file is removed when the write fails).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines).
 pub fn csv_safe(s: &str) -> String {
     s.chars()

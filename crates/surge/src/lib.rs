@@ -3,6 +3,7 @@
 //! dispatches subcommands to the `run` functions here.
 
 pub mod bench;
+pub mod capacity;
 pub mod checks;
 pub mod failure;
 pub mod h1;

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod capacity;
+pub mod capfile;
 pub mod checks;
 pub mod failure;
 pub mod h1;

@@ -188,7 +188,7 @@ async fn stages_are_achieved() {
         .await
         .unwrap();
     assert_eq!(outcome.exit_code(), 0);
-    let points = surge::replay::read_points(&out).expect("shape.csv");
+    let points = surge::output::read_points(&out).expect("shape.csv");
     assert!(points.len() >= 6, "{points:?}");
     // Asked users from the stages alone: 0→6 over 0–2 s, 6 until 4 s, 6→0 until 6 s.
     let asked = |t: f64| -> f64 {
@@ -239,7 +239,7 @@ async fn arrival_rate_starts_the_asked_sessions() {
     assert_eq!(outcome.summary.sessions.started, 40);
     assert_eq!(outcome.summary.sessions.completed, 40);
     assert_eq!(common::session_csvs(&out).len(), 40);
-    let last = surge::replay::read_points(&out).unwrap().pop().unwrap();
+    let last = surge::output::read_points(&out).unwrap().pop().unwrap();
     assert_eq!((last.arrivals, last.asked_arrivals), (40, Some(40)));
 }
 

@@ -16,7 +16,8 @@ use crate::timefmt::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use search::{run, CapacityError, CapacityResult, StepResult, CAPACITY_JSON};
+pub use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
+pub use search::{run, CapacityError};
 pub use slo::{Metric, Slo};
 
 /// Command-line options of `surge capacity`.

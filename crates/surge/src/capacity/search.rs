@@ -4,17 +4,14 @@
 
 use super::slo::{self, fmt_ms, Slo};
 use super::CapacityArgs;
+use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
 use crate::recording::{Kind, Recording};
 use crate::replay::{self, ReplayArgs, ReplayError, ReplayPlan};
 use crate::report::{load, ReportError};
 use clap::Parser;
-use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
-
-/// File name of the search's result in the capacity directory.
-pub const CAPACITY_JSON: &str = "capacity.json";
 
 /// Most users an open step may run at once (arrivals beyond are dropped and count as failed).
 const OPEN_MAX_USERS: u32 = 10_000;
@@ -39,67 +36,6 @@ pub enum CapacityError {
         /// What the OS said.
         err: std::io::Error,
     },
-}
-
-/// One step of the search, as capacity.json keeps it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepResult {
-    /// Its run directory, relative to the capacity directory (`step-01`).
-    pub dir: String,
-    /// Concurrent users, or sessions/s for an open search.
-    pub load: f64,
-    /// Sessions judged (after warm-up; dropped arrivals included).
-    pub sessions: usize,
-    /// Of them failed.
-    pub failed: usize,
-    /// failed / sessions.
-    pub failure_rate: f64,
-    /// Each SLO's value (ms), in `--slo` order; null when nothing was measured.
-    pub values: Vec<Option<f64>>,
-    /// Met every SLO and the failure rate.
-    pub ok: bool,
-    /// What broke, as the answer line names it (`page_load p95 2.6 s`).
-    pub broke: Vec<String>,
-}
-
-/// capacity.json: the search's plan, its steps in the order run, and the answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CapacityResult {
-    /// `users` (closed model) or `sessions/s` (`--open`).
-    pub unit: String,
-    /// The recording replayed.
-    pub recording: String,
-    /// The app's URL.
-    pub target: String,
-    /// Each `--slo` as given.
-    pub slos: Vec<String>,
-    /// How each SLO is named in the answer (`page_load p95`).
-    pub slo_names: Vec<String>,
-    /// Each SLO's limit (ms).
-    pub limits_ms: Vec<f64>,
-    /// `--max-failure-rate`.
-    pub max_failure_rate: f64,
-    /// Every step run, in order.
-    pub steps: Vec<StepResult>,
-    /// Highest load that met every objective (null when the first step broke).
-    pub holds: Option<f64>,
-    /// Lowest load that broke one (null when none did up to `--max-load`).
-    pub breaks: Option<f64>,
-    /// The answer line.
-    pub answer: String,
-    /// Stopped (Ctrl-C) before the answer was found.
-    pub interrupted: bool,
-}
-
-impl CapacityResult {
-    /// Exit status: 0 with an answer, 1 when even the first step broke, 130 when interrupted.
-    pub fn exit_code(&self) -> u8 {
-        match (self.interrupted, self.holds) {
-            (true, _) => 130,
-            (false, None) => 1,
-            (false, Some(_)) => 0,
-        }
-    }
 }
 
 /// Runs the search until it has its answer or `stop` resolves; writes the steps and
@@ -178,7 +114,7 @@ fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
     if !(args.growth > 1.0 && args.growth.is_finite()) {
         return usage(format!("--growth {}: must be above 1", args.growth));
     }
-    if !(args.max_load >= args.start) {
+    if args.max_load.is_nan() || args.max_load < args.start {
         return usage(format!(
             "--max-load {}: below --start {}",
             args.max_load, args.start

@@ -4,34 +4,17 @@
 
 use super::shape::Shape;
 use super::{user, ReplayError, Shared};
+use crate::output::{self, ShapePoint};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
-/// File name of the shape series in the run directory.
-pub const SHAPE_CSV: &str = "shape.csv";
-
 /// How often the shape is sampled (and stages' targets are followed).
 const TICK: Duration = Duration::from_millis(100);
 /// How often a point is written to shape.csv.
 const SAMPLE: Duration = Duration::from_secs(1);
-
-/// One moment of a run: users and arrivals asked by the shape and achieved.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShapePoint {
-    /// ms since the run's start.
-    pub t_ms: i64,
-    /// Users the shape asks for now (an open model: its `--max-users` bound).
-    pub asked_users: u32,
-    /// Users in their loop of sessions now.
-    pub users: u32,
-    /// Sessions the shape asks to have started by now (open model only).
-    pub asked_arrivals: Option<u64>,
-    /// Sessions started by now.
-    pub arrivals: u64,
-}
 
 /// Starts users as the shape asks and returns when every user has stopped.
 pub(super) async fn drive(sh: &Arc<Shared>, stop: watch::Receiver<bool>) {
@@ -147,37 +130,9 @@ pub(super) fn push_point(sh: &Shared) {
     sh.points.lock().expect("points lock").push(p);
 }
 
-/// Writes shape.csv: `t_ms,asked_users,users,asked_arrivals,arrivals` (asked_arrivals empty
-/// for closed models).
+/// Writes shape.csv into the run directory.
 pub(super) fn write_points(sh: &Shared) -> Result<(), ReplayError> {
-    let mut s = String::from("t_ms,asked_users,users,asked_arrivals,arrivals\n");
-    for p in sh.points.lock().expect("points lock").iter() {
-        let asked = p.asked_arrivals.map(|a| a.to_string()).unwrap_or_default();
-        s.push_str(&format!(
-            "{},{},{},{asked},{}\n",
-            p.t_ms, p.asked_users, p.users, p.arrivals
-        ));
-    }
-    let path = sh.plan.out_dir.join(SHAPE_CSV);
-    crate::output::write_atomic(&path, s.as_bytes()).map_err(|err| ReplayError::Io { path, err })
-}
-
-/// Reads a run directory's shape.csv; None when the run has none (older runs, shinycannon).
-pub fn read_points(dir: &std::path::Path) -> Option<Vec<ShapePoint>> {
-    let text = std::fs::read_to_string(dir.join(SHAPE_CSV)).ok()?;
-    let mut out = Vec::new();
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 5 {
-            return None;
-        }
-        out.push(ShapePoint {
-            t_ms: f[0].parse().ok()?,
-            asked_users: f[1].parse().ok()?,
-            users: f[2].parse().ok()?,
-            asked_arrivals: f[3].parse().ok(),
-            arrivals: f[4].parse().ok()?,
-        });
-    }
-    Some(out)
+    let points = sh.points.lock().expect("points lock");
+    output::write_points(&sh.plan.out_dir, &points)
+        .map_err(|(path, err)| ReplayError::Io { path, err })
 }

@@ -20,6 +20,7 @@ mod summary;
 mod think;
 mod user;
 
+use crate::output::ShapePoint;
 use crate::segment::Start;
 use std::future::Future;
 use std::sync::atomic::AtomicU32;
@@ -28,7 +29,6 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub(crate) use aggregate::Aggregate;
-pub use drive::{read_points, ShapePoint, SHAPE_CSV};
 pub use flags::ReplayArgs;
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
@@ -124,7 +124,7 @@ pub async fn run(
     });
     if counting {
         // Users wait for t0 on their own; this only tells the person watching.
-        let start = sh.start.clone();
+        let start = sh.start;
         tokio::spawn(async move { start.count_down(|| false).await });
     }
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -219,8 +219,8 @@ pub const SHAPE_CSV: &str = "shape.csv";
 /// One moment of a run: users and arrivals asked by the shape and achieved.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShapePoint {
-    /// ms since the run's start.
-    pub t_ms: i64,
+    /// Unix ms.
+    pub at_ms: i64,
     /// Users the shape asks for now (an open model: its `--max-users` bound).
     pub asked_users: u32,
     /// Users in their loop of sessions now.
@@ -231,7 +231,7 @@ pub struct ShapePoint {
     pub arrivals: u64,
 }
 
-/// Writes shape.csv: `t_ms,asked_users,users,asked_arrivals,arrivals` (asked_arrivals empty for
+/// Writes shape.csv: `unix_ms,asked_users,users,asked_arrivals,arrivals` (asked_arrivals empty for
 /// closed models), whole or not at all.
 ///
 /// # Errors
@@ -240,13 +240,13 @@ pub fn write_points(
     dir: &Path,
     points: &[ShapePoint],
 ) -> Result<(), (std::path::PathBuf, std::io::Error)> {
-    let mut s = String::from("t_ms,asked_users,users,asked_arrivals,arrivals\n");
+    let mut s = String::from("unix_ms,asked_users,users,asked_arrivals,arrivals\n");
     for p in points {
         let asked = p.asked_arrivals.map(|a| a.to_string()).unwrap_or_default();
         let _ = writeln!(
             s,
             "{},{},{},{asked},{}",
-            p.t_ms, p.asked_users, p.users, p.arrivals
+            p.at_ms, p.asked_users, p.users, p.arrivals
         );
     }
     let path = dir.join(SHAPE_CSV);
@@ -263,7 +263,7 @@ pub fn read_points(dir: &std::path::Path) -> Option<Vec<ShapePoint>> {
             return None;
         }
         out.push(ShapePoint {
-            t_ms: f[0].parse().ok()?,
+            at_ms: f[0].parse().ok()?,
             asked_users: f[1].parse().ok()?,
             users: f[2].parse().ok()?,
             asked_arrivals: f[3].parse().ok(),

@@ -160,6 +160,23 @@ async fn capacity_finds_the_queueing_knee() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
     assert_eq!(json["holds"].as_f64(), Some(f64::from(holds)));
+    // Given the capacity directory, the report compares the last good and the first bad step and
+    // carries the search for its capacity view.
+    let m = common::report_model(&common::report_args(vec![out.clone()], &[]));
+    assert_eq!(m["capacity"]["holds"].as_f64(), Some(f64::from(holds)));
+    let names: Vec<&str> = m["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            format!("holds {holds} users"),
+            format!("breaks at {breaks} users")
+        ]
+    );
     for s in &res.steps {
         let m = common::report_model(&common::report_args(vec![out.join(&s.dir)], &[]));
         assert!(m["runs"][0]["summary"]["sessions"].as_u64().unwrap() as usize >= s.sessions);
@@ -202,8 +219,9 @@ async fn stages_are_achieved() {
             0.0
         }
     };
+    let t0 = outcome.summary.started_at_ms;
     for p in &points {
-        let t = p.t_ms as f64 / 1000.0;
+        let t = (p.at_ms - t0) as f64 / 1000.0;
         let want = asked(t);
         assert!(
             (f64::from(p.users) - want).abs() <= 1.5,
@@ -212,6 +230,11 @@ async fn stages_are_achieved() {
         );
     }
     assert!(points.iter().any(|p| p.users == 6), "{points:?}");
+    // The report carries the series for the concurrency chart, in ms since the run's first row.
+    let m = common::report_model(&common::report_args(vec![out.clone()], &[]));
+    let shape = m["runs"][0]["shape"].as_array().unwrap();
+    assert_eq!(shape.len(), points.len());
+    assert!(shape.iter().any(|p| p[1] == 6 && p[2] == 6), "{shape:?}");
     assert_eq!(outcome.summary.plan.users, 6);
 }
 

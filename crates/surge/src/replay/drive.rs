@@ -117,7 +117,7 @@ pub(super) async fn sample(sh: Arc<Shared>) {
 pub(super) fn push_point(sh: &Shared) {
     let t = Instant::now().saturating_duration_since(sh.t0);
     let p = ShapePoint {
-        t_ms: t.as_millis() as i64,
+        at_ms: sh.start.unix_ms + t.as_millis() as i64,
         asked_users: if Instant::now() < sh.loaded_end {
             sh.plan.shape.asked_users(t)
         } else {

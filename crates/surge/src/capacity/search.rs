@@ -273,8 +273,10 @@ async fn step(
         let dropped = outcome.summary.arrivals_dropped as usize;
         slo::measure(&run, &args.slos, &|s| s.start >= cut, dropped)
     } else {
-        // Each user's first session ran while the others were still starting: left out.
-        slo::measure(&run, &args.slos, &|s| s.iteration > 0, 0)
+        // Sessions begun before the last user started, and each user's first one (they all
+        // begin together), met a partly loaded app: left out.
+        let warm = outcome.summary.warmup_end_ms;
+        slo::measure(&run, &args.slos, &|s| s.start >= warm && s.iteration > 0, 0)
     };
     let result = judge(args, name, load, measured);
     eprintln!("surge capacity: {}", step_line(&result, res));
@@ -382,7 +384,7 @@ fn finish(
         ),
         _ => "interrupted before any step finished".to_string(),
     };
-    if res.interrupted {
+    if res.interrupted && !res.steps.is_empty() {
         res.answer = format!("interrupted; so far: {}", res.answer);
     }
     write_json(dir, &res)?;

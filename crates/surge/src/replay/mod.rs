@@ -43,8 +43,12 @@ struct Shared {
     /// The plan's start (`--start-at` or now); user w of a ramp starts at t0 + w × interval.
     start: Start,
     t0: Instant,
+    /// The last user of a ramp has started (stages: the peak is first reached).
+    warmup_end: Instant,
     /// No session starts after this.
     loaded_end: Instant,
+    /// Sessions started after `warmup_end` (the budget `max_sessions` counts).
+    loaded_sessions: AtomicU32,
     next_session: AtomicU32,
     running: AtomicU32,
     /// Users in their loop of sessions now.
@@ -107,12 +111,15 @@ pub async fn run(
     }
     let t0 = start.t0;
     let loaded_end = t0 + plan.shape.end();
+    let warmup_end = t0 + plan.shape.warmup();
     let counting = plan.progress;
     let sh = Arc::new(Shared {
         plan,
         start,
         t0,
+        warmup_end,
         loaded_end,
+        loaded_sessions: AtomicU32::new(0),
         next_session: AtomicU32::new(0),
         running: AtomicU32::new(0),
         active_users: AtomicU32::new(0),

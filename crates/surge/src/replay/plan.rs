@@ -71,7 +71,8 @@ pub struct ReplayPlan {
     pub start_at: Option<i64>,
     /// The two `#` lines heading each session CSV.
     pub comment_lines: String,
-    /// Stop starting sessions once this many have started (a capacity step's size); None: no limit.
+    /// Stop starting sessions once this many have started after the warm-up (a capacity step's
+    /// size); None: no limit.
     pub max_sessions: Option<u32>,
     /// Print the progress line on stderr (off for capacity steps, which print their own).
     pub progress: bool,

@@ -66,16 +66,17 @@ pub(super) async fn one_session(sh: Arc<Shared>, k: u32, mut stop: watch::Receiv
     sh.active_users.fetch_sub(1, Ordering::AcqRel);
 }
 
-/// The next session's id, or None when the plan's session budget (a capacity step) is spent.
+/// The next session's id, or None when the plan's session budget (a capacity step: sessions
+/// started after the warm-up) is spent.
 fn next_session(sh: &Shared) -> Option<u32> {
-    let sid = sh.next_session.fetch_add(1, Ordering::Relaxed);
-    match sh.plan.max_sessions {
-        Some(max) if sid >= max => {
-            sh.next_session.fetch_sub(1, Ordering::Relaxed);
-            None
+    if let Some(max) = sh.plan.max_sessions {
+        if Instant::now() >= sh.warmup_end
+            && sh.loaded_sessions.fetch_add(1, Ordering::Relaxed) >= max
+        {
+            return None;
         }
-        _ => Some(sid),
     }
+    Some(sh.next_session.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Whether user `w` goes on with another session: before the loaded phase's end, and for

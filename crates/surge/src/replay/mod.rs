@@ -1,11 +1,14 @@
 //! `surge replay`: many simulated users, each replaying the recorded session in a loop, shinycannon
-//! semantics (user w starts at w × interval; users loop until the loaded duration ends, then finish
-//! their current session). One task per user; the parsed recording is shared, per-user state is a
-//! few small buffers (target: ≤ 50 KB per user at 10,000 users).
+//! semantics by default (user w starts at w × interval; users loop until the loaded duration
+//! ends, then finish their current session), or another load shape (stages, an arrival rate).
+//! One task per user; the parsed recording is shared, per-user state is a few small buffers
+//! (target: ≤ 50 KB per user at 10,000 users). [`run`] takes a checked [`ReplayPlan`] and a stop
+//! signal, so it runs in-process (`surge capacity`, tests); `main.rs` owns flags, logger, Ctrl-C.
 //!
-//! Modules, along the run: `flags`, `think` (pauses), `user` (one user's loop of sessions),
-//! `player` (one session) and `stream` (SSE in the background), `aggregate` (results as
-//! sessions end), `summary` (summary.json), `print` (text), `progress`.
+//! Modules, along the run: `flags`, `plan` (flags → plan, `ReplayError`), `shape` (load shapes),
+//! `think` (pauses), `drive` (starting users as the shape asks; shape.csv), `user` (one user's
+//! loop of sessions), `player` (one session) and `stream` (SSE in the background), `aggregate`
+//! (results as sessions end), `summary` (summary.json), `print` (text), `progress`.
 
 mod aggregate;
 mod drive;

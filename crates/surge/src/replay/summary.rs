@@ -71,7 +71,7 @@ pub struct Plan {
     pub recording: String,
     /// `--target`.
     pub target: String,
-    /// `--users`.
+    /// `--users` (`--stages`: the highest target; `--arrival-rate`: `--max-users`).
     pub users: u32,
     /// Delay between user starts (ms).
     pub start_interval_ms: u64,

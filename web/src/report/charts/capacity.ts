@@ -33,7 +33,7 @@ export function capacityView(model: Model): void {
       data: [
         { yAxis: c.limits_ms[i] / 1000 },
         ...(i === 0 && c.holds !== null
-          ? [{ xAxis: c.holds, lineStyle: { color: FAIL, type: "solid" as const }, label: { formatter: `knee: holds ${c.holds}`, position: "end" as const, color: FAIL } }]
+          ? [{ xAxis: c.holds, lineStyle: { color: FAIL, type: "solid" as const }, label: { formatter: `knee: holds ${c.holds}`, position: "insideStartTop" as const, color: FAIL } }]
           : []),
       ],
     },

@@ -3,6 +3,8 @@
 //! dispatches subcommands to the `run` functions here.
 
 pub mod bench;
+pub mod capacity;
+pub mod capfile;
 pub mod checks;
 pub mod failure;
 pub mod h1;

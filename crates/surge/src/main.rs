@@ -27,6 +27,8 @@ enum Command {
     ImportHar(surge::har::ImportArgs),
     /// Replay a recording with many simulated users (shinycannon-compatible output)
     Replay(surge::replay::ReplayArgs),
+    /// How many users an app holds within SLOs: replay steps of growing load, then bisection
+    Capacity(surge::capacity::CapacityArgs),
     /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
     Merge(surge::merge::MergeArgs),
     /// One self-contained HTML report for one run or a comparison of runs
@@ -34,7 +36,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     // bench runs its connections on threads of its own (`--threads`): its loop here only waits.
     let rt = match &cli.command {
         Command::Bench(_) => tokio::runtime::Builder::new_current_thread()
@@ -50,11 +55,73 @@ fn main() -> ExitCode {
         Command::Bench(a) => rt.block_on(surge::bench::run(a)),
         Command::Record(a) => rt.block_on(surge::record::run(a)),
         Command::ImportHar(a) => surge::har::run(a),
-        Command::Replay(a) => rt.block_on(surge::replay::run(a)),
+        Command::Replay(a) => rt.block_on(replay(a)),
+        Command::Capacity(a) => rt.block_on(capacity(a)),
         Command::Merge(a) => surge::merge::run(a),
         Command::Report(a) => surge::report::run(a).map(|()| 0).map_err(Into::into),
     };
     surge::exit_code(result, cli.verbose)
+}
+
+/// A command line clap refuses: help and version print as clap has them; a bad flag is one
+/// line (`surge: error: invalid value ... for '--stages <STAGES>': ...`) and exit status 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+    }
+    let text = e.render().to_string();
+    // The first paragraph, on one line (a missing argument's name is on the line after).
+    let para: Vec<&str> = (text.lines().map(str::trim))
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    eprintln!("surge: {}", para.join(" "));
+    ExitCode::from(2)
+}
+
+/// The command line as the session CSVs record it (after `surge replay`).
+fn argv() -> Vec<String> {
+    std::env::args().skip(2).collect()
+}
+
+/// Resolves at the first Ctrl-C (never when the handler cannot be installed).
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_ok() {
+        eprintln!("surge: interrupted, finishing partial results");
+    } else {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// `surge replay`: plan from the flags, logger, Ctrl-C, the run, then its text or JSON summary.
+async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
+    let plan = surge::replay::ReplayPlan::from_args(&args, &argv())?;
+    let debug_log = (args.debug_log).then(|| plan.out_dir.join(surge::logging::DEBUG_LOG));
+    surge::logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
+    let out_dir = plan.out_dir.clone();
+    let outcome = surge::replay::run(plan, ctrl_c()).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
+    } else {
+        print!("{}", surge::replay::replay_text(&outcome.summary, &out_dir));
+    }
+    Ok(outcome.exit_code())
+}
+
+/// `surge capacity`: failed sessions are expected near the knee, so only errors are logged; the
+/// answer line goes to stdout.
+async fn capacity(args: surge::capacity::CapacityArgs) -> anyhow::Result<u8> {
+    surge::logging::init(surge::logging::LogLevel::Error, None).map_err(anyhow::Error::msg)?;
+    let result = surge::capacity::run(args, ctrl_c()).await?;
+    println!("{}", result.answer);
+    Ok(result.exit_code())
 }
 
 #[cfg(test)]

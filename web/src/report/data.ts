@@ -50,6 +50,19 @@ export interface RunModel {
   };
   events: { line: number[]; gap: number[]; dur: number[]; failed: number[] };
   lines: number[][];
+  /** shape.csv each second: [ms since run start, users asked, users, arrivals asked (-1: closed), arrivals] */
+  shape?: number[][];
+}
+
+/** A capacity search (capacity.json of `surge capacity`). */
+export interface Capacity {
+  unit: string;
+  slo_names: string[];
+  limits_ms: number[];
+  steps: { dir: string; load: number; ok: boolean; values: (number | null)[]; failure_rate: number }[];
+  holds: number | null;
+  breaks: number | null;
+  answer: string;
 }
 
 export interface Model {
@@ -60,6 +73,7 @@ export interface Model {
   same_recording: boolean;
   recordings: Recording[];
   runs: RunModel[];
+  capacity?: Capacity;
 }
 
 /** A run with absolute event times and per-session totals, computed once. */

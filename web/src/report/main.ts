@@ -7,6 +7,7 @@ import { durationView, latencyView } from "./charts/scatter";
 import { waterfallView } from "./charts/waterfall";
 import { linesView } from "./charts/lines";
 import { concurrencyView } from "./charts/concurrency";
+import { capacityView } from "./charts/capacity";
 
 function legend(model: Model): void {
   const el = document.getElementById("legend");
@@ -25,6 +26,7 @@ function main(): void {
   const model = JSON.parse(el.textContent) as Model;
   const runs = decode(model);
   legend(model);
+  capacityView(model);
   ganttByRunTime(model, runs);
   ganttAligned(model, runs);
   durationView(model, runs);

@@ -109,6 +109,7 @@ fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
             loaded_duration_ms: (cfg["loadedDurationMinutes"].as_f64().unwrap_or(0.0) * 60_000.0)
                 .round() as u64,
             think_time: text(&cfg["thinkTime"]),
+            shape: cfg["shape"].as_str().map(str::to_string),
             message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
         },
         started_at_ms: start_at.or(earliest).unwrap_or(0),

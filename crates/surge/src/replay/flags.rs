@@ -24,10 +24,23 @@ pub struct ReplayArgs {
     /// Number of simulated users (shinycannon's --workers)
     #[arg(long, visible_alias = "workers", default_value_t = 1)]
     pub users: u32,
-    /// Delay between user starts: 2s, 500ms, or a plain number of milliseconds as in shinycannon
-    /// (default: recording length / users)
+    /// Delay between user starts: 2s, 500ms, or a plain number of milliseconds as in shinycannon;
+    /// 0 starts all users at once (default: recording length / users)
     #[arg(long, value_parser = parse_interval)]
     pub start_interval: Option<Duration>,
+    /// Load shape as concurrent users per stage, linear between stage ends, e.g. '2m:50, 5m:50,
+    /// 1m:0' (users above a falling target finish their session and stop)
+    #[arg(long, value_name = "STAGES", value_parser = super::shape::parse_stages,
+          conflicts_with_all = ["users", "start_interval", "arrival_rate", "segment"])]
+    pub stages: Option<super::shape::Stages>,
+    /// Open model: new single-session users at this rate (2/s, 30/m) during --loaded-duration,
+    /// whatever the app's speed; bounded by --max-users
+    #[arg(long, value_name = "RATE", value_parser = super::shape::parse_rate,
+          conflicts_with_all = ["users", "start_interval", "segment"])]
+    pub arrival_rate: Option<f64>,
+    /// With --arrival-rate: most users at once; arrivals beyond it are dropped and counted
+    #[arg(long, default_value_t = 1000, requires = "arrival_rate")]
+    pub max_users: u32,
     /// How long to keep all users looping after the last one started, e.g. 5m (default 0)
     #[arg(long, value_parser = parse_duration, conflicts_with = "loaded_duration_minutes")]
     pub loaded_duration: Option<Duration>,

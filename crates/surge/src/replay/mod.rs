@@ -1,66 +1,68 @@
 //! `surge replay`: many simulated users, each replaying the recorded session in a loop, shinycannon
-//! semantics (user w starts at w × interval; users loop until the loaded duration ends, then finish
-//! their current session). One task per user; the parsed recording is shared, per-user state is a
-//! few small buffers (target: ≤ 50 KB per user at 10,000 users).
+//! semantics by default (user w starts at w × interval; users loop until the loaded duration
+//! ends, then finish their current session), or another load shape (stages, an arrival rate).
+//! One task per user; the parsed recording is shared, per-user state is a few small buffers
+//! (target: ≤ 50 KB per user at 10,000 users). [`run`] takes a checked [`ReplayPlan`] and a stop
+//! signal, so it runs in-process (`surge capacity`, tests); `main.rs` owns flags, logger, Ctrl-C.
 //!
-//! Modules, along the run: `flags`, `think` (pauses), `user` (one user's loop of sessions),
-//! `player` (one session) and `stream` (SSE in the background), `aggregate` (results as
-//! sessions end), `summary` (summary.json), `print` (text), `progress`.
+//! Modules, along the run: `flags`, `plan` (flags → plan, `ReplayError`), `shape` (load shapes),
+//! `think` (pauses), `drive` (starting users as the shape asks; shape.csv), `user` (one user's
+//! loop of sessions), `player` (one session) and `stream` (SSE in the background), `aggregate`
+//! (results as sessions end), `summary` (summary.json), `print` (text), `progress`.
 
 mod aggregate;
+mod drive;
 mod flags;
+mod plan;
 mod player;
 mod print;
 mod progress;
+mod shape;
 mod stream;
 mod summary;
 mod think;
 mod user;
 
-use crate::logging;
-use crate::output;
-use crate::recording::Recording;
-use crate::segment::{self, Segment, Start};
-use crate::target::Target;
-use crate::timefmt;
-use bytes::Bytes;
-use hyper::header::{HeaderName, HeaderValue};
-use std::path::{Path, PathBuf};
+use crate::output::ShapePoint;
+use crate::segment::Start;
+use std::future::Future;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub(crate) use aggregate::Aggregate;
 pub use flags::ReplayArgs;
+pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
+pub use shape::{parse_rate, parse_stages, Shape, Stage, Stages};
 pub(crate) use summary::{from_aggregate, Head};
 pub use summary::{FailureCount, Plan, RunSummary, SessionCounts, Split};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.
 struct Shared {
-    rec: Recording,
-    bodies: Vec<Option<Bytes>>,
-    target: Target,
-    headers: Vec<(HeaderName, HeaderValue)>,
-    think: ThinkTime,
-    message_timeout: Duration,
-    out_dir: PathBuf,
-    comment_lines: String,
-    /// The plan's start (`--start-at` or now); user w starts at t0 + w × interval.
+    plan: ReplayPlan,
+    /// The plan's start (`--start-at` or now); user w of a ramp starts at t0 + w × interval.
     start: Start,
     t0: Instant,
-    segment: Option<Segment>,
-    start_at: Option<i64>,
-    interval: Duration,
+    /// The last user of a ramp has started (stages: the peak is first reached).
+    warmup_end: Instant,
+    /// No session starts after this.
     loaded_end: Instant,
+    /// Sessions started after `warmup_end` (the budget `max_sessions` counts).
+    loaded_sessions: AtomicU32,
     next_session: AtomicU32,
     running: AtomicU32,
+    /// Users in their loop of sessions now.
+    active_users: AtomicU32,
+    /// `--arrival-rate`: arrivals not started because `--max-users` were running.
+    dropped: AtomicU32,
     done: AtomicU32,
     failed: AtomicU32,
     agg: Mutex<Aggregate>,
+    /// Users and arrivals over time, asked and achieved (shape.csv).
+    points: Mutex<Vec<ShapePoint>>,
 }
 
 /// Exit status: all good.
@@ -70,180 +72,95 @@ pub const EXIT_CHECKS: u8 = 1;
 /// Exit status: interrupted by Ctrl-C (results written so far are consistent).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// Runs a replay; returns the process exit status.
-pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
-    let url = args.app_url()?;
-    let flag = if args.app_url.is_some() {
-        "APP-URL"
-    } else {
-        "--target"
-    };
-    let target = Target::parse(url).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
-    let rec = Recording::load(&args.recording)?;
-    if args.users == 0 {
-        anyhow::bail!("--users must be at least 1");
-    }
-    let (segment, start_at) =
-        segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())
-            .map_err(anyhow::Error::msg)?;
-    let users: Vec<u32> = match segment {
-        Some(s) => s.users(args.users).collect(),
-        None => (0..args.users).collect(),
-    };
-    if users.is_empty() {
-        anyhow::bail!(
-            "--segment {}: the plan has {} users, so this segment has none (use at most {} segments)",
-            args.segment.as_deref().unwrap_or_default(),
-            args.users,
-            args.users
-        );
-    }
-    let bodies = load_bodies(&rec)?;
-    let headers = flags::parse_headers(&args.headers)?;
-    let out_dir = args.output_dir.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "test-logs-{}",
-            timefmt::format_iso(timefmt::now_ms()).replace(':', "-")
-        ))
-    });
-    output::prepare_dir(&out_dir, args.overwrite_output).map_err(anyhow::Error::msg)?;
-    output::copy_recording(&rec, &out_dir).map_err(anyhow::Error::msg)?;
-    let debug_log = args.debug_log.then(|| out_dir.join(logging::DEBUG_LOG));
-    logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
+/// What a finished replay gives its caller: the summary (also in the run directory) and the
+/// exit status it stands for.
+#[derive(Debug)]
+pub struct Outcome {
+    /// summary.json's content.
+    pub summary: RunSummary,
+    /// Stopped by the stop signal before the plan's end.
+    pub interrupted: bool,
+}
 
-    let interval = args.start_interval.unwrap_or_else(|| {
-        Duration::from_millis((rec.duration_ms() / i64::from(args.users)).max(0) as u64)
-    });
-    let comment_lines = comment_lines(&args, url, &out_dir, interval, segment, start_at);
+impl Outcome {
+    /// The process exit status this outcome stands for.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted {
+            EXIT_INTERRUPTED
+        } else if self.summary.ok {
+            EXIT_OK
+        } else {
+            EXIT_CHECKS
+        }
+    }
+}
+
+/// Runs a replay plan until its shape ends or `stop` resolves (then users finish as after
+/// Ctrl-C: sessions cut short count as failed and the results so far are written). Writes
+/// summary.json and shape.csv into the run directory. Installs no logger and no signal handler.
+pub async fn run(
+    plan: ReplayPlan,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<Outcome, ReplayError> {
     tracing::info!(
-        "{} users, one every {interval:?}, loaded phase {:?} after the last start; target {url}",
-        args.users,
-        args.loaded_duration()
+        "{}; loaded phase ends {:?} after the start; target {}",
+        plan.shape,
+        plan.shape.end(),
+        plan.url
     );
-    let start = Start::at(start_at);
+    let start = Start::at(plan.start_at);
     if let Some(line) = start.late_line("users whose start time has passed") {
         eprintln!("{line}");
     }
-    // Users wait for t0 on their own; this only tells the person watching (ends at t0, or with
-    // the runtime when the run is interrupted first).
-    tokio::spawn(async move { start.count_down(|| false).await });
     let t0 = start.t0;
-    let warmup = interval * (args.users - 1);
+    let loaded_end = t0 + plan.shape.end();
+    let warmup_end = t0 + plan.shape.warmup();
+    let counting = plan.progress;
     let sh = Arc::new(Shared {
-        rec,
-        bodies,
-        target,
-        headers,
-        think: args.think_time,
-        message_timeout: args.message_timeout,
-        out_dir: out_dir.clone(),
-        comment_lines,
+        plan,
         start,
         t0,
-        segment,
-        start_at,
-        interval,
-        loaded_end: t0 + warmup + args.loaded_duration(),
+        warmup_end,
+        loaded_end,
+        loaded_sessions: AtomicU32::new(0),
         next_session: AtomicU32::new(0),
         running: AtomicU32::new(0),
+        active_users: AtomicU32::new(0),
+        dropped: AtomicU32::new(0),
         done: AtomicU32::new(0),
         failed: AtomicU32::new(0),
         agg: Mutex::new(Aggregate::new()),
+        points: Mutex::new(Vec::new()),
     });
-    let interrupted = run_users(&sh, &users).await;
-
-    let summary = summary::summarize(&sh, &args, interrupted);
-    let json = serde_json::to_string_pretty(&summary)?;
-    std::fs::write(out_dir.join("summary.json"), format!("{json}\n"))?;
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", print::replay_text(&summary, &out_dir));
+    if counting {
+        // Users wait for t0 on their own; this only tells the person watching.
+        let start = sh.start;
+        tokio::spawn(async move { start.count_down(|| false).await });
     }
-    Ok(if interrupted {
-        EXIT_INTERRUPTED
-    } else if summary.ok {
-        EXIT_OK
-    } else {
-        EXIT_CHECKS
-    })
-}
-
-/// The request bodies of the recording's events (`datafile`s), read once for all users.
-fn load_bodies(rec: &Recording) -> anyhow::Result<Vec<Option<Bytes>>> {
-    let mut bodies = Vec::with_capacity(rec.events.len());
-    for ev in &rec.events {
-        bodies.push(match &ev.datafile {
-            Some(p) => Some(Bytes::from(std::fs::read(p).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}:{}: datafile {}: {e}",
-                    rec.path.display(),
-                    ev.line,
-                    p.display()
-                )
-            })?)),
-            None => None,
-        });
-    }
-    Ok(bodies)
-}
-
-/// The two `#` lines heading every session CSV: the command line and the run's settings in
-/// shinycannon's JSON shape. A segment adds `segment` ("K/N") and `startAt`, which `surge merge` and `surge report` read.
-fn comment_lines(
-    args: &ReplayArgs,
-    url: &str,
-    out_dir: &Path,
-    interval: Duration,
-    segment: Option<Segment>,
-    start_at: Option<i64>,
-) -> String {
-    let argv: Vec<String> = std::env::args().skip(2).collect();
-    let mut config = serde_json::json!({
-        "tool": format!("surge {}", env!("CARGO_PKG_VERSION")),
-        "appUrl": url,
-        "recordingPath": args.recording.display().to_string(),
-        "outputDir": out_dir.display().to_string(),
-        "overwriteOutput": args.overwrite_output,
-        "workers": args.users,
-        "startIntervalMs": interval.as_millis() as u64,
-        "loadedDurationMinutes": args.loaded_duration().as_secs_f64() / 60.0,
-        "debugLog": args.debug_log,
-        "logLevel": args.log_level.name(),
-        "thinkTime": args.think_time.name(),
-        "messageTimeoutMs": args.message_timeout.as_millis() as u64,
-    });
-    if let Some(s) = segment {
-        config["segment"] = s.to_string().into();
-    }
-    if let Some(ms) = start_at {
-        config["startAt"] = timefmt::format_iso(ms).into();
-    }
-    format!("# {}\n# {}\n", argv.join(" "), config)
-}
-
-/// Starts every user (and the progress line and the Ctrl-C watcher) and waits for all of
-/// them; true if the run was interrupted.
-async fn run_users(sh: &Arc<Shared>, users: &[u32]) -> bool {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let stop_tx = Arc::new(stop_tx);
-    let sigint = {
-        let stop_tx = stop_tx.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("surge: interrupted, finishing partial results");
-                let _ = stop_tx.send(true);
-            }
-        })
-    };
-    let progress = tokio::spawn(progress::progress(sh.clone(), users.len() as u32));
-    let mut workers = tokio::task::JoinSet::new();
-    for &w in users {
-        workers.spawn(user::worker(sh.clone(), w, stop_rx.clone()));
+    let stopper = tokio::spawn(async move {
+        stop.await;
+        let _ = stop_tx.send(true);
+    });
+    let progress = counting.then(|| tokio::spawn(progress::progress(sh.clone())));
+    let sampler = tokio::spawn(drive::sample(sh.clone()));
+    drive::drive(&sh, stop_rx.clone()).await;
+    sampler.abort();
+    if let Some(p) = progress {
+        p.abort();
     }
-    while workers.join_next().await.is_some() {}
-    progress.abort();
-    sigint.abort();
+    stopper.abort();
     let interrupted = *stop_rx.borrow();
-    interrupted
+    drive::push_point(&sh);
+    let out_dir = &sh.plan.out_dir;
+    drive::write_points(&sh)?;
+    let summary = summary::summarize(&sh, interrupted);
+    let json = serde_json::to_string_pretty(&summary).expect("summary serialises");
+    let path = out_dir.join("summary.json");
+    crate::output::write_atomic(&path, format!("{json}\n").as_bytes())
+        .map_err(|err| ReplayError::Io { path, err })?;
+    Ok(Outcome {
+        summary,
+        interrupted,
+    })
 }

@@ -2,7 +2,7 @@
 //! connection, the WebSocket, placeholders, expected messages), each wait bounded.
 
 use super::stream::play_stream;
-use super::Shared;
+use super::ReplayPlan;
 use crate::failure::{At, Cause, Failure};
 use crate::output::{RowEvent, SessionLog};
 use crate::recording::{Event, Kind, StreamEnd};
@@ -28,7 +28,7 @@ type Ws = WebSocketStream<crate::net::Stream>;
 /// The state of one session being played: a few strings, one HTTP connection, one WebSocket, and
 /// the streaming responses (SSE) playing in the background (aborted when the session is dropped).
 pub(super) struct Player<'a> {
-    pub sh: &'a Shared,
+    pub sh: &'a ReplayPlan,
     pub tokens: Tokens,
     pub jar: CookieJar,
     pub http: Conn,

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Shows progress until aborted.
-pub(super) async fn progress(sh: Arc<Shared>, users: u32) {
+pub(super) async fn progress(sh: Arc<Shared>) {
     let line = |sh: &Shared| {
         format!(
-            "{:>6.1}s  running {}  done {}  failed {}  (users {users})",
+            "{:>6.1}s  users {}  running {}  done {}  failed {}",
             sh.t0.elapsed().as_secs_f64(),
+            sh.active_users.load(Ordering::Relaxed),
             sh.running.load(Ordering::Relaxed),
             sh.done.load(Ordering::Relaxed),
             sh.failed.load(Ordering::Relaxed)

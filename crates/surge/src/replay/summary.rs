@@ -1,7 +1,8 @@
 //! summary.json: the machine-readable result of a run, and computing it from the aggregate.
 
 use super::aggregate::Aggregate;
-use super::{ReplayArgs, Shared};
+use super::shape::Shape;
+use super::Shared;
 use crate::checks::{CheckResult, Scope, Threshold};
 use crate::failure::FailureKind;
 use crate::recording::Kind;
@@ -42,6 +43,8 @@ pub struct RunSummary {
     pub split: Split,
     /// Sessions started, completed and failed.
     pub sessions: SessionCounts,
+    /// `--arrival-rate`: arrivals not started because `--max-users` users were running (0 otherwise).
+    pub arrivals_dropped: u64,
     /// failed / started (0 when none started).
     pub failure_rate: f64,
     /// Failed sessions per kind of failure (`timeout`, `wrong_status`, `closed`, ...).
@@ -68,7 +71,7 @@ pub struct Plan {
     pub recording: String,
     /// `--target`.
     pub target: String,
-    /// `--users`.
+    /// `--users` (`--stages`: the highest target; `--arrival-rate`: `--max-users`).
     pub users: u32,
     /// Delay between user starts (ms).
     pub start_interval_ms: u64,
@@ -76,6 +79,8 @@ pub struct Plan {
     pub loaded_duration_ms: u64,
     /// `--think-time`: recorded, none or x<factor>.
     pub think_time: String,
+    /// `--stages` or `--arrival-rate` as run (null for shinycannon's ramp of `users`).
+    pub shape: Option<String>,
     /// `--message-timeout` (ms).
     pub message_timeout_ms: u64,
 }
@@ -146,29 +151,31 @@ pub(crate) struct Head {
 }
 
 /// The summary of a finished (or interrupted) run.
-pub(super) fn summarize(sh: &Shared, args: &ReplayArgs, interrupted: bool) -> RunSummary {
+pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
     let agg = sh.agg.lock().expect("aggregate lock");
-    let warmup = sh.interval * (args.users - 1);
+    let p = &sh.plan;
+    let warmup = p.shape.warmup();
     let head = Head {
         plan: Plan {
-            recording: args.recording.display().to_string(),
-            target: args.app_url().unwrap_or_default().to_string(),
-            users: args.users,
-            start_interval_ms: sh.interval.as_millis() as u64,
-            loaded_duration_ms: args.loaded_duration().as_millis() as u64,
-            think_time: args.think_time.name(),
-            message_timeout_ms: args.message_timeout.as_millis() as u64,
+            recording: p.rec.path.display().to_string(),
+            target: p.url.clone(),
+            users: p.shape.peak_users(),
+            start_interval_ms: p.interval().as_millis() as u64,
+            loaded_duration_ms: p.shape.end().saturating_sub(warmup).as_millis() as u64,
+            think_time: p.think.name(),
+            shape: (!matches!(p.shape, Shape::Ramp { .. })).then(|| p.shape.to_string()),
+            message_timeout_ms: p.message_timeout.as_millis() as u64,
         },
         started_at_ms: sh.start.unix_ms,
         warmup_ms: warmup.as_millis() as i64,
         finished_at_ms: timefmt::now_ms(),
-        recording_duration_ms: sh.rec.duration_ms(),
+        recording_duration_ms: p.rec.duration_ms(),
         interrupted,
         split: Split {
-            segment: sh.segment.map(|s| s.to_string()),
-            start_at: sh.start_at.map(timefmt::format_iso),
+            segment: p.segment.map(|s| s.to_string()),
+            start_at: p.start_at.map(timefmt::format_iso),
             late_start_ms: sh.start.late.as_millis() as u64,
-            segment_users: sh.segment.map(|s| s.users(args.users).count() as u32),
+            segment_users: p.segment.map(|_| p.users.len() as u32),
             merged_segments: None,
         },
     };
@@ -184,8 +191,10 @@ pub(super) fn summarize(sh: &Shared, args: &ReplayArgs, interrupted: bool) -> Ru
         .collect();
     let done = u64::from(sh.done.load(Ordering::Relaxed));
     let failed = u64::from(sh.failed.load(Ordering::Relaxed));
-    let checks = (args.max_failure_rate, args.thresholds.as_slice());
-    from_aggregate(head, &agg, (done, failed), failures, checks)
+    let checks = (p.max_failure_rate, p.thresholds.as_slice());
+    let mut summary = from_aggregate(head, &agg, (done, failed), failures, checks);
+    summary.arrivals_dropped = u64::from(sh.dropped.load(Ordering::Relaxed));
+    summary
 }
 
 /// summary.json from a run's head, its aggregate, its (completed, failed) session counts and its
@@ -245,6 +254,7 @@ pub(crate) fn from_aggregate(
         interrupted: h.interrupted,
         plan: h.plan,
         split: h.split,
+        arrivals_dropped: 0,
         sessions: SessionCounts {
             started,
             completed: done,

@@ -1,6 +1,7 @@
 //! One simulated user: its start time, its loop of sessions, and each session's outcome.
 
 use super::player::Player;
+use super::shape::Shape;
 use super::Shared;
 use crate::failure::{Cause, Failure};
 use crate::output::{RowEvent, SessionLog};
@@ -15,7 +16,7 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 /// Resolves once the run is told to stop (Ctrl-C).
-async fn stopped(stop: &mut watch::Receiver<bool>) {
+pub(super) async fn stopped(stop: &mut watch::Receiver<bool>) {
     while !*stop.borrow() {
         if stop.changed().await.is_err() {
             std::future::pending::<()>().await;
@@ -23,21 +24,22 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
-/// One simulated user: wait for its start time, then run sessions until the loaded phase is over.
+/// One simulated user: wait for its start time (a ramp's user w at w × interval), then run
+/// sessions while the shape keeps it.
 pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bool>) {
-    let start = sh.t0 + sh.interval * w;
+    let start = sh.t0 + sh.plan.interval() * w;
     tokio::select! {
         _ = sleep_until(start) => {}
         _ = stopped(&mut stop) => return,
     }
     tracing::info!("user {w} started");
+    sh.active_users.fetch_add(1, Ordering::AcqRel);
     let mut rng = (u64::from(w) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ timefmt::now_ms() as u64;
     let mut iteration = 0;
-    loop {
-        let sid = sh.next_session.fetch_add(1, Ordering::Relaxed);
+    while let Some(sid) = next_session(&sh) {
         let ok = run_session(&sh, sid, w, iteration, &mut rng, &mut stop).await;
         iteration += 1;
-        if *stop.borrow() || Instant::now() >= sh.loaded_end {
+        if *stop.borrow() || !keeps(&sh, w) {
             break;
         }
         if !ok {
@@ -46,12 +48,49 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 _ = stopped(&mut stop) => break,
             }
-            if Instant::now() >= sh.loaded_end {
+            if !keeps(&sh, w) {
                 break;
             }
         }
     }
+    sh.active_users.fetch_sub(1, Ordering::AcqRel);
     tracing::info!("user {w} stopped after {iteration} sessions");
+}
+
+/// An open model's arrival: one session, then gone (counted as active by the caller).
+pub(super) async fn one_session(sh: Arc<Shared>, k: u32, mut stop: watch::Receiver<bool>) {
+    let mut rng = (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ timefmt::now_ms() as u64;
+    if let Some(sid) = next_session(&sh) {
+        run_session(&sh, sid, k, 0, &mut rng, &mut stop).await;
+    }
+    sh.active_users.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// The next session's id, or None when the plan's session budget (a capacity step: sessions
+/// started after the warm-up) is spent.
+fn next_session(sh: &Shared) -> Option<u32> {
+    if let Some(max) = sh.plan.max_sessions {
+        if Instant::now() >= sh.warmup_end
+            && sh.loaded_sessions.fetch_add(1, Ordering::Relaxed) >= max
+        {
+            return None;
+        }
+    }
+    Some(sh.next_session.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Whether user `w` goes on with another session: before the loaded phase's end, and for
+/// stages while the target still counts it.
+fn keeps(sh: &Shared, w: u32) -> bool {
+    let now = Instant::now();
+    if now >= sh.loaded_end {
+        return false;
+    }
+    match &sh.plan.shape {
+        Shape::Stages(_) => w < sh.plan.shape.asked_users(now - sh.t0),
+        Shape::Ramp { .. } => true,
+        Shape::Arrivals { .. } => false,
+    }
 }
 
 async fn run_session(
@@ -68,7 +107,7 @@ async fn run_session(
     let mut at = None;
     let result = {
         let mut player = Player {
-            sh,
+            sh: &sh.plan,
             tokens: Tokens::new_session(rng),
             jar: CookieJar::default(),
             http: Conn::default(),
@@ -102,7 +141,7 @@ async fn run_session(
             log.failure = Some(failure);
         }
     }
-    let write = log.write(&sh.out_dir, &sh.comment_lines);
+    let write = log.write(&sh.plan.out_dir, &sh.plan.comment_lines);
     if let Err(e) = &write {
         tracing::error!("{who}: session CSV {} not written: {e}", log.file_name());
     }

@@ -271,7 +271,7 @@ const SECTIONS: &[(&str, &str, &str)] = &[
     ("lines", "Event duration by recording line",
      "Box plots (min, quartiles, max) of each recording line, slowest lines first (by p90). The label is the line's URL or message."),
     ("concurrency", "Concurrency and throughput",
-     "Active sessions (line) and completed events per second (bars) over the run."),
+     "Active sessions (line) and completed events per second (bars) over the run; for a run with a load shape (shape.csv), the users it asked for (dashed) and had (thin line), or for an open model the arrivals per second asked and achieved."),
 ];
 
 /// Renders the full page. `data_json` is the serialised model; `runtime_js` the chart runtime.
@@ -296,6 +296,9 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         fmt_ms(m.page_load_limit_ms),
         esc(&m.generated),
     );
+    if m.capacity.is_some() {
+        h.push_str("<a href=\"#capacity\">Capacity</a>");
+    }
     h.push_str("<a href=\"#summary\">Summary</a>");
     for (id, t, _) in SECTIONS {
         let _ = write!(h, "<a href=\"#{id}\">{t}</a>");
@@ -305,6 +308,17 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         h.push_str(
             "<div class=\"warn\" id=\"mixed-recordings\"><b>These runs replayed different recordings.</b> \
              Their numbers are not comparable step by step; per-line views use each run's own recording.</div>",
+        );
+    }
+    if let Some(c) = &m.capacity {
+        let _ = write!(
+            h,
+            "<section id=\"capacity\"><h2>Capacity</h2><p class=\"answer\"><b>{}</b></p>\
+             <p class=\"explain\">Each step's value of every objective against its load ({}); a hollow mark is a step that broke an objective or the failure rate (at most {}%). The dashed line is each objective's limit, the vertical line the knee: the most load that held. The runs below are the last step that held and the first that broke.</p>\
+             <div class=\"charts\" id=\"charts-capacity\"></div></section>",
+            esc(&c.answer),
+            esc(&c.unit),
+            c.max_failure_rate * 100.0
         );
     }
     let _ = write!(

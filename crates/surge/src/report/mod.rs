@@ -125,13 +125,15 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     }
     let runtime_js = if args.json { "" } else { runtime()? };
     let page_load_limit_ms = args.page_load_limit.as_millis() as i64;
-    let mut loaded = Vec::with_capacity(args.runs.len());
-    for dir in &args.runs {
-        let name = dir
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| dir.display().to_string());
+    let (dirs, capacity) = expand_capacity(&args.runs)?;
+    let mut loaded = Vec::with_capacity(dirs.len());
+    for (dir, named) in &dirs {
+        let name = named.clone().unwrap_or_else(|| {
+            dir.canonicalize()
+                .ok()
+                .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| dir.display().to_string())
+        });
         let t = Instant::now();
         let run = load::load_run(dir, name)?;
         let events: usize = run.sessions.iter().map(|s| s.events.len()).sum();
@@ -171,7 +173,8 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
         .iter()
         .map(|r| stats::summarize(r, page_load_limit_ms))
         .collect();
-    let m = model::build(&runs, &summaries, page_load_limit_ms);
+    let mut m = model::build(&runs, &summaries, page_load_limit_ms);
+    m.capacity = capacity;
     let json = serde_json::to_string(&m).expect("model serialises");
     let content = if args.json {
         json
@@ -183,6 +186,64 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
         sessions: summaries.iter().map(|s| s.sessions).collect(),
         events: summaries.iter().map(|s| s.events).collect(),
     })
+}
+
+/// The run directories to load, with names: a capacity directory (`surge capacity`) stands for
+/// its last good and first bad steps (named `holds N users`, `breaks at M users`) and brings its
+/// capacity.json; at most one capacity directory per report.
+#[allow(clippy::type_complexity)]
+fn expand_capacity(
+    dirs: &[PathBuf],
+) -> Result<
+    (
+        Vec<(PathBuf, Option<String>)>,
+        Option<crate::capfile::CapacityResult>,
+    ),
+    ReportError,
+> {
+    let mut out = Vec::new();
+    let mut capacity = None;
+    for dir in dirs {
+        let Some(read) = crate::capfile::read(dir) else {
+            out.push((dir.clone(), None));
+            continue;
+        };
+        let c = read.map_err(|msg| ReportError::Input {
+            at: dir.display().to_string(),
+            msg,
+        })?;
+        if capacity.is_some() {
+            return Err(ReportError::Usage(
+                "more than one capacity directory: report one search at a time".into(),
+            ));
+        }
+        let step = |load: Option<f64>| {
+            let load = load?;
+            c.steps
+                .iter()
+                .rev()
+                .find(|s| s.load == load)
+                .map(|s| dir.join(&s.dir))
+        };
+        let unit = &c.unit;
+        if let Some(d) = step(c.holds) {
+            out.push((d, Some(format!("holds {} {unit}", c.holds.unwrap_or(0.0)))));
+        }
+        if let Some(d) = step(c.breaks) {
+            out.push((
+                d,
+                Some(format!("breaks at {} {unit}", c.breaks.unwrap_or(0.0))),
+            ));
+        }
+        if out.is_empty() {
+            return Err(ReportError::Input {
+                at: dir.display().to_string(),
+                msg: "capacity directory without a finished step".into(),
+            });
+        }
+        capacity = Some(c);
+    }
+    Ok((out, capacity))
 }
 
 fn first_difference(a: &str, b: &str) -> String {

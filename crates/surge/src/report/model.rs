@@ -33,6 +33,9 @@ pub struct Model {
     pub recordings: Vec<RecModel>,
     /// Runs in the order given.
     pub runs: Vec<RunModel>,
+    /// A capacity directory's search (its runs are the last good and first bad steps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capfile::CapacityResult>,
 }
 
 /// A recording's event lines as columns.
@@ -83,6 +86,10 @@ pub struct RunModel {
     pub events: EventCols,
     /// Per recording line `[line, n, min, q1, median, q3, max, p90]` (ms).
     pub lines: Vec<[i64; 8]>,
+    /// The load shape each second (shape.csv): `[ms since run start, users asked, users,
+    /// arrivals asked (-1: closed model), arrivals]`; absent for runs without shape.csv.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shape: Vec<[i64; 5]>,
 }
 
 /// Sessions as columns.
@@ -147,6 +154,7 @@ pub fn build(runs: &[Run], summaries: &[RunSummary], page_load_limit_ms: i64) ->
             .zip(rec_index)
             .map(|((run, sum), ri)| run_model(run, sum, ri))
             .collect(),
+        capacity: None,
     }
 }
 
@@ -224,5 +232,14 @@ fn run_model(run: &Run, sum: &RunSummary, recording: usize) -> RunModel {
                 ]
             })
             .collect(),
+        shape: (crate::output::read_points(&run.dir)
+            .unwrap_or_default()
+            .iter())
+        .map(|p| {
+            let asked = p.asked_arrivals.map_or(-1, |a| a as i64);
+            let (u, au) = (i64::from(p.users), i64::from(p.asked_users));
+            [p.at_ms - sum.start_ms, au, u, asked, p.arrivals as i64]
+        })
+        .collect(),
     }
 }

@@ -9,7 +9,20 @@ function bucketSeconds(durS: number): number {
   return 1200;
 }
 
-interface Series { active: number[][]; rate: number[][]; peak: number; peakRate: number }
+interface Series { active: number[][]; rate: number[][]; peak: number; peakRate: number; asked: number[][]; had: number[][]; open: boolean }
+
+/** The load shape (shape.csv): users asked and had, or for an open model arrivals/s asked and achieved. */
+function shapeSeries(run: Run): { asked: number[][]; had: number[][]; open: boolean } {
+  const sh = run.m.shape ?? [];
+  const open = sh.some((p) => p[3] >= 0);
+  if (!open) return { asked: sh.map((p) => [p[0] / 1000, p[1]]), had: sh.map((p) => [p[0] / 1000, p[2]]), open };
+  const rate = (i: number, col: number) => {
+    const dt = (sh[i][0] - sh[i - 1][0]) / 1000;
+    return dt > 0 ? (sh[i][col] - sh[i - 1][col]) / dt : 0;
+  };
+  const idx = sh.map((_, i) => i).slice(1);
+  return { asked: idx.map((i) => [sh[i][0] / 1000, rate(i, 3)]), had: idx.map((i) => [sh[i][0] / 1000, rate(i, 4)]), open };
+}
 
 function compute(run: Run, bucket: number): Series {
   const s = run.m.sessions;
@@ -33,7 +46,9 @@ function compute(run: Run, bucket: number): Series {
     counts[b] += 1;
   }
   const rate = Array.from(counts, (c, b) => [(b + 0.5) * bucket, c / bucket]);
-  return { active, rate, peak, peakRate: Math.max(0, ...rate.map((r) => r[1])) };
+  const sh = shapeSeries(run);
+  for (const p of [...sh.asked, ...sh.had]) peak = Math.max(peak, p[1]);
+  return { active, rate, peak, peakRate: Math.max(0, ...rate.map((r) => r[1])), ...sh };
 }
 
 export function concurrencyView(runs: Run[]): void {
@@ -65,6 +80,12 @@ export function concurrencyView(runs: Run[]): void {
       series: [
         { name: "events/s", type: "bar", yAxisIndex: 1, data: d.rate, barWidth: "90%", itemStyle: { color: "rgba(74,165,100,0.45)" }, ...(areas ? { markArea: areas } : {}) },
         { name: "active sessions", type: "line", step: "end", symbol: "none", data: d.active, lineStyle: { color: "#3b6fb6", width: 2 }, itemStyle: { color: "#3b6fb6" } },
+        ...(d.asked.length
+          ? [
+              { name: d.open ? "arrivals/s asked" : "users asked", type: "line", symbol: "none", data: d.asked, lineStyle: { color: "#b04a8f", width: 2, type: "dashed" }, itemStyle: { color: "#b04a8f" } },
+              { name: d.open ? "arrivals/s" : "users", type: "line", symbol: "none", data: d.had, lineStyle: { color: "#b04a8f", width: 1 }, itemStyle: { color: "#b04a8f" } },
+            ]
+          : []),
       ],
     }));
   });

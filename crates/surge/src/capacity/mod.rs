@@ -1,0 +1,76 @@
+//! `surge capacity`: how many users an app holds within its SLOs. Steps the load up (concurrent
+//! users, or a session arrival rate with `--open`), each step an ordinary replay run directory
+//! (`step-NN/`) long enough for its percentiles to settle; stops at the first step that breaks an
+//! SLO or the failure rate, then bisects between the last good and the first bad step, and
+//! prints one answer line. The target is never driven past breaking for longer than one step:
+//! after the first bad step every step is below it.
+//!
+//! Modules: `slo` (parsing and measuring a step), `search` (the step sequence and capacity.json).
+
+pub mod search;
+pub mod slo;
+
+use crate::checks;
+use crate::replay::ThinkTime;
+use crate::timefmt::parse_duration;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
+pub use search::{run, CapacityError};
+pub use slo::{Metric, Slo};
+
+/// Command-line options of `surge capacity`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CapacityArgs {
+    /// recording.log to replay (from `surge record`, `surge import-har` or shinyloadtest)
+    pub recording: PathBuf,
+    /// Base URL of the app under test, e.g. http://127.0.0.1:3838/
+    #[arg(value_name = "APP-URL")]
+    pub app_url: String,
+    /// Objective every step must meet, METRIC:pNN<DURATION with METRIC page_load, session, all or
+    /// an event type, e.g. 'page_load:p95<2s' (repeatable; at least one)
+    #[arg(long = "slo", required = true, value_name = "SLO")]
+    pub slos: Vec<Slo>,
+    /// Highest acceptable share of failed sessions in a step (0.01 or 1%)
+    #[arg(long, value_parser = checks::parse_rate, default_value = "1%")]
+    pub max_failure_rate: f64,
+    /// Step the session arrival rate (sessions/s, open model) instead of concurrent users
+    #[arg(long)]
+    pub open: bool,
+    /// Load of the first step: users, or sessions/s with --open
+    #[arg(long, default_value_t = 1.0)]
+    pub start: f64,
+    /// Each step multiplies the load by this until a step breaks (at least +1 user)
+    #[arg(long, default_value_t = 2.0)]
+    pub growth: f64,
+    /// Highest load tried: the answer is "holds at least" this when no step breaks
+    #[arg(long, default_value_t = 1000.0)]
+    pub max_load: f64,
+    /// Bisection stops when good and bad steps are this close (share of the good load; at least
+    /// 1 user)
+    #[arg(long, value_parser = checks::parse_rate, default_value = "5%")]
+    pub resolution: f64,
+    /// Sessions judged per step (after its warm-up: each user's first session, or an open
+    /// step's first 10%); 100 puts a p95 on its 5 slowest sessions
+    #[arg(long, default_value_t = 100)]
+    pub step_sessions: u32,
+    /// Longest step: a step ends at --step-sessions or after this, whichever comes first
+    #[arg(long, value_parser = parse_duration, default_value = "5m")]
+    pub step_max: Duration,
+    /// Pauses between actions: recorded, none, or x<factor> (as replay's)
+    #[arg(long, default_value = "recorded")]
+    pub think_time: ThinkTime,
+    /// Fail a session when an expected message has not arrived within this time
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub message_timeout: Duration,
+    /// Extra request header, 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Directory for the steps and capacity.json (default: capacity-<time>)
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Replace the directory if it exists
+    #[arg(long)]
+    pub overwrite_output: bool,
+}

@@ -1,0 +1,399 @@
+//! The capacity search: steps growing by `--growth` until one breaks, then bisection between the
+//! last good and the first bad step; each step an in-process replay into `step-NN/`, judged on
+//! its run directory, and capacity.json rewritten after every step.
+
+use super::slo::{self, fmt_ms, Slo};
+use super::CapacityArgs;
+use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
+use crate::recording::{Kind, Recording};
+use crate::replay::{self, ReplayArgs, ReplayError, ReplayPlan};
+use crate::report::{load, ReportError};
+use clap::Parser;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use tokio::sync::watch;
+
+/// Most users an open step may run at once (arrivals beyond are dropped and count as failed).
+const OPEN_MAX_USERS: u32 = 10_000;
+
+/// Why a capacity search could not run. One line each, naming the flag or file.
+#[derive(Debug, thiserror::Error)]
+pub enum CapacityError {
+    /// A flag's value is wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// A step's replay could not run.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// A step's run directory could not be read back.
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    /// A file or directory could not be written.
+    #[error("{path}: {err}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+}
+
+/// Runs the search until it has its answer or `stop` resolves; writes the steps and
+/// capacity.json under the output directory. Installs no logger and no signal handler.
+pub async fn run(
+    args: CapacityArgs,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<CapacityResult, CapacityError> {
+    check(&args)?;
+    let dir = prepare(&args)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut res = CapacityResult {
+        unit: if args.open { "sessions/s" } else { "users" }.into(),
+        recording: args.recording.display().to_string(),
+        target: args.app_url.clone(),
+        slos: args.slos.iter().map(|s| s.text.clone()).collect(),
+        slo_names: args.slos.iter().map(Slo::name).collect(),
+        limits_ms: args.slos.iter().map(|s| s.limit_ms).collect(),
+        max_failure_rate: args.max_failure_rate,
+        steps: Vec::new(),
+        holds: None,
+        breaks: None,
+        answer: String::new(),
+        interrupted: false,
+    };
+    let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
+    let mut load = args.start;
+    // Up: grow until a step breaks (or --max-load holds).
+    loop {
+        let ok = step(&args, &dir, &mut res, load, &stop_rx).await?;
+        if res.interrupted {
+            return finish(&args, &dir, res, good, bad);
+        }
+        if !ok {
+            bad = Some(load);
+            break;
+        }
+        good = Some(load);
+        if load >= args.max_load {
+            break;
+        }
+        load = grow(&args, load);
+    }
+    // Down: bisect between the last good and the first bad step.
+    while let (Some(lo), Some(hi)) = (good, bad) {
+        let Some(mid) = middle(&args, lo, hi) else {
+            break;
+        };
+        let ok = step(&args, &dir, &mut res, mid, &stop_rx).await?;
+        if res.interrupted {
+            break;
+        }
+        if ok {
+            good = Some(mid);
+        } else {
+            bad = Some(mid);
+        }
+    }
+    finish(&args, &dir, res, good, bad)
+}
+
+/// Refuses bad combinations before any load is made.
+fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
+    let usage = |m: String| Err(CapacityError::Usage(m));
+    if !(args.start > 0.0 && args.start.is_finite()) || (!args.open && args.start.fract() != 0.0) {
+        return usage(format!(
+            "--start {}: expected a positive {}",
+            args.start,
+            unit_word(args)
+        ));
+    }
+    if !(args.growth > 1.0 && args.growth.is_finite()) {
+        return usage(format!("--growth {}: must be above 1", args.growth));
+    }
+    if args.max_load.is_nan() || args.max_load < args.start {
+        return usage(format!(
+            "--max-load {}: below --start {}",
+            args.max_load, args.start
+        ));
+    }
+    if args.step_sessions == 0 {
+        return usage("--step-sessions must be at least 1".into());
+    }
+    let rec = Recording::load(&args.recording).map_err(ReplayError::from)?;
+    for s in &args.slos {
+        let needs = match s.metric {
+            super::Metric::PageLoad => Some(Kind::ReqHome),
+            super::Metric::Kind(k) => Some(k),
+            _ => None,
+        };
+        if let Some(k) = needs {
+            if !rec.events.iter().any(|e| e.kind == k) {
+                return usage(format!(
+                    "--slo \"{}\": {} has no {} event to measure",
+                    s.text,
+                    args.recording.display(),
+                    k.name()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unit_word(args: &CapacityArgs) -> &'static str {
+    if args.open {
+        "rate (sessions/s)"
+    } else {
+        "whole number of users"
+    }
+}
+
+/// The capacity directory, created empty.
+fn prepare(args: &CapacityArgs) -> Result<PathBuf, CapacityError> {
+    let dir = args.output_dir.clone().unwrap_or_else(|| {
+        let t = crate::timefmt::format_iso(crate::timefmt::now_ms()).replace(':', "-");
+        PathBuf::from(format!("capacity-{t}"))
+    });
+    if dir.exists() {
+        if !args.overwrite_output {
+            return Err(CapacityError::Usage(format!(
+                "output directory {} already exists (use --overwrite-output)",
+                dir.display()
+            )));
+        }
+        std::fs::remove_dir_all(&dir).map_err(|err| CapacityError::Io {
+            path: dir.clone(),
+            err,
+        })?;
+    }
+    std::fs::create_dir_all(&dir).map_err(|err| CapacityError::Io {
+        path: dir.clone(),
+        err,
+    })?;
+    Ok(dir)
+}
+
+/// The next step up: load × growth (a closed step at least one more user), capped at --max-load.
+fn grow(args: &CapacityArgs, load: f64) -> f64 {
+    let next = if args.open {
+        load * args.growth
+    } else {
+        (load * args.growth).round().max(load + 1.0)
+    };
+    next.min(args.max_load)
+}
+
+/// The load between `lo` (good) and `hi` (bad) to try next; None when they are close enough.
+fn middle(args: &CapacityArgs, lo: f64, hi: f64) -> Option<f64> {
+    if args.open {
+        let close = hi - lo <= lo * args.resolution;
+        (!close).then(|| ((lo + hi) / 2.0 * 1000.0).round() / 1000.0)
+    } else {
+        let close = hi - lo <= (lo * args.resolution).floor().max(1.0);
+        (!close).then(|| ((lo + hi) / 2.0).floor())
+    }
+}
+
+/// The replay flags of one step (parsed by clap like a command line, so replay's own checks
+/// and defaults apply).
+fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, CapacityError> {
+    #[derive(Parser)]
+    struct Step {
+        #[command(flatten)]
+        replay: ReplayArgs,
+    }
+    let mut v: Vec<String> = vec!["replay".into(), args.recording.display().to_string()];
+    v.push(args.app_url.clone());
+    if args.open {
+        let total = (f64::from(args.step_sessions) / 0.9).ceil();
+        let secs = (total / load).min(args.step_max.as_secs_f64());
+        v.extend(["--arrival-rate".into(), format!("{load}/s")]);
+        v.extend(["--max-users".into(), OPEN_MAX_USERS.to_string()]);
+        v.extend([
+            "--loaded-duration".into(),
+            format!("{}ms", (secs * 1000.0).ceil()),
+        ]);
+    } else {
+        v.extend(["--users".into(), format!("{load}")]);
+        let ms = args.step_max.as_millis();
+        v.extend(["--loaded-duration".into(), format!("{ms}ms")]);
+    }
+    v.extend(["--think-time".into(), args.think_time.name()]);
+    let timeout = args.message_timeout.as_millis();
+    v.extend(["--message-timeout".into(), format!("{timeout}ms")]);
+    for h in &args.headers {
+        v.extend(["-H".into(), h.clone()]);
+    }
+    v.extend(["--output-dir".into(), dir.display().to_string()]);
+    Step::try_parse_from(&v)
+        .map(|s| s.replay)
+        .map_err(|e| CapacityError::Usage(e.to_string().lines().next().unwrap_or("").to_string()))
+}
+
+/// Runs one step at `load`, judges it, records it in `res` and capacity.json; true if it held.
+async fn step(
+    args: &CapacityArgs,
+    dir: &Path,
+    res: &mut CapacityResult,
+    load: f64,
+    stop: &watch::Receiver<bool>,
+) -> Result<bool, CapacityError> {
+    let n = res.steps.len() + 1;
+    let name = format!("step-{n:02}");
+    let step_dir = dir.join(&name);
+    let replay_args = step_args(args, load, &step_dir)?;
+    let argv = vec![format!("(surge capacity step {n}: {load} {})", res.unit)];
+    let mut plan = ReplayPlan::from_args(&replay_args, &argv)?;
+    plan.progress = false;
+    plan.max_sessions = Some(if args.open {
+        (f64::from(args.step_sessions) / 0.9).ceil() as u32
+    } else {
+        args.step_sessions + load as u32
+    });
+    let mut rx = stop.clone();
+    let outcome = replay::run(plan, async move {
+        let _ = rx.wait_for(|s| *s).await;
+    })
+    .await?;
+    if outcome.interrupted {
+        res.interrupted = true;
+        return Ok(false);
+    }
+    let run = load::load_run(&step_dir, name.clone())?;
+    let measured = if args.open {
+        // An open step's first 10% of sessions met an idle app: left out.
+        let cut = run
+            .sessions
+            .get(run.sessions.len() / 10)
+            .map_or(0, |s| s.start);
+        let dropped = outcome.summary.arrivals_dropped as usize;
+        slo::measure(&run, &args.slos, &|s| s.start >= cut, dropped)
+    } else {
+        // Sessions begun before the last user started, and each user's first one (they all
+        // begin together), met a partly loaded app: left out.
+        let warm = outcome.summary.warmup_end_ms;
+        slo::measure(&run, &args.slos, &|s| s.start >= warm && s.iteration > 0, 0)
+    };
+    let result = judge(args, name, load, measured);
+    eprintln!("surge capacity: {}", step_line(&result, res));
+    let ok = result.ok;
+    res.steps.push(result);
+    write_json(dir, res)?;
+    Ok(ok)
+}
+
+/// A step's verdict from what it measured.
+fn judge(args: &CapacityArgs, dir: String, load: f64, m: slo::Measured) -> StepResult {
+    let rate = if m.sessions == 0 {
+        0.0
+    } else {
+        m.failed as f64 / m.sessions as f64
+    };
+    let mut broke = Vec::new();
+    if m.sessions == 0 {
+        broke.push("no session finished after warm-up within --step-max".to_string());
+    }
+    if rate > args.max_failure_rate {
+        broke.push(format!("failure rate {:.1}%", rate * 100.0));
+    }
+    for (s, v) in args.slos.iter().zip(&m.values) {
+        if let Some(v) = v.filter(|v| *v >= s.limit_ms) {
+            broke.push(format!("{} {}", s.name(), fmt_ms(v)));
+        }
+    }
+    StepResult {
+        dir,
+        load,
+        sessions: m.sessions,
+        failed: m.failed,
+        failure_rate: rate,
+        values: m.values,
+        ok: broke.is_empty(),
+        broke,
+    }
+}
+
+/// `step-03  8 users: 120 sessions, 0.0% failed, page_load p95 210 ms: holds`.
+fn step_line(s: &StepResult, res: &CapacityResult) -> String {
+    format!(
+        "{}  {} {}: {} sessions, {:.1}% failed, {}: {}",
+        s.dir,
+        fmt_load(s.load),
+        res.unit,
+        s.sessions,
+        s.failure_rate * 100.0,
+        values_text(s, res),
+        if s.ok { "holds" } else { "breaks" }
+    )
+}
+
+/// `page_load p95 1.41 s, WS_RECV p95 2.2 s`.
+fn values_text(s: &StepResult, res: &CapacityResult) -> String {
+    let parts: Vec<String> = (res.slo_names.iter().zip(&s.values))
+        .map(|(n, v)| match v {
+            Some(v) => format!("{n} {}", fmt_ms(*v)),
+            None => format!("{n} -"),
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// `23`, `2.5`: a load as printed.
+fn fmt_load(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Writes the answer into `res` and capacity.json.
+fn finish(
+    args: &CapacityArgs,
+    dir: &Path,
+    mut res: CapacityResult,
+    good: Option<f64>,
+    bad: Option<f64>,
+) -> Result<CapacityResult, CapacityError> {
+    res.holds = good;
+    res.breaks = bad;
+    let unit = if args.open {
+        "sessions/s".to_string()
+    } else {
+        "concurrent users".to_string()
+    };
+    let at = |load: f64| res.steps.iter().rev().find(|s| s.load == load);
+    let holds = good.and_then(at).map(|s| values_text(s, &res));
+    let breaks = bad.and_then(at).map(|s| s.broke.join(", "));
+    let per = if args.open { " sessions/s" } else { "" };
+    res.answer = match (good, holds, bad, breaks) {
+        (Some(g), Some(h), Some(b), Some(w)) => format!(
+            "holds {} {unit} ({h}); breaks at {}{per} ({w})",
+            fmt_load(g),
+            fmt_load(b)
+        ),
+        (Some(g), Some(h), _, _) => format!(
+            "holds at least {} {unit} ({h}); no step up to --max-load {} broke",
+            fmt_load(g),
+            fmt_load(args.max_load)
+        ),
+        (None, _, Some(b), Some(w)) => format!(
+            "breaks already at the first step, {} {unit} ({w}); try a lower --start",
+            fmt_load(b)
+        ),
+        _ => "interrupted before any step finished".to_string(),
+    };
+    if res.interrupted && !res.steps.is_empty() {
+        res.answer = format!("interrupted; so far: {}", res.answer);
+    }
+    write_json(dir, &res)?;
+    Ok(res)
+}
+
+fn write_json(dir: &Path, res: &CapacityResult) -> Result<(), CapacityError> {
+    let path = dir.join(CAPACITY_JSON);
+    let json = serde_json::to_string_pretty(res).expect("capacity result serialises");
+    crate::output::write_atomic(&path, format!("{json}\n").as_bytes())
+        .map_err(|err| CapacityError::Io { path, err })
+}

@@ -1,0 +1,255 @@
+//! A replay's plan: everything a run needs, checked and loaded before any user starts, so
+//! `replay::run` can be called in-process (by `surge capacity` or a test) with no flags, no
+//! logger and no signal handler of its own.
+
+use super::flags::{self, ReplayArgs};
+use super::shape::Shape;
+use super::ThinkTime;
+use crate::checks::Threshold;
+use crate::output;
+use crate::recording::{Recording, RecordingError};
+use crate::segment::{self, Segment};
+use crate::target::Target;
+use crate::timefmt;
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Why a replay could not start or finish. Each message is one line naming the flag or file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A flag's value or a combination of flags is wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// The recording cannot be read or parsed.
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+    /// The run directory cannot be prepared.
+    #[error("{0}")]
+    Output(String),
+    /// A file could not be read or written.
+    #[error("{path}: {err}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+}
+
+/// A checked replay: recording loaded, URL parsed, run directory prepared.
+#[derive(Debug)]
+pub struct ReplayPlan {
+    /// The recording to replay.
+    pub rec: Recording,
+    /// Request bodies of its events (`datafile`s), read once.
+    pub bodies: Vec<Option<Bytes>>,
+    /// The app's base URL as given.
+    pub url: String,
+    /// The app's base URL, parsed.
+    pub target: Target,
+    /// `-H` headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// How users are started and stopped.
+    pub shape: Shape,
+    /// Users of this process (a segment's share of a ramp; every slot otherwise).
+    pub users: Vec<u32>,
+    /// `--think-time`.
+    pub think: ThinkTime,
+    /// `--message-timeout`.
+    pub message_timeout: Duration,
+    /// `--max-failure-rate`.
+    pub max_failure_rate: f64,
+    /// `--threshold`s.
+    pub thresholds: Vec<Threshold>,
+    /// The run directory (prepared: exists, with `sessions/` and the recording copied).
+    pub out_dir: PathBuf,
+    /// `--segment`.
+    pub segment: Option<Segment>,
+    /// `--start-at` (Unix ms).
+    pub start_at: Option<i64>,
+    /// The two `#` lines heading each session CSV.
+    pub comment_lines: String,
+    /// Stop starting sessions once this many have started after the warm-up (a capacity step's
+    /// size); None: no limit.
+    pub max_sessions: Option<u32>,
+    /// Print the progress line on stderr (off for capacity steps, which print their own).
+    pub progress: bool,
+}
+
+impl ReplayPlan {
+    /// Checks `args`, loads the recording, prepares the run directory; `argv` is the command
+    /// line written into the session CSVs' first line.
+    pub fn from_args(args: &ReplayArgs, argv: &[String]) -> Result<ReplayPlan, ReplayError> {
+        let url = args
+            .app_url()
+            .map_err(|e| ReplayError::Usage(e.to_string()))?;
+        let flag = if args.app_url.is_some() {
+            "APP-URL"
+        } else {
+            "--target"
+        };
+        let target = Target::parse(url).map_err(|e| ReplayError::Usage(format!("{flag} {e}")))?;
+        let rec = Recording::load(&args.recording)?;
+        if args.users == 0 {
+            return Err(ReplayError::Usage("--users must be at least 1".into()));
+        }
+        let shape = shape_of(args, &rec)?;
+        let (segment, start_at) =
+            segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())
+                .map_err(ReplayError::Usage)?;
+        let users = users_of(args, &shape, segment)?;
+        let bodies = load_bodies(&rec)?;
+        let headers =
+            flags::parse_headers(&args.headers).map_err(|e| ReplayError::Usage(e.to_string()))?;
+        let out_dir = args.output_dir.clone().unwrap_or_else(|| {
+            PathBuf::from(format!(
+                "test-logs-{}",
+                timefmt::format_iso(timefmt::now_ms()).replace(':', "-")
+            ))
+        });
+        output::prepare_dir(&out_dir, args.overwrite_output).map_err(ReplayError::Output)?;
+        output::copy_recording(&rec, &out_dir).map_err(ReplayError::Output)?;
+        let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);
+        Ok(ReplayPlan {
+            rec,
+            bodies,
+            url: url.to_string(),
+            target,
+            headers,
+            shape,
+            users,
+            think: args.think_time,
+            message_timeout: args.message_timeout,
+            max_failure_rate: args.max_failure_rate,
+            thresholds: args.thresholds.clone(),
+            out_dir,
+            segment,
+            start_at,
+            comment_lines,
+            max_sessions: None,
+            progress: true,
+        })
+    }
+
+    /// The interval between user starts of a ramp (0 for other shapes).
+    pub fn interval(&self) -> Duration {
+        match &self.shape {
+            Shape::Ramp { interval, .. } => *interval,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// The load shape the flags ask for.
+fn shape_of(args: &ReplayArgs, rec: &Recording) -> Result<Shape, ReplayError> {
+    if let Some(st) = &args.stages {
+        return Ok(Shape::Stages(st.0.clone()));
+    }
+    if let Some(per_sec) = args.arrival_rate {
+        let duration = args.loaded_duration();
+        if duration.is_zero() {
+            return Err(ReplayError::Usage(
+                "--arrival-rate needs --loaded-duration (how long sessions keep arriving)".into(),
+            ));
+        }
+        if args.max_users == 0 {
+            return Err(ReplayError::Usage("--max-users must be at least 1".into()));
+        }
+        return Ok(Shape::Arrivals {
+            per_sec,
+            duration,
+            max_users: args.max_users,
+        });
+    }
+    let interval = args.start_interval.unwrap_or_else(|| {
+        Duration::from_millis((rec.duration_ms() / i64::from(args.users)).max(0) as u64)
+    });
+    Ok(Shape::Ramp {
+        users: args.users,
+        interval,
+        loaded: args.loaded_duration(),
+    })
+}
+
+/// The user slots this process runs: a segment's share of a ramp, else all.
+fn users_of(
+    args: &ReplayArgs,
+    shape: &Shape,
+    segment: Option<Segment>,
+) -> Result<Vec<u32>, ReplayError> {
+    let plan_users = shape.peak_users();
+    let users: Vec<u32> = match segment {
+        Some(s) => s.users(plan_users).collect(),
+        None => (0..plan_users).collect(),
+    };
+    if users.is_empty() {
+        return Err(ReplayError::Usage(format!(
+            "--segment {}: the plan has {plan_users} users, so this segment has none (use at most {plan_users} segments)",
+            args.segment.as_deref().unwrap_or_default(),
+        )));
+    }
+    Ok(users)
+}
+
+/// The request bodies of the recording's events (`datafile`s), read once for all users.
+fn load_bodies(rec: &Recording) -> Result<Vec<Option<Bytes>>, ReplayError> {
+    let mut bodies = Vec::with_capacity(rec.events.len());
+    for ev in &rec.events {
+        bodies.push(match &ev.datafile {
+            Some(p) => Some(Bytes::from(std::fs::read(p).map_err(|e| {
+                ReplayError::Usage(format!(
+                    "{}:{}: datafile {}: {e}",
+                    rec.path.display(),
+                    ev.line,
+                    p.display()
+                ))
+            })?)),
+            None => None,
+        });
+    }
+    Ok(bodies)
+}
+
+/// The two `#` lines heading every session CSV: the command line and the run's settings in
+/// shinycannon's JSON shape. A segment adds `segment` ("K/N") and `startAt`, which `surge merge`
+/// and `surge report` read; a shape other than a ramp adds `shape`.
+fn comment_lines(
+    args: &ReplayArgs,
+    argv: &[String],
+    url: &str,
+    out_dir: &Path,
+    shape: &Shape,
+    segment: Option<Segment>,
+    start_at: Option<i64>,
+) -> String {
+    let interval = match shape {
+        Shape::Ramp { interval, .. } => *interval,
+        _ => Duration::ZERO,
+    };
+    let mut config = serde_json::json!({
+        "tool": format!("surge {}", env!("CARGO_PKG_VERSION")),
+        "appUrl": url,
+        "recordingPath": args.recording.display().to_string(),
+        "outputDir": out_dir.display().to_string(),
+        "overwriteOutput": args.overwrite_output,
+        "workers": shape.peak_users(),
+        "startIntervalMs": interval.as_millis() as u64,
+        "loadedDurationMinutes": args.loaded_duration().as_secs_f64() / 60.0,
+        "debugLog": args.debug_log,
+        "logLevel": args.log_level.name(),
+        "thinkTime": args.think_time.name(),
+        "messageTimeoutMs": args.message_timeout.as_millis() as u64,
+    });
+    if !matches!(shape, Shape::Ramp { .. }) {
+        config["shape"] = shape.to_string().into();
+    }
+    if let Some(s) = segment {
+        config["segment"] = s.to_string().into();
+    }
+    if let Some(ms) = start_at {
+        config["startAt"] = timefmt::format_iso(ms).into();
+    }
+    format!("# {}\n# {}\n", argv.join(" "), config)
+}

@@ -110,6 +110,7 @@ fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
                 .round() as u64,
             think_time: text(&cfg["thinkTime"]),
             message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
+            insecure: (parts.iter()).any(|p| p.summary["insecure"] == Value::Bool(true)),
         },
         started_at_ms: start_at.or(earliest).unwrap_or(0),
         warmup_ms: (interval * u64::from(users.saturating_sub(1))) as i64,

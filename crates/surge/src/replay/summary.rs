@@ -78,6 +78,9 @@ pub struct Plan {
     pub think_time: String,
     /// `--message-timeout` (ms).
     pub message_timeout_ms: u64,
+    /// `--insecure` against an https target: certificates were not verified (absent otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 /// Where a run stands in a plan spread over several processes (`--segment`, `--start-at`,
@@ -158,6 +161,7 @@ pub(super) fn summarize(sh: &Shared, args: &ReplayArgs, interrupted: bool) -> Ru
             loaded_duration_ms: args.loaded_duration().as_millis() as u64,
             think_time: args.think_time.name(),
             message_timeout_ms: args.message_timeout.as_millis() as u64,
+            insecure: sh.target.dialer.insecure(),
         },
         started_at_ms: sh.start.unix_ms,
         warmup_ms: warmup.as_millis() as i64,

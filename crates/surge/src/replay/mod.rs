@@ -78,10 +78,8 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
     } else {
         "--target"
     };
-    let target = Target::parse(url)
-        .map_err(|e| anyhow::anyhow!("{flag} {e}"))?
-        .with_tls(&args.tls)
-        .map_err(anyhow::Error::msg)?;
+    let target = Target::parse(url).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+    let target = target.with_tls(&args.tls).map_err(anyhow::Error::msg)?;
     let rec = Recording::load(&args.recording)?;
     if args.users == 0 {
         anyhow::bail!("--users must be at least 1");
@@ -109,7 +107,6 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
             timefmt::format_iso(timefmt::now_ms()).replace(':', "-")
         ))
     });
-    // A certificate problem stops the run here, before the run directory or any user exists.
     target.probe().await.map_err(anyhow::Error::msg)?;
     output::prepare_dir(&out_dir, args.overwrite_output).map_err(anyhow::Error::msg)?;
     output::copy_recording(&rec, &out_dir).map_err(anyhow::Error::msg)?;

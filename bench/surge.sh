@@ -354,7 +354,7 @@ http {
   uwsgi_temp_path $TMP/nginx-cw/uw; scgi_temp_path $TMP/nginx-cw/sc;
   keepalive_requests 100000000; keepalive_timeout 300s;
   upstream cw { server 127.0.0.1:$CWPORT; keepalive 256; }
-  server { listen 127.0.0.1:$CWTPORT ssl;
+  server { listen 127.0.0.1:$CWTPORT ssl backlog=8192;
            ssl_certificate $TMP/pki/srv.crt; ssl_certificate_key $TMP/pki/srv.key;
            location / { proxy_pass http://cw; proxy_http_version 1.1; proxy_set_header Connection "";
                         proxy_set_header Host \$host; proxy_read_timeout 120s; } }

@@ -39,9 +39,14 @@ impl Target {
     }
 
     /// The target with the run's TLS and `--resolve` flags (one TLS config for the whole run,
-    /// offering HTTP/1.1); prints the `--insecure` warning line.
-    pub fn with_tls(mut self, flags: &net::TlsArgs) -> Result<Target, String> {
-        let dialer = net::Dialer::new(flags, self.endpoint.tls, net::Alpn::Http1)?;
+    /// offering HTTP/1.1, each handshake bounded by `handshake`); prints the `--insecure` warning.
+    pub fn with_tls(
+        mut self,
+        flags: &net::TlsArgs,
+        handshake: std::time::Duration,
+    ) -> Result<Target, String> {
+        let dialer = net::Dialer::new(flags, self.endpoint.tls, net::Alpn::Http1)?
+            .with_handshake_timeout(handshake);
         if dialer.insecure() {
             eprintln!(
                 "surge: warning: --insecure: the certificate of {} is not verified",

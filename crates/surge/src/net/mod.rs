@@ -30,8 +30,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_tungstenite::{tungstenite, WebSocketStream};
 
-/// A TLS handshake that has not finished by then fails: a server that accepts and stays silent
-/// must not hang a run.
+/// The probe's TLS handshake (and any other, unless the run sets its own bound) fails when it has
+/// not finished by then: a server that accepts and stays silent must not hang a run.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where to connect: a URL's host and port, and whether to speak TLS (https, wss).
@@ -101,6 +101,9 @@ impl From<DialError> for io::Error {
 pub struct Dialer {
     tls: Option<(Arc<rustls::ClientConfig>, bool)>,
     resolve: Vec<tls::Resolve>,
+    /// Bound of each handshake during the run (None: [`HANDSHAKE_TIMEOUT`]); a loaded server may
+    /// take longer than the probe's 10 s, and that is a measurement, not a configuration error.
+    handshake_timeout: Option<Duration>,
 }
 
 impl Dialer {
@@ -115,7 +118,15 @@ impl Dialer {
         Ok(Dialer {
             tls,
             resolve: args.resolves()?,
+            handshake_timeout: None,
         })
+    }
+
+    /// The same dialer with each handshake of the run bounded by `t` (replay: --message-timeout,
+    /// bench: --timeout); the probe keeps [`HANDSHAKE_TIMEOUT`].
+    pub fn with_handshake_timeout(mut self, t: Duration) -> Dialer {
+        self.handshake_timeout = Some(t);
+        self
     }
 
     /// Certificates are not checked (`--insecure` on a TLS target).
@@ -125,6 +136,11 @@ impl Dialer {
 
     /// Opens a connection to `ep` (TLS when it says so), TCP_NODELAY set.
     pub async fn connect(&self, ep: &Endpoint) -> Result<Stream, DialError> {
+        let bound = self.handshake_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+        self.connect_within(ep, bound).await
+    }
+
+    async fn connect_within(&self, ep: &Endpoint, bound: Duration) -> Result<Stream, DialError> {
         let resolved = self
             .resolve
             .iter()
@@ -163,10 +179,8 @@ impl Dialer {
             .ok_or_else(|| tls_err("no TLS configuration for this run (internal)".into()))?;
         let connector = tokio_rustls::TlsConnector::from(config.clone());
         let name = tls::server_name(&ep.host).map_err(tls_err)?;
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, tcp)).await {
-            Err(_) => Err(tls_err(format!(
-                "no handshake answer within {HANDSHAKE_TIMEOUT:?}"
-            ))),
+        match tokio::time::timeout(bound, connector.connect(name, tcp)).await {
+            Err(_) => Err(tls_err(format!("no handshake answer within {bound:?}"))),
             Ok(Err(e)) => Err(tls_err(tls::reason(&e, &ep.host))),
             Ok(Ok(s)) => Ok(Stream(Io::Tls(Box::new(s)))),
         }
@@ -180,7 +194,7 @@ impl Dialer {
         if !ep.tls {
             return Ok(());
         }
-        match self.connect(ep).await {
+        match self.connect_within(ep, HANDSHAKE_TIMEOUT).await {
             Ok(s) if alpn == Alpn::H2 && s.alpn() != Some(b"h2") => Err(format!(
                 "TLS to {}: the server did not agree to HTTP/2 (ALPN h2)",
                 ep.authority()

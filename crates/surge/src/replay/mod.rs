@@ -79,7 +79,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<u8> {
         "--target"
     };
     let target = Target::parse(url).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
-    let target = target.with_tls(&args.tls).map_err(anyhow::Error::msg)?;
+    let target = (target.with_tls(&args.tls, args.message_timeout)).map_err(anyhow::Error::msg)?;
     let rec = Recording::load(&args.recording)?;
     if args.users == 0 {
         anyhow::bail!("--users must be at least 1");

@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// Where requests go: `http(s)://host:port/prefix`, and how to connect there.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// `host:port` for the Host header (and connect, unless `--resolve` says otherwise).
+    /// The URL's `host[:port]` (port only when written, as browsers send Host).
     pub authority: String,
     /// Path prefix without trailing slash ("" for the root).
     pub base_path: String,
@@ -31,7 +31,10 @@ impl Target {
         let uri: Uri = url.parse().map_err(|e| format!("{url}: not a URL ({e})"))?;
         let endpoint = net::Endpoint::from_uri(&uri).map_err(|e| format!("{url}: {e}"))?;
         Ok(Target {
-            authority: endpoint.authority(),
+            authority: match uri.port_u16() {
+                Some(p) => format!("{}:{p}", endpoint.host),
+                None => endpoint.host.clone(),
+            },
             base_path: uri.path().trim_end_matches('/').to_string(),
             endpoint,
             dialer: Arc::default(),
@@ -292,9 +295,10 @@ mod tests {
             "ws://127.0.0.1:3838/app/websocket/"
         );
         let s = Target::parse("https://app.example/x").unwrap();
-        assert_eq!(s.authority, "app.example:443");
-        assert_eq!(s.origin(), "https://app.example:443");
-        assert_eq!(s.ws_url("/ws"), "wss://app.example:443/x/ws");
+        assert_eq!(s.authority, "app.example");
+        assert_eq!((s.endpoint.port, s.endpoint.tls), (443, true));
+        assert_eq!(s.origin(), "https://app.example");
+        assert_eq!(s.ws_url("/ws"), "wss://app.example/x/ws");
         assert!(Target::parse("ftp://x/").is_err());
         assert!(Target::parse("nonsense").is_err());
     }

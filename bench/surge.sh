@@ -6,6 +6,10 @@
 # RSS per session; (3) one --rate plan as 2 segments (one process per CPU, `surge merge`) vs 1
 # process with 2 threads on both CPUs: merged p99 vs single p99 and lost requests (oha likewise). Everything on 127.0.0.1;
 # every process started here is stopped on exit. PART=gen|replay|segments runs one part.
+# TLS (https) rows sit next to the http ones: part 1 again against the same nginx over TLS
+# (TLS_CONNS=64 keep-alive connections; a certificate made here by openssl, surge given its CA with
+# --ca-cert), and part 2's replay again through nginx terminating TLS in front of cranwhales.
+# TLS=0 leaves them out. oha is installed with cargo unless NO_OHA_INSTALL=1; absent, its rows say so.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -18,18 +22,39 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 echo "== building surge and cranwhales (release, $TARGET_DIR)"
 [ -n "${SKIP_BUILD:-}" ] || cargo build --release -p surge -p cranwhales --bins 2>&1 | tail -1
 SURGE="$TARGET_DIR/release/surge"
-if ! command -v oha >/dev/null; then
+if ! command -v oha >/dev/null && [ -z "${NO_OHA_INSTALL:-}" ]; then
   echo "== installing oha (cargo install --locked oha)"
-  CARGO_TARGET_DIR=/tmp/oha-build cargo install --locked oha
+  CARGO_TARGET_DIR=/tmp/oha-build cargo install --locked oha || echo "oha: install failed"
 fi
+HAVE_OHA=1
+command -v oha >/dev/null || HAVE_OHA=0
+TLS="${TLS:-1}"
+TLS_CONNS="${TLS_CONNS:-64}"
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" surge
+# nginx's workers run as nobody when started by root: they must reach the served files.
+chmod 755 "$TMP"
+
+# A private CA and a P-256 certificate for 127.0.0.1 (what surge's --ca-cert is for).
+mkdir -p "$TMP/pki"
+make_cert() {
+  ( cd "$TMP/pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key \
+      -out ca.pem -days 2 -subj "/CN=surge bench CA" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key \
+      -out srv.csr -subj "/CN=127.0.0.1" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:bench.surge.test\n' > srv.ext
+    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.crt -days 2 \
+      -extfile srv.ext 2>/dev/null )
+}
+make_cert
 
 # ---------- nginx for parts 1 and 3 ----------
 if [ "${PART:-all}" != replay ]; then
 PORT="$(free_port)"
 mkdir -p "$TMP/www" "$TMP/nginx/logs"
 head -c 1024 /dev/urandom | base64 -w 76 > "$TMP/www/index.html"   # ~1.4 KB static file
+TPORT="$(free_port)"
 cat > "$TMP/nginx/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -42,12 +67,16 @@ http {
   uwsgi_temp_path $TMP/nginx/uw; scgi_temp_path $TMP/nginx/sc;
   keepalive_requests 100000000;
   server { listen 127.0.0.1:$PORT; root $TMP/www; }
+  server { listen 127.0.0.1:$TPORT ssl; root $TMP/www;
+           ssl_certificate $TMP/pki/srv.crt; ssl_certificate_key $TMP/pki/srv.key; }
 }
 CONF
 taskset -c 1 nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" &
 PIDS+=($!)
 wait_port "$PORT"
+wait_port "$TPORT"
 URL="http://127.0.0.1:$PORT/index.html"
+TURL="https://127.0.0.1:$TPORT/index.html"
 fi
 
 # ---------- 1. generators vs nginx ----------  (PART=gen: only this part)
@@ -57,23 +86,31 @@ echo "== nginx 1 worker on CPU 1 serving $(wc -c < "$TMP/www/index.html") bytes 
 
 run_gen() { # name, command...
   local name="$1"; shift
-  /usr/bin/time -f "%U %S" -o "$TMP/time.$name" taskset -c 0 "$@" > "$TMP/out.$name" 2>"$TMP/err.$name"
+  /usr/bin/time -f "%U %S" -o "$TMP/time.$name" taskset -c 0 "$@" > "$TMP/out.$name" 2>"$TMP/err.$name" \
+    || { echo "$name failed:"; cat "$TMP/err.$name"; return 1; }
 }
 
 # ROUNDS rounds (default 6, DUR seconds each), each running wrk, oha and surge back to back in a rotating order; every
 # ratio is the median of the per-round ratios, because this shared host's speed drifts (wrk alone
 # has measured 34k..132k req/s within an hour): generators timed minutes apart are not comparable.
+# gen_rounds LABEL URL CONNS [surge flags...]: one table of rounds and ratios, rows prefixed LABEL.
 ROUNDS="${ROUNDS:-6}"
-GENS=(wrk oha surge)
+gen_rounds() {
+local label="$1" url="$2" conns="$3"; shift 3
+local sflags=("$@")
+local GENS=(wrk oha surge)
+[ "$HAVE_OHA" = 1 ] || GENS=(wrk surge)
+local oha_tls=()
+case $url in https*) oha_tls=(--insecure) ;; esac
 : > "$TMP/rounds.tsv"
 for r in $(seq 1 "$ROUNDS"); do
-  k=$(( (r - 1) % 3 ))
-  order=("${GENS[@]:$k}" "${GENS[@]:0:$k}")
+  local k=$(( (r - 1) % ${#GENS[@]} ))
+  local order=("${GENS[@]:$k}" "${GENS[@]:0:$k}")
   for g in "${order[@]}"; do
     case $g in
-      wrk) run_gen wrk wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "$URL" ;;
-      oha) run_gen oha oha -c "$CONNS" -z "${DUR}s" --no-tui --output-format json "$URL" ;;
-      surge) run_gen surge "$SURGE" bench -c "$CONNS" -d "${DUR}s" --json "$URL" ;;
+      wrk) run_gen wrk wrk -t1 -c"$conns" -d"${DUR}s" --latency "$url" ;;
+      oha) run_gen oha oha -c "$conns" -z "${DUR}s" --no-tui --output-format json "${oha_tls[@]}" "$url" ;;
+      surge) run_gen surge "$SURGE" bench -c "$conns" -d "${DUR}s" --json "${sflags[@]}" "$url" ;;
     esac
     python3 - "$g" "$r" "$TMP" >> "$TMP/rounds.tsv" <<'PY'
 import json, re, sys
@@ -97,26 +134,41 @@ PY
   done
 done
 echo
-python3 - "$TMP/rounds.tsv" <<'PY'
+echo "== $label: -c $conns, ${DUR}s x $ROUNDS rounds$([ "$HAVE_OHA" = 1 ] || echo '; oha: not installed, its rows are absent (NO_OHA_INSTALL or install failed)')"
+python3 - "$TMP/rounds.tsv" "$label" <<'PY'
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+label = sys.argv[2]
 by = {}
 for g, r, rps, n, p99, cpu in rows:
     by.setdefault(g, {})[int(r)] = (float(rps), int(n), float(p99), float(cpu), float(cpu) / int(n) * 1e6)
+gens = [g for g in ("wrk", "oha", "surge") if g in by]
 for r in sorted(by["wrk"]):
-    print(f"round {r}: " + "   ".join(f"{g} {by[g][r][0]:8.0f} req/s {by[g][r][4]:6.2f} us/req" for g in ("wrk", "oha", "surge")))
+    print(f"{label} round {r}: " + "   ".join(f"{g} {by[g][r][0]:8.0f} req/s {by[g][r][4]:6.2f} us/req" for g in gens))
 print()
 med = lambda g, i: statistics.median(v[i] for v in by[g].values())
-for g in ("wrk", "oha", "surge"):
-    print(f"{g:<6} req/s {med(g, 0):10.0f}   p99 {med(g, 2):8.3f} ms   CPU/request {med(g, 4):6.2f} us   (medians of {len(by[g])} rounds)")
+for g in gens:
+    print(f"{label} {g:<6} req/s {med(g, 0):10.0f}   p99 {med(g, 2):8.3f} ms   CPU/request {med(g, 4):6.2f} us   (medians of {len(by[g])} rounds)")
 ratio = lambda a, b, i: statistics.median(by[a][r][i] / by[b][r][i] for r in by[a])
 print()
-print(f"ratio: surge/wrk req/s = {ratio('surge', 'wrk', 0):.3f} (target >= 0.98)")
-print(f"ratio: surge/oha req/s = {ratio('surge', 'oha', 0):.3f}")
-print(f"ratio: surge/wrk CPU per request = {ratio('surge', 'wrk', 4):.3f} (target <= 1.0)")
-print(f"ratio: surge/oha CPU per request = {ratio('surge', 'oha', 4):.3f} (target < 1.0)")
+tgt = "1.0" if label == "https" else "0.98"
+print(f"ratio: {label} surge/wrk req/s = {ratio('surge', 'wrk', 0):.3f} (target >= {tgt})")
+if "oha" in by:
+    print(f"ratio: {label} surge/oha req/s = {ratio('surge', 'oha', 0):.3f}")
+else:
+    print(f"ratio: {label} surge/oha: oha not installed")
+print(f"ratio: {label} surge/wrk CPU per request = {ratio('surge', 'wrk', 4):.3f} (target <= 1.0)")
+if "oha" in by:
+    print(f"ratio: {label} surge/oha CPU per request = {ratio('surge', 'oha', 4):.3f} (target < 1.0)")
 print("(ratios: medians of per-round ratios)")
 PY
+}
+gen_rounds http "$URL" "$CONNS"
+if [ "$TLS" = 1 ]; then
+  echo
+  echo "== the same over TLS: nginx https (ECDSA P-256, TLS 1.3) at $TURL; surge --ca-cert (verified), wrk/oha do not verify"
+  gen_rounds https "$TURL" "$TLS_CONNS" --ca-cert "$TMP/pki/ca.pem"
+fi
 
 fi
 
@@ -257,14 +309,17 @@ echo "recorded $(grep -c '^{' "$TMP/cw-recording.log") events"
 
 ulimit -n "$(ulimit -Hn)"
 # Think time x10 stretches the ~2 s session to ~20 s; starting all users takes USERS ms, so they
-# are all alive together.
+# are all alive together. replay_mem LABEL TARGET [flags...]: one replay, its RSS per session.
+replay_mem() {
+local label="$1" target="$2"; shift 2
+local run="$TMP/run-$label"
 /usr/bin/time -v -o "$TMP/time.replay" "$SURGE" replay "$TMP/cw-recording.log" \
-  --target "http://127.0.0.1:$CWPORT/" --users "$USERS" --start-interval 1ms --think-time x10 \
-  --message-timeout 60s --output-dir "$TMP/run" > "$TMP/replay.out" 2>"$TMP/replay.err" || true
+  --target "$target" --users "$USERS" --start-interval 1ms --think-time x10 \
+  --message-timeout 60s --output-dir "$run" "$@" > "$TMP/replay.out" 2>"$TMP/replay.err" || true
 tail -n +1 "$TMP/replay.out" | head -3
-python3 - "$TMP/run" "$TMP/time.replay" "$USERS" <<'PY'
+python3 - "$run" "$TMP/time.replay" "$USERS" "$label" <<'PY'
 import csv, os, re, sys
-run, timef, users = sys.argv[1], sys.argv[2], int(sys.argv[3])
+run, timef, users, label = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(timef).read()).group(1))
 spans = []
 for f in os.listdir(os.path.join(run, "sessions")):
@@ -274,6 +329,40 @@ ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
 cur = peak = 0
 for _, d in ev:
     cur += d; peak = max(peak, cur)
-print(f"sessions {len(spans)}, peak concurrent sessions {peak}, surge peak RSS {rss_kb/1024:.1f} MB")
-print(f"ratio: surge peak RSS per concurrent session = {rss_kb/peak:.1f} KB (target <= 50 KB)")
+print(f"{label}: sessions {len(spans)}, peak concurrent sessions {peak}, surge peak RSS {rss_kb/1024:.1f} MB")
+target = "60" if label == "https" else "50"
+print(f"ratio: {label} surge peak RSS per concurrent session = {rss_kb/peak:.1f} KB (target <= {target} KB)")
 PY
+}
+replay_mem http "http://127.0.0.1:$CWPORT/"
+
+[ "$TLS" = 1 ] || exit 0
+# The same replay over TLS: nginx (1 worker) terminates TLS in front of cranwhales (keep-alive
+# upstream); surge verifies its certificate with --ca-cert.
+CWTPORT="$(free_port)"
+mkdir -p "$TMP/nginx-cw/logs"
+cat > "$TMP/nginx-cw/nginx.conf" <<CONF
+worker_processes 1;
+worker_rlimit_nofile 65536;
+daemon off;
+pid $TMP/nginx-cw/nginx.pid;
+error_log $TMP/nginx-cw/logs/error.log warn;
+events { worker_connections 30000; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx-cw/cb; proxy_temp_path $TMP/nginx-cw/px; fastcgi_temp_path $TMP/nginx-cw/fc;
+  uwsgi_temp_path $TMP/nginx-cw/uw; scgi_temp_path $TMP/nginx-cw/sc;
+  keepalive_requests 100000000; keepalive_timeout 300s;
+  upstream cw { server 127.0.0.1:$CWPORT; keepalive 256; }
+  server { listen 127.0.0.1:$CWTPORT ssl backlog=8192;
+           ssl_certificate $TMP/pki/srv.crt; ssl_certificate_key $TMP/pki/srv.key;
+           location / { proxy_pass http://cw; proxy_http_version 1.1; proxy_set_header Connection "";
+                        proxy_set_header Host \$host; proxy_read_timeout 120s; } }
+}
+CONF
+nginx -p "$TMP/nginx-cw" -c "$TMP/nginx-cw/nginx.conf" &
+PIDS+=($!)
+wait_port "$CWTPORT"
+echo
+echo "== the same replay over TLS: nginx terminating TLS at https://127.0.0.1:$CWTPORT/ in front of cranwhales"
+replay_mem https "https://127.0.0.1:$CWTPORT/" --ca-cert "$TMP/pki/ca.pem"

@@ -102,7 +102,7 @@ async fn ctrl_c() {
 
 /// `surge replay`: plan from the flags, logger, Ctrl-C, the run, then its text or JSON summary.
 async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
-    let plan = surge::replay::ReplayPlan::from_args(&args, &argv())?;
+    let plan = surge::replay::ReplayPlan::from_args(&args, &argv()).await?;
     let debug_log = (args.debug_log).then(|| plan.out_dir.join(surge::logging::DEBUG_LOG));
     surge::logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
     let out_dir = plan.out_dir.clone();

@@ -1,5 +1,6 @@
 //! The replay target: base URL parsing, one keep-alive HTTP/1 connection per simulated user (hyper's
-//! connection API, no pool, over `net`'s no-delay, quick-ACK sockets), and a per-user cookie jar.
+//! connection API, no pool, over `net`'s no-delay, quick-ACK sockets, plain or TLS), and a per-user
+//! cookie jar.
 
 use crate::failure::Cause;
 use crate::net;
@@ -8,32 +9,67 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, Response, Uri};
 use hyper_util::rt::TokioIo;
+use std::sync::Arc;
 
-/// Where requests go: `http://host:port/prefix`.
+/// Where requests go: `http(s)://host:port/prefix`, and how to connect there.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// `host:port` for connect and the Host header.
+    /// The URL's `host[:port]` (port only when written, as browsers send Host).
     pub authority: String,
     /// Path prefix without trailing slash ("" for the root).
     pub base_path: String,
+    /// Host, port and TLS or not.
+    pub endpoint: net::Endpoint,
+    /// The run's connection settings (TLS config, `--resolve`), shared by every connection.
+    pub dialer: Arc<net::Dialer>,
 }
 
 impl Target {
-    /// Parses `http://host[:port][/prefix]`; https is refused (surge replays to local servers).
-    /// Errors start with the URL; callers put the flag it came from in front.
+    /// Parses `http(s)://host[:port][/prefix]`, connecting without TLS settings (see
+    /// [`Target::with_tls`]). Errors start with the URL; callers put the flag it came from in front.
     pub fn parse(url: &str) -> Result<Target, String> {
         let uri: Uri = url.parse().map_err(|e| format!("{url}: not a URL ({e})"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some(s) => return Err(format!("{url}: scheme {s} not supported (use http)")),
-            None => return Err(format!("{url}: missing http://")),
-        }
-        let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
-        let port = uri.port_u16().unwrap_or(80);
+        let endpoint = net::Endpoint::from_uri(&uri).map_err(|e| format!("{url}: {e}"))?;
         Ok(Target {
-            authority: format!("{host}:{port}"),
+            authority: match uri.port_u16() {
+                Some(p) => format!("{}:{p}", endpoint.host),
+                None => endpoint.host.clone(),
+            },
             base_path: uri.path().trim_end_matches('/').to_string(),
+            endpoint,
+            dialer: Arc::default(),
         })
+    }
+
+    /// The target with the run's TLS and `--resolve` flags (one TLS config for the whole run,
+    /// offering HTTP/1.1, each handshake bounded by `handshake`); prints the `--insecure` warning.
+    pub fn with_tls(
+        mut self,
+        flags: &net::TlsArgs,
+        handshake: std::time::Duration,
+    ) -> Result<Target, String> {
+        let dialer = net::Dialer::new(flags, self.endpoint.tls, net::Alpn::Http1)?
+            .with_handshake_timeout(handshake);
+        if dialer.insecure() {
+            eprintln!(
+                "surge: warning: --insecure: the certificate of {} is not verified",
+                self.authority
+            );
+        }
+        self.dialer = Arc::new(dialer);
+        Ok(self)
+    }
+
+    /// One connection before the users start: a TLS failure (expired, unknown issuer, name
+    /// mismatch, no answer) is returned as one line instead of failing every session.
+    pub async fn probe(&self) -> Result<(), String> {
+        self.dialer.probe(&self.endpoint, net::Alpn::Http1).await
+    }
+
+    /// `http://host:port` or `https://host:port`.
+    pub fn origin(&self) -> String {
+        let scheme = if self.endpoint.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority)
     }
 
     /// Path + query for a recorded URL (recorded URLs start with '/').
@@ -45,9 +81,10 @@ impl Target {
         }
     }
 
-    /// ws:// URL for a recorded WebSocket path.
+    /// ws:// (wss:// for an https target) URL for a recorded WebSocket path.
     pub fn ws_url(&self, recorded: &str) -> String {
-        format!("ws://{}{}", self.authority, self.path(recorded))
+        let scheme = if self.endpoint.tls { "wss" } else { "ws" };
+        format!("{scheme}://{}{}", self.authority, self.path(recorded))
     }
 }
 
@@ -107,11 +144,13 @@ impl Conn {
     }
 }
 
-/// A TCP connection to the target: no Nagle delay, quick ACKs (see `net`).
+/// A connection to the target (TLS for https): no Nagle delay, quick ACKs (see `net`).
 pub async fn connect(target: &Target) -> Result<net::Stream, Cause> {
-    net::connect(&target.authority)
+    target
+        .dialer
+        .connect(&target.endpoint)
         .await
-        .map_err(|e| Cause::ConnectError(format!("connect {}: {e}", target.authority)))
+        .map_err(|e| Cause::ConnectError(e.to_string()))
 }
 
 fn handshake_error(target: &Target, e: hyper::Error) -> Cause {
@@ -255,7 +294,12 @@ mod tests {
             t.ws_url("/websocket/"),
             "ws://127.0.0.1:3838/app/websocket/"
         );
-        assert!(Target::parse("https://x/").is_err());
+        let s = Target::parse("https://app.example/x").unwrap();
+        assert_eq!(s.authority, "app.example");
+        assert_eq!((s.endpoint.port, s.endpoint.tls), (443, true));
+        assert_eq!(s.origin(), "https://app.example");
+        assert_eq!(s.ws_url("/ws"), "wss://app.example/x/ws");
+        assert!(Target::parse("ftp://x/").is_err());
         assert!(Target::parse("nonsense").is_err());
     }
 

@@ -127,13 +127,13 @@ fn refused_port_reports_errors_by_kind() {
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
     let out = surge()
-        .args(["bench", "https://example.org/"])
+        .args(["bench", "ftp://127.0.0.1/"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("only http://"));
+    assert!(err.contains("scheme ftp not supported"), "{err}");
     let out = surge()
         .args(["bench", "-t", "0", "http://127.0.0.1:1/"])
         .output()

@@ -200,7 +200,7 @@ async fn stages_are_achieved() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[]).unwrap();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[]).await.unwrap();
     let outcome = surge::replay::run(plan, std::future::pending())
         .await
         .unwrap();
@@ -255,7 +255,7 @@ async fn arrival_rate_starts_the_asked_sessions() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[]).unwrap();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[]).await.unwrap();
     let outcome = surge::replay::run(plan, std::future::pending())
         .await
         .unwrap();

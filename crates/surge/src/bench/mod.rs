@@ -73,7 +73,7 @@ pub struct BenchArgs {
     /// Open a new connection for every request
     #[arg(long)]
     pub no_keepalive: bool,
-    /// Speak HTTP/2 over cleartext (prior knowledge)
+    /// Speak HTTP/2: over cleartext with prior knowledge for http://, via ALPN "h2" for https://
     #[arg(long)]
     pub http2: bool,
     /// Per-request timeout
@@ -89,6 +89,9 @@ pub struct BenchArgs {
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
+    /// TLS and address flags for an https:// URL
+    #[command(flatten)]
+    pub tls: crate::net::TlsArgs,
 }
 
 /// `--max-error-rate`: `1%`, `0.5%` or a fraction `0.01`, within 0..=1.
@@ -130,6 +133,21 @@ const LATE: Duration = Duration::from_millis(10);
 /// `--max-error-rate` were not ok (no answer, or a status other than 2xx/3xx / `--expect-status`).
 pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let plan = Arc::new(make_plan(&args)?);
+    if plan.dialer.insecure() {
+        eprintln!(
+            "surge bench: warning: --insecure: the certificate of {} is not verified",
+            plan.endpoint.authority()
+        );
+    }
+    let alpn = if plan.http2 {
+        crate::net::Alpn::H2
+    } else {
+        crate::net::Alpn::Http1
+    };
+    plan.dialer
+        .probe(&plan.endpoint, alpn)
+        .await
+        .map_err(anyhow::Error::msg)?;
     if let Some(line) = plan.start.late_line("requests whose send time has passed") {
         eprintln!("{line}");
     }
@@ -304,16 +322,21 @@ fn error_kind(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 async fn connect(plan: &Plan) -> Result<Conn, String> {
-    if !plan.http2 {
-        return h1::Conn::connect(&plan.authority)
-            .await
-            .map(Conn::H1)
-            .map_err(|e| format!("connect: {:?}", e.kind()));
-    }
-    let tcp = crate::net::connect(&plan.authority)
+    // Error kinds hold no variable data: they are counted.
+    let stream = plan
+        .dialer
+        .connect(&plan.endpoint)
         .await
-        .map_err(|e| format!("connect: {:?}", e.kind()))?;
-    let (s, c) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+        .map_err(|e| match e {
+            crate::net::DialError::Connect { source, .. } => {
+                format!("connect: {:?}", source.kind())
+            }
+            crate::net::DialError::Tls { .. } => "TLS handshake failed".into(),
+        })?;
+    if !plan.http2 {
+        return Ok(Conn::H1(h1::Conn::new(stream)));
+    }
+    let (s, c) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
         .await
         .map_err(|e| format!("handshake: {}", error_kind(&e)))?;
     tokio::spawn(c);

@@ -3,6 +3,7 @@
 
 use super::schedule::schedule;
 use super::BenchArgs;
+use crate::net;
 use crate::segment::{Segment, Start};
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
@@ -14,7 +15,9 @@ use tokio::time::Instant;
 /// One bench run's fixed inputs and shared counters, read by every connection task.
 pub(super) struct Plan {
     pub(super) uri: Uri,
-    pub(super) authority: String,
+    /// Host, port, TLS; connected through `dialer` (the run's one TLS config, `--resolve`).
+    pub(super) endpoint: net::Endpoint,
+    pub(super) dialer: net::Dialer,
     pub(super) method: Method,
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
@@ -48,13 +51,17 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         .url
         .parse()
         .map_err(|e| anyhow::anyhow!("URL {}: {e}", args.url))?;
-    if uri.scheme_str() != Some("http") {
-        anyhow::bail!("URL {}: only http:// is supported", args.url);
-    }
-    let host = uri
-        .host()
-        .ok_or_else(|| anyhow::anyhow!("URL {}: no host", args.url))?;
-    let authority = format!("{host}:{}", uri.port_u16().unwrap_or(80));
+    let endpoint =
+        net::Endpoint::from_uri(&uri).map_err(|e| anyhow::anyhow!("URL {}: {e}", args.url))?;
+    let host = endpoint.host.clone();
+    let alpn = if args.http2 {
+        net::Alpn::H2
+    } else {
+        net::Alpn::Http1
+    };
+    let dialer = net::Dialer::new(&args.tls, endpoint.tls, alpn)
+        .map_err(anyhow::Error::msg)?
+        .with_handshake_timeout(args.timeout);
     if args.connections == 0 {
         anyhow::bail!("-c must be at least 1");
     }
@@ -67,7 +74,7 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         .method
         .parse()
         .map_err(|_| anyhow::anyhow!("-m {}: not an HTTP method", args.method))?;
-    let headers = request_headers(args, &uri, host)?;
+    let headers = request_headers(args, &uri, &host)?;
     let body = match &args.body {
         Some(p) => Bytes::from(
             std::fs::read(p).map_err(|e| anyhow::anyhow!("--body {}: {e}", p.display()))?,
@@ -91,7 +98,8 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     let t0 = start.t0;
     Ok(Plan {
         uri: request_uri,
-        authority,
+        endpoint,
+        dialer,
         head: method == Method::HEAD,
         method,
         headers,

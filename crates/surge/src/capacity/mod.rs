@@ -67,6 +67,9 @@ pub struct CapacityArgs {
     /// Extra request header, 'Name: value' (repeatable)
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
+    /// TLS and address flags for an https:// target (passed to every step)
+    #[command(flatten)]
+    pub tls: crate::net::TlsArgs,
     /// Directory for the steps and capacity.json (default: capacity-<time>)
     #[arg(long)]
     pub output_dir: Option<PathBuf>,

@@ -228,6 +228,15 @@ fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, C
     for h in &args.headers {
         v.extend(["-H".into(), h.clone()]);
     }
+    for c in &args.tls.ca_certs {
+        v.extend(["--ca-cert".into(), c.display().to_string()]);
+    }
+    for r in &args.tls.resolve {
+        v.extend(["--resolve".into(), r.clone()]);
+    }
+    if args.tls.insecure {
+        v.push("--insecure".into());
+    }
     v.extend(["--output-dir".into(), dir.display().to_string()]);
     Step::try_parse_from(&v)
         .map(|s| s.replay)
@@ -247,7 +256,7 @@ async fn step(
     let step_dir = dir.join(&name);
     let replay_args = step_args(args, load, &step_dir)?;
     let argv = vec![format!("(surge capacity step {n}: {load} {})", res.unit)];
-    let mut plan = ReplayPlan::from_args(&replay_args, &argv)?;
+    let mut plan = ReplayPlan::from_args(&replay_args, &argv).await?;
     plan.progress = false;
     plan.max_sessions = Some(if args.open {
         (f64::from(args.step_sessions) / 0.9).ceil() as u32

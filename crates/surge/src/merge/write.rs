@@ -111,6 +111,7 @@ fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
             think_time: text(&cfg["thinkTime"]),
             shape: cfg["shape"].as_str().map(str::to_string),
             message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
+            insecure: (parts.iter()).any(|p| p.summary["insecure"] == Value::Bool(true)),
         },
         started_at_ms: start_at.or(earliest).unwrap_or(0),
         warmup_ms: (interval * u64::from(users.saturating_sub(1))) as i64,

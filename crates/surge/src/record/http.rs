@@ -48,7 +48,7 @@ pub(super) async fn http(st: Arc<State>, req: Request<Incoming>) -> Response<Pro
         Ok(b) => b.to_bytes(),
         Err(e) => return text_response(StatusCode::BAD_REQUEST, format!("reading request: {e}")),
     };
-    let uri = format!("http://{}{}", st.target.authority, st.target.path(&pq));
+    let uri = format!("{}{}", st.target.origin(), st.target.path(&pq));
     let mut up = Request::new(Full::new(body.clone()));
     *up.method_mut() = parts.method.clone();
     *up.uri_mut() = match uri.parse() {

@@ -49,12 +49,19 @@ pub struct RecordArgs {
     /// Target type header: auto (detect Shiny), R/Shiny, or surge/http
     #[arg(long, default_value = "auto")]
     pub target_type: String,
+    /// TLS and address flags for an https:// target (the browser side stays http)
+    #[command(flatten)]
+    pub tls: crate::net::TlsArgs,
 }
 
 /// Runs the proxy until the browser closes the session's WebSocket or Ctrl-C; exit status 0.
 pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
-    let target = Target::parse(&args.target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
-    let client = Client::builder(TokioExecutor::new()).build(Connector);
+    let target = Target::parse(&args.target)
+        .map_err(|e| anyhow::anyhow!("--target {e}"))?
+        .with_tls(&args.tls, crate::net::HANDSHAKE_TIMEOUT)
+        .map_err(anyhow::Error::msg)?;
+    target.probe().await.map_err(anyhow::Error::msg)?;
+    let client = Client::builder(TokioExecutor::new()).build(Connector(target.dialer.clone()));
     let target_type = match args.target_type.as_str() {
         "auto" => detect(&client, &target).await?,
         t => t.to_string(),
@@ -129,7 +136,7 @@ async fn detect(
     client: &Client<Connector, Full<Bytes>>,
     target: &Target,
 ) -> anyhow::Result<String> {
-    let uri = format!("http://{}{}/", target.authority, target.base_path);
+    let uri = format!("{}{}/", target.origin(), target.base_path);
     let wait = std::time::Duration::from_secs(3);
     let resp = tokio::time::timeout(wait, client.get(uri.parse()?))
         .await

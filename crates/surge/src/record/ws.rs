@@ -54,7 +54,7 @@ pub(super) async fn websocket(st: Arc<State>, mut req: Request<Incoming>) -> Res
         }
     }
     let begin = now_ms();
-    let upstream = match crate::net::ws_connect(up_req).await {
+    let upstream = match crate::net::ws_connect(&st.target.dialer, up_req).await {
         Ok(ws) => ws,
         Err(e) => {
             return text_response(StatusCode::BAD_GATEWAY, format!("WebSocket to {url}: {e}"))

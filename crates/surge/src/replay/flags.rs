@@ -85,6 +85,9 @@ pub struct ReplayArgs {
     /// Least severe log line printed on stderr
     #[arg(long, value_enum, ignore_case = true, default_value_t = LogLevel::Warn)]
     pub log_level: LogLevel,
+    /// TLS and address flags for an https:// target
+    #[command(flatten)]
+    pub tls: crate::net::TlsArgs,
 }
 
 impl ReplayArgs {

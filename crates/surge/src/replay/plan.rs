@@ -28,6 +28,9 @@ pub enum ReplayError {
     /// The run directory cannot be prepared.
     #[error("{0}")]
     Output(String),
+    /// The target cannot be reached or its certificate is refused (one line naming the host).
+    #[error("{0}")]
+    Target(String),
     /// A file could not be read or written.
     #[error("{path}: {err}")]
     Io {
@@ -81,7 +84,9 @@ pub struct ReplayPlan {
 impl ReplayPlan {
     /// Checks `args`, loads the recording, prepares the run directory; `argv` is the command
     /// line written into the session CSVs' first line.
-    pub fn from_args(args: &ReplayArgs, argv: &[String]) -> Result<ReplayPlan, ReplayError> {
+    /// An https:// target's certificate is checked here, by one probe connection, before the run
+    /// directory is touched.
+    pub async fn from_args(args: &ReplayArgs, argv: &[String]) -> Result<ReplayPlan, ReplayError> {
         let url = args
             .app_url()
             .map_err(|e| ReplayError::Usage(e.to_string()))?;
@@ -91,6 +96,9 @@ impl ReplayPlan {
             "--target"
         };
         let target = Target::parse(url).map_err(|e| ReplayError::Usage(format!("{flag} {e}")))?;
+        let target = target
+            .with_tls(&args.tls, args.message_timeout)
+            .map_err(ReplayError::Usage)?;
         let rec = Recording::load(&args.recording)?;
         if args.users == 0 {
             return Err(ReplayError::Usage("--users must be at least 1".into()));
@@ -109,6 +117,7 @@ impl ReplayPlan {
                 timefmt::format_iso(timefmt::now_ms()).replace(':', "-")
             ))
         });
+        target.probe().await.map_err(ReplayError::Target)?;
         output::prepare_dir(&out_dir, args.overwrite_output).map_err(ReplayError::Output)?;
         output::copy_recording(&rec, &out_dir).map_err(ReplayError::Output)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);

@@ -83,6 +83,9 @@ pub struct Plan {
     pub shape: Option<String>,
     /// `--message-timeout` (ms).
     pub message_timeout_ms: u64,
+    /// `--insecure` against an https target: certificates were not verified (absent otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 /// Where a run stands in a plan spread over several processes (`--segment`, `--start-at`,
@@ -165,6 +168,7 @@ pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
             think_time: p.think.name(),
             shape: (!matches!(p.shape, Shape::Ramp { .. })).then(|| p.shape.to_string()),
             message_timeout_ms: p.message_timeout.as_millis() as u64,
+            insecure: p.target.dialer.insecure(),
         },
         started_at_ms: sh.start.unix_ms,
         warmup_ms: warmup.as_millis() as i64,

@@ -3,7 +3,6 @@
 
 use crate::recording::Kind;
 use crate::timefmt::parse_duration;
-use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::str::FromStr;
@@ -110,16 +109,16 @@ pub struct CheckResult {
 }
 
 impl Threshold {
-    /// Evaluates against a histogram of milliseconds (empty histograms pass: nothing was slow).
-    pub fn eval(&self, h: &Histogram<u64>) -> CheckResult {
-        let value = if h.is_empty() {
-            0.0
-        } else {
-            match self.stat {
-                Stat::Quantile(q) => h.value_at_quantile(q) as f64,
-                Stat::Max => h.max() as f64,
-                Stat::Mean => h.mean(),
-            }
+    /// Evaluates against durations in ms (none pass: nothing was slow), with the run
+    /// directory's percentiles (nearest rank, as summary.json states them).
+    pub fn eval(&self, values: &[u32]) -> CheckResult {
+        let mut v = values.to_vec();
+        v.sort_unstable();
+        let value = match (self.stat.clone(), v.last()) {
+            (_, None) => 0.0,
+            (Stat::Quantile(q), _) => f64::from(crate::stats::rank(&v, q * 100.0)),
+            (Stat::Max, Some(&max)) => f64::from(max),
+            (Stat::Mean, _) => crate::stats::exact(&v).mean,
         };
         CheckResult {
             check: self.text.clone(),
@@ -172,14 +171,12 @@ mod tests {
     }
 
     #[test]
-    fn evaluates_against_histogram() {
-        let mut h = crate::stats::new_histogram();
-        for v in 1..=100u64 {
-            h.record(v * 10).unwrap();
-        }
+    fn evaluates_against_durations() {
+        let v: Vec<u32> = (1..=100).map(|v| v * 10).collect();
         let t: Threshold = "p90<901ms".parse().unwrap();
-        assert!(t.eval(&h).ok);
+        assert!(t.eval(&v).ok);
         let t: Threshold = "p91<901ms".parse().unwrap();
-        assert!(!t.eval(&h).ok);
+        assert!(!t.eval(&v).ok);
+        assert_eq!(t.eval(&[]).value, 0.0);
     }
 }

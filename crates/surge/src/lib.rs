@@ -17,6 +17,7 @@ pub mod record;
 pub mod recording;
 pub mod replay;
 pub mod report;
+pub mod rundir;
 pub mod segment;
 pub mod shiny;
 pub mod stats;

@@ -1,4 +1,6 @@
-//! Latency histograms (HdrHistogram) and the percentile summary both `bench` and `replay` print.
+//! The one percentile definition of a run directory, nearest rank over the exact values (what
+//! summary.json, the terminal, the report and `capacity` state, so one run's p95 is one number),
+//! and the latency histograms (HdrHistogram) `bench` keeps for its millions of µs values.
 
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
@@ -30,6 +32,35 @@ pub struct Summary {
     pub p999: f64,
     /// Largest value.
     pub max: f64,
+}
+
+/// Nearest-rank percentile `p` (0..=100) of sorted, non-empty `v`: the smallest value with at
+/// least p% of the values at or below it. The one definition every run-directory figure uses.
+/// (The rank is rounded up after dropping float noise: p99.9 of 1000 values is the 999th.)
+pub fn rank<T: Copy>(v: &[T], p: f64) -> T {
+    let idx = ((p / 100.0) * v.len() as f64 - 1e-9).ceil() as usize;
+    v[idx.clamp(1, v.len()) - 1]
+}
+
+/// The summary of exact values (ms), nearest rank; the mean rounded to µs as from a histogram.
+pub fn exact(values: &[u32]) -> Summary {
+    if values.is_empty() {
+        return Summary::default();
+    }
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let q = |p: f64| f64::from(rank(&v, p));
+    let sum: u64 = v.iter().map(|&x| u64::from(x)).sum();
+    Summary {
+        count: v.len() as u64,
+        mean: (sum as f64 / v.len() as f64 * 1000.0).round() / 1000.0,
+        p50: q(50.0),
+        p90: q(90.0),
+        p95: q(95.0),
+        p99: q(99.0),
+        p999: q(99.9),
+        max: f64::from(v[v.len() - 1]),
+    }
 }
 
 /// Summarises `h`, dividing every value by `div` (e.g. 1000 for µs -> ms).
@@ -90,6 +121,18 @@ mod tests {
         assert_eq!(s.p50, 500.0);
         assert_eq!(s.p99, 990.0);
         assert_eq!(s.max, 1000.0);
+    }
+
+    #[test]
+    fn exact_percentiles_are_nearest_rank() {
+        let v: Vec<u32> = (1..=1000).rev().collect();
+        let s = exact(&v);
+        assert_eq!((s.count, s.p50, s.p90, s.p99), (1000, 500.0, 900.0, 990.0));
+        assert_eq!((s.p999, s.max, s.mean), (999.0, 1000.0, 500.5));
+        assert_eq!(rank(&[7], 0.0), 7);
+        assert_eq!(exact(&[]), Summary::default());
+        // Past HdrHistogram's exact range (2048 at 3 digits) the two differ; exact does not.
+        assert_eq!(exact(&[123_457]).p50, 123_457.0);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 use crate::checks::{Stat, Threshold};
 use crate::recording::Kind;
 use crate::report::load::{Outcome, Run, Session};
-use crate::report::stats::{self, rank};
+use crate::report::stats;
+use crate::stats::rank;
 use std::fmt;
 use std::str::FromStr;
 

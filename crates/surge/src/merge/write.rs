@@ -5,7 +5,7 @@
 use super::read::{Part, SessionFile};
 use crate::checks::Threshold;
 use crate::failure::FailureKind;
-use crate::replay::{self, Aggregate, FailureCount, Head, Plan, RunSummary, Split};
+use crate::rundir::{self, Aggregate, FailureCount, Head, Plan, RunSummary, Split};
 use crate::timefmt;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, 
         }
     }
     let (max_failure_rate, thresholds) = checks_of(&parts[0])?;
-    Ok(replay::from_aggregate(
+    Ok(rundir::from_aggregate(
         head(parts, sessions),
         &agg,
         (done, failed),

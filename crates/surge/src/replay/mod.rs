@@ -7,10 +7,9 @@
 //!
 //! Modules, along the run: `flags`, `plan` (flags → plan, `ReplayError`), `shape` (load shapes),
 //! `think` (pauses), `drive` (starting users as the shape asks; shape.csv), `user` (one user's
-//! loop of sessions), `player` (one session) and `stream` (SSE in the background), `aggregate`
-//! (results as sessions end), `summary` (summary.json), `print` (text), `progress`.
+//! loop of sessions), `player` (one session) and `stream` (SSE in the background), `summary`
+//! (summary.json from the run directory's aggregate), `print` (text), `progress`.
 
-mod aggregate;
 mod drive;
 mod flags;
 mod plan;
@@ -24,6 +23,7 @@ mod think;
 mod user;
 
 use crate::output::ShapePoint;
+use crate::rundir::Aggregate;
 use crate::segment::Start;
 use std::future::Future;
 use std::sync::atomic::AtomicU32;
@@ -31,13 +31,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-pub(crate) use aggregate::Aggregate;
+pub use crate::rundir::{FailureCount, Plan, RunSummary, SessionCounts, Split};
 pub use flags::ReplayArgs;
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
 pub use shape::{parse_rate, parse_stages, Shape, Stage, Stages};
-pub(crate) use summary::{from_aggregate, Head};
-pub use summary::{FailureCount, Plan, RunSummary, SessionCounts, Split};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.

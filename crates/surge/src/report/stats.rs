@@ -1,5 +1,5 @@
-//! Numbers the report states: per-run counts, exact percentiles (nearest rank over all values; runs
-//! are small enough that no histogram approximation is needed), run phases and per-line boxes.
+//! Numbers the report states: per-run counts, percentiles (the run directory's one definition,
+//! [`crate::stats::rank`]: nearest rank over all values), run phases and per-line boxes.
 
 use std::collections::HashMap;
 
@@ -52,11 +52,7 @@ impl Dist {
     }
 }
 
-/// Nearest-rank percentile of sorted, non-empty `v`.
-pub fn rank(v: &[i64], p: f64) -> i64 {
-    let idx = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v[idx.clamp(1, v.len()) - 1]
-}
+pub use crate::stats::rank;
 
 /// Warm-up ends when the last simulated user has started; cool-down starts when the first user
 /// has finished its last session. Between them every user is busy: the loaded phase.

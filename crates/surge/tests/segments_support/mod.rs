@@ -172,7 +172,7 @@ pub fn worker_iterations(s: &[Sess]) -> BTreeSet<(u32, u32)> {
     s.iter().map(|s| (s.worker, s.iteration)).collect()
 }
 
-/// Nearest-rank percentile (what HdrHistogram reports for values it holds exactly, < 2048).
+/// Nearest-rank percentile (summary.json's definition, `surge::stats::rank`), computed here independently.
 pub fn pct(sorted: &[u64], q: f64) -> f64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
     sorted[rank - 1] as f64

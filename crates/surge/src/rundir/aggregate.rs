@@ -1,20 +1,21 @@
-//! Run-wide results, filled in as sessions end: latency histograms per event kind, overall and
-//! per session, and failures grouped by kind and recording line.
+//! Run-wide results, filled in as sessions end: every duration (ms) per event kind and per
+//! completed session, kept exactly (4 bytes each) so percentiles are nearest rank over the real
+//! values, and failures grouped by kind and recording line.
 
 use crate::failure::{Failure, FailureKind};
 use crate::output::{RowEvent, SessionLog};
 use crate::recording::Kind;
-use crate::stats;
-use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
-/// Run-wide latency histograms (ms) and failures, filled as sessions end.
-pub(crate) struct Aggregate {
-    pub per_kind: BTreeMap<Kind, Histogram<u64>>,
-    pub overall: Histogram<u64>,
-    pub session: Histogram<u64>,
+/// Run-wide durations (ms) and failures, filled as sessions end.
+pub struct Aggregate {
+    /// Event durations per event type.
+    pub per_kind: BTreeMap<Kind, Vec<u32>>,
+    /// Durations of completed sessions (first to last row).
+    pub session: Vec<u32>,
     /// Failures by (kind, recording line): the first one seen (its detail) and how many.
     pub failures: BTreeMap<(FailureKind, u32), (Failure, u64)>,
+    /// Sessions whose CSV could not be written.
     pub write_errors: u64,
 }
 
@@ -29,15 +30,14 @@ impl Aggregate {
     pub fn new() -> Self {
         Aggregate {
             per_kind: BTreeMap::new(),
-            overall: stats::new_histogram(),
-            session: stats::new_histogram(),
+            session: Vec::new(),
             failures: BTreeMap::new(),
             write_errors: 0,
         }
     }
 
     /// Adds one finished session's durations and outcome to the run aggregate.
-    pub(super) fn record(&mut self, log: &SessionLog, write_failed: bool) {
+    pub fn record(&mut self, log: &SessionLog, write_failed: bool) {
         if write_failed {
             self.write_errors += 1;
         }
@@ -68,20 +68,29 @@ impl Aggregate {
             match (event, open) {
                 (RowEvent::Start(k), _) => open = Some((k, ts)),
                 (RowEvent::End(k), Some((o, start))) if k == o => {
-                    let d = (ts - start).max(0) as u64;
-                    let _ = self.overall.record(d);
-                    let _ = self
-                        .per_kind
-                        .entry(k)
-                        .or_insert_with(stats::new_histogram)
-                        .record(d);
+                    self.add_event(k, ts - start);
                     open = None;
                 }
                 _ => {}
             }
         }
         if let (true, Some(a), Some(b)) = (completed, first, last) {
-            let _ = self.session.record((b - a).max(0) as u64);
+            self.session.push(ms(b - a));
         }
     }
+
+    /// Adds one event's duration (ms).
+    pub fn add_event(&mut self, kind: Kind, ms_: i64) {
+        self.per_kind.entry(kind).or_default().push(ms(ms_));
+    }
+
+    /// Every event's duration, all types together ("all events").
+    pub fn overall(&self) -> Vec<u32> {
+        self.per_kind.values().flatten().copied().collect()
+    }
+}
+
+/// A duration in ms as stored: negative (a clock step back) is 0, beyond u32 saturates.
+fn ms(d: i64) -> u32 {
+    d.clamp(0, i64::from(u32::MAX)) as u32
 }

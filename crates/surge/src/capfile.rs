@@ -10,6 +10,7 @@ pub const CAPACITY_JSON: &str = "capacity.json";
 
 /// One step of the search, as capacity.json keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StepResult {
     /// Its run directory, relative to the capacity directory (`step-01`).
     pub dir: String,
@@ -31,6 +32,7 @@ pub struct StepResult {
 
 /// capacity.json: the search's plan, its steps in the order run, and the answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CapacityResult {
     /// `users` (closed model) or `sessions/s` (`--open`).
     pub unit: String,

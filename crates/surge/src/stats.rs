@@ -13,9 +13,11 @@ pub fn new_histogram() -> Histogram<u64> {
 
 /// Percentiles of one histogram, already divided into the printed unit.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[schemars(deny_unknown_fields)]
 pub struct Summary {
     /// Values recorded.
+    #[cfg_attr(test, ts(type = "number"))]
     pub count: u64,
     /// Their mean.
     pub mean: f64,

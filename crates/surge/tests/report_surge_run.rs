@@ -2,6 +2,7 @@
 //! loopback, a hand-written recording (page, two assets, one slow API call), 4 users.
 
 mod common;
+mod segments_support;
 
 use common::{fresh_dir, replay_cmd, report_args, report_model, start_http, surge};
 use std::{path::PathBuf, time::Duration};
@@ -104,5 +105,131 @@ fn report_of_a_fresh_surge_replay() {
             "data-run=\"0\" data-k=\"events\" data-v=\"{starts}\""
         )));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[derive(clap::Parser)]
+struct Replay {
+    #[command(flatten)]
+    args: surge::replay::ReplayArgs,
+}
+
+/// The terminal row `name` of a replay's text: `[count, p50, p90, p99, max]`.
+fn text_row(text: &str, name: &str) -> Vec<f64> {
+    let line = (text.lines())
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row {name:?} in\n{text}"));
+    let cols: Vec<f64> = (line[name.len()..].split_whitespace())
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert_eq!(cols.len(), 5, "{line}");
+    cols
+}
+
+/// One real run, three readers: summary.json (written by the replay), the terminal text (what
+/// `surge replay` prints) and the report's model (read back from the session CSVs) state the
+/// same count and percentiles for every event type, all events and whole sessions. The app's
+/// API delay varies (0..59 ms) so the percentiles differ from each other; each is also checked
+/// against nearest rank computed here from the CSV rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_json_terminal_and_report_agree_on_every_percentile() {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let port = start_http(|path| {
+        if path.starts_with("/api/") {
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(n * 37 % 60));
+        }
+        Some("200 OK")
+    });
+    let dir = fresh_dir("rundir-percentiles-agree");
+    let rec = dir.join("recording.log");
+    std::fs::write(&rec, recording(port)).unwrap();
+    let run = dir.join("run");
+    let (rec_s, run_s) = (rec.to_str().unwrap(), run.to_str().unwrap());
+    let target = format!("http://127.0.0.1:{port}");
+    let a: Replay = clap::Parser::try_parse_from([
+        "surge",
+        rec_s,
+        &target,
+        "--users",
+        "6",
+        "--start-interval",
+        "10ms",
+        "--loaded-duration",
+        "1500ms",
+        "--think-time",
+        "none",
+        "--output-dir",
+        run_s,
+        "--overwrite-output",
+    ])
+    .unwrap();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+        .await
+        .unwrap();
+    let outcome = surge::replay::run(plan, std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(outcome.exit_code(), 0, "{:?}", outcome.summary.checks);
+    let text = surge::replay::replay_text(&outcome.summary, &run);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let m = report_model(&report_args(vec![run.clone()], &["run"]));
+    let report = &m["runs"][0]["summary"]["percentiles"];
+
+    let durations = segments_support::durations(&segments_support::sessions(&run));
+    let mut names: Vec<&str> = vec!["overall", "session"];
+    let kinds: Vec<String> = json["events"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(kinds, ["REQ_GET", "REQ_HOME"]);
+    names.extend(kinds.iter().map(String::as_str));
+    for name in names {
+        let (key_json, key_text, in_json, in_report) = match name {
+            "overall" => (
+                "overall",
+                "all events",
+                &json["overall"],
+                &report["overall"],
+            ),
+            "session" => (
+                "session",
+                "session",
+                &json["session_duration"],
+                &report["session_duration"],
+            ),
+            k => (k, k, &json["events"][k], &report["events"][k]),
+        };
+        let want = &durations[key_json];
+        let stats = ["count", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"];
+        for s in stats {
+            assert_eq!(
+                in_json[s], in_report[s],
+                "{name} {s}: summary.json vs report"
+            );
+        }
+        let row = text_row(&text, key_text);
+        let from_json: Vec<f64> = ["count", "p50", "p90", "p99", "max"]
+            .iter()
+            .map(|s| in_json[s].as_f64().unwrap())
+            .collect();
+        assert_eq!(row, from_json, "{name}: terminal vs summary.json");
+        let rank = |q: f64| segments_support::pct(want, q);
+        assert_eq!(
+            from_json,
+            [
+                want.len() as f64,
+                rank(0.5),
+                rank(0.9),
+                rank(0.99),
+                *want.last().unwrap() as f64
+            ],
+            "{name}: summary.json vs nearest rank of the CSV rows"
+        );
+    }
+    assert!(durations["REQ_GET"].len() >= 12, "{durations:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,80 +1,12 @@
 // The report's data model (written by crates/surge/src/report/model.rs) and its decoding into
 // per-event arrays the charts share. Times are ms; charts show seconds.
 
-export type Dist = [n: number, p50: number, p90: number, p99: number, max: number];
+import type { CapacityResult, Dist, Model, RecModel, RunModel } from "./model.gen";
 
-export interface Recording {
-  path: string;
-  target: string | null;
-  duration_ms: number;
-  line: number[];
-  kind: string[];
-  class: number[];
-  label: string[];
-  begin: number[];
-  dur: number[];
-}
-
-export interface RunModel {
-  name: string;
-  dir: string;
-  recording: number;
-  start_epoch_ms: number;
-  duration_ms: number;
-  warmup_end_ms: number;
-  cooldown_start_ms: number;
-  summary: {
-    workers: number;
-    sessions: number;
-    completed: number;
-    failed: number;
-    unfinished: number;
-    events: number;
-    failed_events: number;
-    reasons: [string, number][];
-    page_load: Dist;
-    over_limit: number;
-    session_duration: Dist;
-    classes: Dist[];
-  };
-  sessions: {
-    id: number[];
-    worker: number[];
-    iter: number[];
-    start: number[];
-    dur: number[];
-    outcome: number[];
-    reason: number[];
-    page_load: number[];
-    n: number[];
-  };
-  events: { line: number[]; gap: number[]; dur: number[]; failed: number[] };
-  lines: number[][];
-  /** shape.csv each second: [ms since run start, users asked, users, arrivals asked (-1: closed), arrivals] */
-  shape?: number[][];
-}
-
-/** A capacity search (capacity.json of `surge capacity`). */
-export interface Capacity {
-  unit: string;
-  slo_names: string[];
-  limits_ms: number[];
-  steps: { dir: string; load: number; ok: boolean; values: (number | null)[]; failure_rate: number }[];
-  holds: number | null;
-  breaks: number | null;
-  answer: string;
-}
-
-export interface Model {
-  version: number;
-  generated: string;
-  page_load_limit_ms: number;
-  classes: string[];
-  same_recording: boolean;
-  recordings: Recording[];
-  runs: RunModel[];
-  capacity?: Capacity;
-}
+// The model's types are generated from the Rust ones (model.gen.ts); the names the charts use:
+export type { Dist, Model, RunModel };
+export type Recording = RecModel;
+export type Capacity = CapacityResult;
 
 /** A run with absolute event times and per-session totals, computed once. */
 export interface Run {

@@ -53,11 +53,12 @@ pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
             name, x.count, x.p50, x.p90, x.p99, x.max
         );
     };
-    for (k, v) in &r.events {
+    let p = &r.percentiles;
+    for (k, v) in &p.events {
         row(k.name(), v);
     }
-    row("all events", &r.overall);
-    row("session", &r.session_duration);
+    row("all events", &p.overall);
+    row("session", &p.session_duration);
     for c in &r.checks {
         let _ = writeln!(
             s,

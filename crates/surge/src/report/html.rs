@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{class::CLASS_NAMES, model::Model, stats::RunSummary};
+use super::{class::CLASS_NAMES, model::Model, stats::RunStats};
 
 /// Escapes text for HTML content and attributes.
 pub fn esc(s: &str) -> String {
@@ -90,7 +90,7 @@ fn summary_rows(m: &Model) -> Vec<Row<'static>> {
         values: (0..runs.len()).map(f).collect(),
         ms,
     };
-    let count = |key, label: &str, f: fn(&RunSummary) -> usize| {
+    let count = |key, label: &str, f: fn(&RunStats) -> usize| {
         row(key, label.into(), false, &|i| f(&runs[i].summary) as i64)
     };
     let mut rows = vec![
@@ -117,11 +117,10 @@ fn summary_rows(m: &Model) -> Vec<Row<'static>> {
     }
     let over = format!("Page loads over {}", fmt_ms(m.page_load_limit_ms));
     rows.push(count("over_limit", &over, |s| s.over_limit));
-    for (k, name, idx) in [("sd_p50", "p50", 1), ("sd_max", "max", 4)] {
-        let label = format!("Session duration {name}");
-        let f = |i: usize| runs[i].summary.session_duration.arr()[idx];
-        rows.push(row(k, label, true, &f));
-    }
+    let sd = |i: usize| &runs[i].summary.percentiles.session_duration;
+    let (p50, max) = (|i| sd(i).p50 as i64, |i| sd(i).max as i64);
+    rows.push(row("sd_p50", "Session duration p50".into(), true, &p50));
+    rows.push(row("sd_max", "Session duration max".into(), true, &max));
     rows
 }
 

@@ -13,19 +13,22 @@ use super::{
     class::CLASS_NAMES,
     lines::Lines,
     load::{Outcome, Run},
-    stats::{self, RunSummary},
+    stats::{self, RunStats},
 };
 
 /// Root of the model.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Model {
     /// Model format version.
     pub version: u32,
     /// When the report was made (RFC 3339, UTC).
     pub generated: String,
     /// Page-load limit drawn on the charts (ms).
+    #[cfg_attr(test, ts(type = "number"))]
     pub page_load_limit_ms: i64,
     /// Class names, indexed by class number.
+    #[cfg_attr(test, ts(type = "string[]"))]
     pub classes: [&'static str; 5],
     /// All runs replayed the same recording.
     pub same_recording: bool,
@@ -35,34 +38,41 @@ pub struct Model {
     pub runs: Vec<RunModel>,
     /// A capacity directory's search (its runs are the last good and first bad steps).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub capacity: Option<crate::capfile::CapacityResult>,
 }
 
 /// A recording's event lines as columns.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RecModel {
     /// File it was read from.
     pub path: String,
     /// Target URL from its header, if any.
     pub target: Option<String>,
     /// First begin to last end (ms).
+    #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: i64,
     /// Physical line numbers.
     pub line: Vec<u32>,
     /// Event type per line.
+    #[cfg_attr(test, ts(as = "Vec<String>"))]
     pub kind: Vec<Kind>,
     /// Class number per line.
     pub class: Vec<u8>,
     /// Short label per line.
     pub label: Vec<String>,
     /// Recorded begin, ms since the first event.
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub begin: Vec<i64>,
     /// Recorded duration (ms).
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub dur: Vec<i64>,
 }
 
 /// One run.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunModel {
     /// Display name.
     pub name: String,
@@ -71,29 +81,35 @@ pub struct RunModel {
     /// Index into `Model::recordings`.
     pub recording: usize,
     /// Epoch ms of the run's first row.
+    #[cfg_attr(test, ts(type = "number"))]
     pub start_epoch_ms: i64,
     /// First row to last row (ms).
+    #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: i64,
     /// Warm-up ends (ms since run start).
+    #[cfg_attr(test, ts(type = "number"))]
     pub warmup_end_ms: i64,
     /// Cool-down starts (ms since run start).
+    #[cfg_attr(test, ts(type = "number"))]
     pub cooldown_start_ms: i64,
     /// Summary numbers.
-    pub summary: RunSummary,
+    pub summary: RunStats,
     /// Session columns.
     pub sessions: SessionCols,
     /// Event columns, grouped by session in `sessions` order.
     pub events: EventCols,
     /// Per recording line `[line, n, min, q1, median, q3, max, p90]` (ms).
+    #[cfg_attr(test, ts(type = "number[][]"))]
     pub lines: Vec<[i64; 8]>,
     /// The load shape each second (shape.csv): `[ms since run start, users asked, users,
-    /// arrivals asked (-1: closed model), arrivals]`; absent for runs without shape.csv.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// arrivals asked (-1: closed model), arrivals]`; empty for runs without shape.csv.
+    #[cfg_attr(test, ts(type = "number[][]"))]
     pub shape: Vec<[i64; 5]>,
 }
 
 /// Sessions as columns.
 #[derive(Debug, Serialize, Default)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionCols {
     /// session_id.
     pub id: Vec<u32>,
@@ -102,14 +118,17 @@ pub struct SessionCols {
     /// iteration.
     pub iter: Vec<u32>,
     /// Start, ms since run start.
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub start: Vec<i64>,
     /// Duration (ms).
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub dur: Vec<i64>,
     /// 0 done, 1 failed, 2 unfinished.
     pub outcome: Vec<u8>,
     /// Index into `summary.reasons`, -1 when none.
     pub reason: Vec<i32>,
     /// Page load (ms), -1 when none.
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub page_load: Vec<i64>,
     /// Number of events of this session in `events`.
     pub n: Vec<u32>,
@@ -117,19 +136,22 @@ pub struct SessionCols {
 
 /// Events as columns.
 #[derive(Debug, Serialize, Default)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EventCols {
     /// recording.log line.
     pub line: Vec<u32>,
     /// ms after the previous event's end (first event: after session start).
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub gap: Vec<i64>,
     /// Duration (ms).
+    #[cfg_attr(test, ts(type = "number[]"))]
     pub dur: Vec<i64>,
     /// Indices (into these columns) of events cut short by a failure.
     pub failed: Vec<u32>,
 }
 
 /// Builds the model from loaded runs and their summaries.
-pub fn build(runs: &[Run], summaries: &[RunSummary], page_load_limit_ms: i64) -> Model {
+pub fn build(runs: &[Run], summaries: &[RunStats], page_load_limit_ms: i64) -> Model {
     let mut recordings: Vec<&Lines> = Vec::new();
     let mut rec_index = Vec::new();
     for r in runs {
@@ -172,7 +194,7 @@ fn rec_model(r: &Lines) -> RecModel {
     }
 }
 
-fn run_model(run: &Run, sum: &RunSummary, recording: usize) -> RunModel {
+fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
     let mut s = SessionCols::default();
     let mut e = EventCols::default();
     for sess in &run.sessions {
@@ -241,5 +263,62 @@ fn run_model(run: &Run, sum: &RunSummary, recording: usize) -> RunModel {
             [p.at_ms - sum.start_ms, au, u, asked, p.arrivals as i64]
         })
         .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capfile::{CapacityResult, StepResult};
+    use crate::report::stats::Dist;
+    use crate::rundir::Percentiles;
+    use crate::stats::Summary;
+    use ts_rs::TS;
+
+    /// The report runtime's types, generated from the Rust ones the model serializes.
+    fn typescript() -> String {
+        let decls = [
+            Model::decl(),
+            RecModel::decl(),
+            RunModel::decl(),
+            RunStats::decl(),
+            Dist::decl(),
+            Percentiles::decl(),
+            Summary::decl(),
+            SessionCols::decl(),
+            EventCols::decl(),
+            CapacityResult::decl(),
+            StepResult::decl(),
+        ];
+        let mut out = String::from(
+            "// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,\n\
+             // rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
+        );
+        for d in decls {
+            out.push_str("export ");
+            out.push_str(&d);
+            out.push_str("\n\n");
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    }
+
+    /// web/src/report/model.gen.ts is what the Rust types generate: a field added to the model
+    /// (or summary.json's percentiles) reaches the TypeScript compiler.
+    #[test]
+    fn typescript_types_match_the_rust_ones() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../web/src/report/model.gen.ts");
+        let want = typescript();
+        if std::env::var_os("SURGE_WRITE_TS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is not what the Rust types generate; run `SURGE_WRITE_TS=1 cargo test -p surge --lib model` and commit it",
+            path.display()
+        );
     }
 }

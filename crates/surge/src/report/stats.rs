@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use crate::rundir::{Aggregate, Percentiles};
+
 use super::{
     class::Class,
     lines::Lines,
@@ -11,6 +13,11 @@ use super::{
 
 /// A latency distribution in ms; serialized as `[n, p50, p90, p99, max]` for the report page.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(
+    test,
+    ts(type = "[n: number, p50: number, p90: number, p99: number, max: number]")
+)]
 pub struct Dist {
     /// How many values.
     pub n: usize,
@@ -36,7 +43,7 @@ impl Dist {
         [self.n as i64, self.p50, self.p90, self.p99, self.max]
     }
 
-    /// Nearest-rank percentiles of `v` (sorted here).
+    /// Percentiles of `v` (sorted here) by the one definition, [`rank`].
     pub fn of(mut v: Vec<i64>) -> Dist {
         if v.is_empty() {
             return Dist::default();
@@ -64,15 +71,19 @@ pub struct Phases {
     pub cooldown_start: i64,
 }
 
-/// What the summary table says about one run (the report page's `summary`; times and phases
-/// are sent beside it).
+/// What the report states of one run beyond summary.json's numbers (the report page's
+/// `summary`; times and phases are sent beside it). Its latency percentiles are the run
+/// directory's one [`Percentiles`], computed as a replay computes them for summary.json.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct RunSummary {
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RunStats {
     /// Epoch ms of the first row of any session.
     #[serde(skip)]
+    #[cfg_attr(test, ts(type = "number"))]
     pub start_ms: i64,
     /// First row to last row.
     #[serde(skip)]
+    #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: i64,
     /// Distinct worker ids (simulated users).
     pub workers: usize,
@@ -94,8 +105,8 @@ pub struct RunSummary {
     pub page_load: Dist,
     /// Sessions whose page load exceeded the page-load limit.
     pub over_limit: usize,
-    /// Session durations.
-    pub session_duration: Dist,
+    /// Per event type, all events and completed sessions, as in summary.json.
+    pub percentiles: Percentiles,
     /// Event durations per class, indexed by `Class::index`.
     pub classes: Vec<Dist>,
     /// Warm-up / loaded / cool-down boundaries.
@@ -128,14 +139,14 @@ pub fn page_load(s: &Session, rec: &Lines) -> Option<i64> {
 }
 
 /// Computes a run's summary.
-pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunSummary {
+pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunStats {
     let rec = &run.recording;
     let start_ms = run.sessions.iter().map(|s| s.start).min().unwrap_or(0);
     let end_ms = run.sessions.iter().map(|s| s.end).max().unwrap_or(start_ms);
     let mut reasons: HashMap<&str, usize> = HashMap::new();
     let mut class_durs: Vec<Vec<i64>> = vec![Vec::new(); 5];
     let mut loads = Vec::new();
-    let mut durations = Vec::new();
+    let mut agg = Aggregate::new();
     let (mut completed, mut failed, mut unfinished, mut events, mut failed_events) =
         (0, 0, 0, 0, 0);
     for s in &run.sessions {
@@ -147,7 +158,10 @@ pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunSummary {
         if let Some(r) = &s.reason {
             *reasons.entry(r.as_str()).or_default() += 1;
         }
-        durations.push(s.end - s.start);
+        if s.outcome == Outcome::Done {
+            agg.session
+                .push((s.end - s.start).clamp(0, i64::from(u32::MAX)) as u32);
+        }
         if let Some(p) = page_load(s, rec) {
             loads.push(p);
         }
@@ -159,6 +173,7 @@ pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunSummary {
             }
             if let Some(l) = rec.get(e.line) {
                 class_durs[l.class.index()].push(e.end - e.start);
+                agg.add_event(l.kind, e.end - e.start);
             }
         }
     }
@@ -174,7 +189,7 @@ pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunSummary {
         w.dedup();
         w.len()
     };
-    RunSummary {
+    RunStats {
         start_ms,
         duration_ms: end_ms - start_ms,
         workers,
@@ -187,7 +202,7 @@ pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunSummary {
         reasons,
         page_load: Dist::of(loads),
         over_limit,
-        session_duration: Dist::of(durations),
+        percentiles: agg.percentiles(),
         classes: class_durs.into_iter().map(Dist::of).collect(),
         phases: phases(run, start_ms, end_ms),
     }

@@ -18,7 +18,9 @@ mod aggregate;
 mod summary;
 
 pub use aggregate::Aggregate;
-pub use summary::{from_aggregate, FailureCount, Head, Plan, RunSummary, SessionCounts, Split};
+pub use summary::{
+    from_aggregate, FailureCount, Head, Percentiles, Plan, RunSummary, SessionCounts, Split,
+};
 
 /// The file name of a run's summary.
 pub const SUMMARY_JSON: &str = "summary.json";

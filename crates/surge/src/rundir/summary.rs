@@ -48,16 +48,41 @@ pub struct RunSummary {
     pub failures_by_kind: BTreeMap<FailureKind, u64>,
     /// Failed sessions grouped by kind and recording line, most frequent first.
     pub failures: Vec<FailureCount>,
+    /// Per event type, all events and completed sessions: durations in ms.
+    #[serde(flatten)]
+    pub percentiles: Percentiles,
+    /// `--max-failure-rate` and each `--threshold`, evaluated.
+    pub checks: Vec<CheckResult>,
+    /// Every check passed (exit status 0 unless interrupted).
+    pub ok: bool,
+}
+
+/// A run's latency percentiles (ms, nearest rank over the exact values): what summary.json, the
+/// terminal text and the report state alike, from one [`Aggregate`].
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[schemars(deny_unknown_fields)]
+pub struct Percentiles {
     /// Per event type (REQ_HOME, WS_RECV, ...): durations in ms.
+    #[cfg_attr(test, ts(as = "BTreeMap<String, Summary>"))]
     pub events: BTreeMap<Kind, Summary>,
     /// All events together, ms.
     pub overall: Summary,
     /// Whole completed sessions, ms.
     pub session_duration: Summary,
-    /// `--max-failure-rate` and each `--threshold`, evaluated.
-    pub checks: Vec<CheckResult>,
-    /// Every check passed (exit status 0 unless interrupted).
-    pub ok: bool,
+}
+
+impl Aggregate {
+    /// The percentiles of every duration gathered so far.
+    pub fn percentiles(&self) -> Percentiles {
+        Percentiles {
+            events: (self.per_kind.iter())
+                .map(|(k, v)| (*k, stats::exact(v)))
+                .collect(),
+            overall: stats::exact(&self.overall()),
+            session_duration: stats::exact(&self.session),
+        }
+    }
 }
 
 /// A run's plan as its flags gave it (a replay) or its segments' config line (`surge merge`).
@@ -224,11 +249,7 @@ pub fn from_aggregate(
         failure_rate,
         failures_by_kind,
         failures,
-        events: (agg.per_kind.iter())
-            .map(|(k, v)| (*k, stats::exact(v)))
-            .collect(),
-        overall: stats::exact(&overall),
-        session_duration: stats::exact(&agg.session),
+        percentiles: agg.percentiles(),
         checks: checks_out,
         ok,
     }

@@ -1,0 +1,365 @@
+// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,
+// rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
+
+export type Model = { 
+/**
+ * Model format version.
+ */
+version: number, 
+/**
+ * When the report was made (RFC 3339, UTC).
+ */
+generated: string, 
+/**
+ * Page-load limit drawn on the charts (ms).
+ */
+page_load_limit_ms: number, 
+/**
+ * Class names, indexed by class number.
+ */
+classes: string[], 
+/**
+ * All runs replayed the same recording.
+ */
+same_recording: boolean, 
+/**
+ * Distinct recordings (one when `same_recording`).
+ */
+recordings: Array<RecModel>, 
+/**
+ * Runs in the order given.
+ */
+runs: Array<RunModel>, 
+/**
+ * A capacity directory's search (its runs are the last good and first bad steps).
+ */
+capacity?: CapacityResult, };
+
+export type RecModel = { 
+/**
+ * File it was read from.
+ */
+path: string, 
+/**
+ * Target URL from its header, if any.
+ */
+target: string | null, 
+/**
+ * First begin to last end (ms).
+ */
+duration_ms: number, 
+/**
+ * Physical line numbers.
+ */
+line: Array<number>, 
+/**
+ * Event type per line.
+ */
+kind: Array<string>, 
+/**
+ * Class number per line.
+ */
+class: Array<number>, 
+/**
+ * Short label per line.
+ */
+label: Array<string>, 
+/**
+ * Recorded begin, ms since the first event.
+ */
+begin: number[], 
+/**
+ * Recorded duration (ms).
+ */
+dur: number[], };
+
+export type RunModel = { 
+/**
+ * Display name.
+ */
+name: string, 
+/**
+ * Directory.
+ */
+dir: string, 
+/**
+ * Index into `Model::recordings`.
+ */
+recording: number, 
+/**
+ * Epoch ms of the run's first row.
+ */
+start_epoch_ms: number, 
+/**
+ * First row to last row (ms).
+ */
+duration_ms: number, 
+/**
+ * Warm-up ends (ms since run start).
+ */
+warmup_end_ms: number, 
+/**
+ * Cool-down starts (ms since run start).
+ */
+cooldown_start_ms: number, 
+/**
+ * Summary numbers.
+ */
+summary: RunStats, 
+/**
+ * Session columns.
+ */
+sessions: SessionCols, 
+/**
+ * Event columns, grouped by session in `sessions` order.
+ */
+events: EventCols, 
+/**
+ * Per recording line `[line, n, min, q1, median, q3, max, p90]` (ms).
+ */
+lines: number[][], 
+/**
+ * The load shape each second (shape.csv): `[ms since run start, users asked, users,
+ * arrivals asked (-1: closed model), arrivals]`; empty for runs without shape.csv.
+ */
+shape: number[][], };
+
+export type RunStats = { 
+/**
+ * Distinct worker ids (simulated users).
+ */
+workers: number, 
+/**
+ * Session files.
+ */
+sessions: number, 
+/**
+ * Ended with PLAYBACK_DONE.
+ */
+completed: number, 
+/**
+ * Ended with PLAYBACK_FAIL.
+ */
+failed: number, 
+/**
+ * Ended with neither.
+ */
+unfinished: number, 
+/**
+ * Replayed events (START/END pairs, plus events cut short by a failure).
+ */
+events: number, 
+/**
+ * Events cut short by a failure.
+ */
+failed_events: number, 
+/**
+ * Failure reasons with their counts, most frequent first.
+ */
+reasons: Array<[string, number]>, 
+/**
+ * Page load (home + its assets), per session.
+ */
+page_load: Dist, 
+/**
+ * Sessions whose page load exceeded the page-load limit.
+ */
+over_limit: number, 
+/**
+ * Per event type, all events and completed sessions, as in summary.json.
+ */
+percentiles: Percentiles, 
+/**
+ * Event durations per class, indexed by `Class::index`.
+ */
+classes: Array<Dist>, };
+
+export type Dist = [n: number, p50: number, p90: number, p99: number, max: number];
+
+export type Percentiles = { 
+/**
+ * Per event type (REQ_HOME, WS_RECV, ...): durations in ms.
+ */
+events: { [key in string]?: Summary }, 
+/**
+ * All events together, ms.
+ */
+overall: Summary, 
+/**
+ * Whole completed sessions, ms.
+ */
+session_duration: Summary, };
+
+export type Summary = { 
+/**
+ * Values recorded.
+ */
+count: number, 
+/**
+ * Their mean.
+ */
+mean: number, 
+/**
+ * Median.
+ */
+p50: number, 
+/**
+ * 90th percentile.
+ */
+p90: number, 
+/**
+ * 95th percentile.
+ */
+p95: number, 
+/**
+ * 99th percentile.
+ */
+p99: number, 
+/**
+ * 99.9th percentile.
+ */
+"p99.9": number, 
+/**
+ * Largest value.
+ */
+max: number, };
+
+export type SessionCols = { 
+/**
+ * session_id.
+ */
+id: Array<number>, 
+/**
+ * worker_id.
+ */
+worker: Array<number>, 
+/**
+ * iteration.
+ */
+iter: Array<number>, 
+/**
+ * Start, ms since run start.
+ */
+start: number[], 
+/**
+ * Duration (ms).
+ */
+dur: number[], 
+/**
+ * 0 done, 1 failed, 2 unfinished.
+ */
+outcome: Array<number>, 
+/**
+ * Index into `summary.reasons`, -1 when none.
+ */
+reason: Array<number>, 
+/**
+ * Page load (ms), -1 when none.
+ */
+page_load: number[], 
+/**
+ * Number of events of this session in `events`.
+ */
+n: Array<number>, };
+
+export type EventCols = { 
+/**
+ * recording.log line.
+ */
+line: Array<number>, 
+/**
+ * ms after the previous event's end (first event: after session start).
+ */
+gap: number[], 
+/**
+ * Duration (ms).
+ */
+dur: number[], 
+/**
+ * Indices (into these columns) of events cut short by a failure.
+ */
+failed: Array<number>, };
+
+export type CapacityResult = { 
+/**
+ * `users` (closed model) or `sessions/s` (`--open`).
+ */
+unit: string, 
+/**
+ * The recording replayed.
+ */
+recording: string, 
+/**
+ * The app's URL.
+ */
+target: string, 
+/**
+ * Each `--slo` as given.
+ */
+slos: Array<string>, 
+/**
+ * How each SLO is named in the answer (`page_load p95`).
+ */
+slo_names: Array<string>, 
+/**
+ * Each SLO's limit (ms).
+ */
+limits_ms: Array<number>, 
+/**
+ * `--max-failure-rate`.
+ */
+max_failure_rate: number, 
+/**
+ * Every step run, in order.
+ */
+steps: Array<StepResult>, 
+/**
+ * Highest load that met every objective (null when the first step broke).
+ */
+holds: number | null, 
+/**
+ * Lowest load that broke one (null when none did up to `--max-load`).
+ */
+breaks: number | null, 
+/**
+ * The answer line.
+ */
+answer: string, 
+/**
+ * Stopped (Ctrl-C) before the answer was found.
+ */
+interrupted: boolean, };
+
+export type StepResult = { 
+/**
+ * Its run directory, relative to the capacity directory (`step-01`).
+ */
+dir: string, 
+/**
+ * Concurrent users, or sessions/s for an open search.
+ */
+load: number, 
+/**
+ * Sessions judged (after warm-up; dropped arrivals included).
+ */
+sessions: number, 
+/**
+ * Of them failed.
+ */
+failed: number, 
+/**
+ * failed / sessions.
+ */
+failure_rate: number, 
+/**
+ * Each SLO's value (ms), in `--slo` order; null when nothing was measured.
+ */
+values: Array<number | null>, 
+/**
+ * Met every SLO and the failure rate.
+ */
+ok: boolean, 
+/**
+ * What broke, as the answer line names it (`page_load p95 2.6 s`).
+ */
+broke: Array<string>, };

@@ -29,15 +29,38 @@ pub enum Scope {
     Kind(Kind),
 }
 
+/// A `--threshold` or `--max-failure-rate` that does not parse; the message quotes it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    /// A scope that is not `all`, `session` or an event type.
+    #[error("unknown scope \"{0}\" (all, session or an event type such as REQ_GET)")]
+    Scope(String),
+    /// A threshold whose scope is wrong.
+    #[error("threshold \"{text}\": {err}")]
+    ThresholdScope {
+        /// The threshold as given.
+        text: String,
+        /// Its scope's error.
+        err: Box<CheckError>,
+    },
+    /// A threshold not of the form `[SCOPE:]pNN<DURATION`.
+    #[error("threshold \"{0}\": expected [SCOPE:]pNN<DURATION, e.g. p95<2s")]
+    Threshold(String),
+    /// A failure rate that is not a number or percentage.
+    #[error("failure rate \"{0}\": expected e.g. 0.05 or 5%")]
+    Rate(String),
+    /// A failure rate outside 0..=1.
+    #[error("failure rate \"{0}\": must be between 0 and 1 (or 0%..100%)")]
+    RateRange(String),
+}
+
 impl FromStr for Scope {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Scope, String> {
+    type Err = CheckError;
+    fn from_str(s: &str) -> Result<Scope, CheckError> {
         match s {
             "all" => Ok(Scope::All),
             "session" => Ok(Scope::Session),
-            k => Kind::parse(k).map(Scope::Kind).ok_or_else(|| {
-                format!("unknown scope \"{k}\" (all, session or an event type such as REQ_GET)")
-            }),
+            k => (Kind::parse(k).map(Scope::Kind)).ok_or_else(|| CheckError::Scope(k.to_string())),
         }
     }
 }
@@ -56,14 +79,15 @@ pub struct Threshold {
 }
 
 impl FromStr for Threshold {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("threshold \"{s}\": expected [SCOPE:]pNN<DURATION, e.g. p95<2s");
+    type Err = CheckError;
+    fn from_str(s: &str) -> Result<Self, CheckError> {
+        let bad = || CheckError::Threshold(s.to_string());
         let (scope, rest) = match s.split_once(':') {
             Some((a, b)) => (
-                a.trim()
-                    .parse()
-                    .map_err(|e| format!("threshold \"{s}\": {e}"))?,
+                a.trim().parse().map_err(|e| CheckError::ThresholdScope {
+                    text: s.to_string(),
+                    err: Box::new(e),
+                })?,
                 b,
             ),
             None => (Scope::All, s),
@@ -130,16 +154,14 @@ impl Threshold {
 }
 
 /// Parses `--max-failure-rate` as a fraction (`0.05`) or percentage (`5%`).
-pub fn parse_rate(s: &str) -> Result<f64, String> {
+pub fn parse_rate(s: &str) -> Result<f64, CheckError> {
     let v = match s.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
         None => s.trim().parse::<f64>(),
     }
-    .map_err(|_| format!("failure rate \"{s}\": expected e.g. 0.05 or 5%"))?;
+    .map_err(|_| CheckError::Rate(s.to_string()))?;
     if !(0.0..=1.0).contains(&v) {
-        return Err(format!(
-            "failure rate \"{s}\": must be between 0 and 1 (or 0%..100%)"
-        ));
+        return Err(CheckError::RateRange(s.to_string()));
     }
     Ok(v)
 }
@@ -161,7 +183,7 @@ mod tests {
             (Scope::Kind(Kind::ReqHome), Stat::Max, 250.0)
         );
         let e = "REQ_HOM:p99<1s".parse::<Threshold>().unwrap_err();
-        assert!(e.contains("unknown scope \"REQ_HOM\""), "{e}");
+        assert!(e.to_string().contains("unknown scope \"REQ_HOM\""), "{e}");
         let t: Threshold = "session:max<1m".parse().unwrap();
         assert_eq!((t.scope, t.limit_ms), (Scope::Session, 60_000.0));
         assert!("p95>2s".parse::<Threshold>().is_err());

@@ -25,10 +25,90 @@ pub struct Segment {
     pub count: u32,
 }
 
+/// A bad `--segment`, `--start-at`, or a set of segments that is not one plan's 1..=N.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SegmentError {
+    /// `--segment` text that is not K/N with 1 <= K <= N.
+    #[error("segment \"{text}\": {why}")]
+    Segment {
+        /// As given.
+        text: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// `--start-at` that is not an RFC 3339 time.
+    #[error("start time \"{0}\": expected an RFC 3339 time, e.g. 2026-05-01T12:00:00Z")]
+    StartAt(String),
+    /// One of the two flags, named.
+    #[error("{flag}: {err}")]
+    Flag {
+        /// `--segment` or `--start-at`.
+        flag: &'static str,
+        /// What is wrong with its value.
+        err: Box<SegmentError>,
+    },
+    /// `--start-at` more than [`MAX_AHEAD`] ahead.
+    #[error("--start-at {at}: {ahead} from now; a plan may start at most {max} ahead")]
+    TooFarAhead {
+        /// The time, RFC 3339.
+        at: String,
+        /// How far ahead it is.
+        ahead: String,
+        /// The limit.
+        max: String,
+    },
+    /// `check_set` of nothing.
+    #[error("no segments given")]
+    NoSegments,
+    /// Two runs of different plans.
+    #[error("{name} (segment {seg}) and {first_name} (segment {first_seg}) are segments of different plans: {what} {a} vs {b}")]
+    DifferentPlans {
+        /// The run that differs.
+        name: String,
+        /// Its segment.
+        seg: Segment,
+        /// The first run.
+        first_name: String,
+        /// Its segment.
+        first_seg: Segment,
+        /// Which part of the plan differs.
+        what: &'static str,
+        /// Its value in `name`.
+        a: String,
+        /// Its value in `first_name`.
+        b: String,
+    },
+    /// A segment given twice.
+    #[error("segment {seg} given twice: {other} and {name}")]
+    Twice {
+        /// The segment.
+        seg: Segment,
+        /// Its first run.
+        other: String,
+        /// Its second run.
+        name: String,
+    },
+    /// Segments missing from the set.
+    #[error("segment{} {} missing (got {given_n} of {n}: {})", if missing.len() > 1 { "s" } else { "" }, missing.join(", "), given.join(", "))]
+    Missing {
+        /// The missing ones, `K/N`.
+        missing: Vec<String>,
+        /// How many were given.
+        given_n: usize,
+        /// N.
+        n: u32,
+        /// The runs given.
+        given: Vec<String>,
+    },
+}
+
 impl FromStr for Segment {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Segment, String> {
-        let bad = |why: &str| format!("segment \"{s}\": {why}");
+    type Err = SegmentError;
+    fn from_str(s: &str) -> Result<Segment, SegmentError> {
+        let bad = |why: &str| SegmentError::Segment {
+            text: s.to_string(),
+            why: why.to_string(),
+        };
         let (k, n) = s
             .split_once('/')
             .ok_or_else(|| bad("expected K/N, e.g. 2/4"))?;
@@ -73,10 +153,8 @@ impl Segment {
 
 /// Parses `--start-at`: an RFC 3339 time (`2026-05-01T12:00:00Z`, `...T14:00:00.250+02:00`) as
 /// Unix ms.
-pub fn parse_start_at(s: &str) -> Result<i64, String> {
-    timefmt::parse_iso(s.trim()).ok_or_else(|| {
-        format!("start time \"{s}\": expected an RFC 3339 time, e.g. 2026-05-01T12:00:00Z")
-    })
+pub fn parse_start_at(s: &str) -> Result<i64, SegmentError> {
+    timefmt::parse_iso(s.trim()).ok_or_else(|| SegmentError::StartAt(s.to_string()))
 }
 
 /// `--segment` and `--start-at` as given on the command line, checked: each error is one line
@@ -84,27 +162,23 @@ pub fn parse_start_at(s: &str) -> Result<i64, String> {
 pub fn parse_flags(
     segment: Option<&str>,
     start_at: Option<&str>,
-) -> Result<(Option<Segment>, Option<i64>), String> {
-    let segment = match segment {
-        Some(s) => Some(
-            s.parse::<Segment>()
-                .map_err(|e| format!("--segment: {e}"))?,
-        ),
-        None => None,
+) -> Result<(Option<Segment>, Option<i64>), SegmentError> {
+    let flag = |flag| {
+        move |e| SegmentError::Flag {
+            flag,
+            err: Box::new(e),
+        }
     };
-    let start_at = match start_at {
-        Some(s) => Some(parse_start_at(s).map_err(|e| format!("--start-at: {e}"))?),
-        None => None,
-    };
+    let segment = (segment.map(str::parse::<Segment>).transpose()).map_err(flag("--segment"))?;
+    let start_at = (start_at.map(parse_start_at).transpose()).map_err(flag("--start-at"))?;
     if let Some(ms) = start_at {
         let ahead = ms.saturating_sub(now_ms());
         if ahead > MAX_AHEAD.as_millis() as i64 {
-            return Err(format!(
-                "--start-at {}: {} from now; a plan may start at most {} ahead",
-                timefmt::format_iso(ms),
-                clock(Duration::from_millis(ahead as u64)),
-                clock(MAX_AHEAD)
-            ));
+            return Err(SegmentError::TooFarAhead {
+                at: timefmt::format_iso(ms),
+                ahead: clock(Duration::from_millis(ahead as u64)),
+                max: clock(MAX_AHEAD),
+            });
         }
     }
     Ok((segment, start_at))
@@ -242,7 +316,7 @@ pub struct Tag {
 impl Tag {
     /// The tag of a session CSV's config JSON (`{"segment":"2/4","workers":…}`); None for a run
     /// that is not a segment, or a merged run (`"merged"` key).
-    pub fn from_config(config: &serde_json::Value) -> Option<Result<Tag, String>> {
+    pub fn from_config(config: &serde_json::Value) -> Option<Result<Tag, SegmentError>> {
         let seg = config.get("segment")?.as_str()?;
         if config.get("merged").is_some() {
             return None;
@@ -268,7 +342,7 @@ impl Tag {
     }
 
     /// The tag in the second `#` line of a session CSV's text, if it has one.
-    pub fn from_csv_head(text: &str) -> Option<Result<Tag, String>> {
+    pub fn from_csv_head(text: &str) -> Option<Result<Tag, SegmentError>> {
         let line = text.lines().take(2).find_map(|l| {
             let l = l.strip_prefix('#')?.trim();
             l.starts_with('{').then_some(l)
@@ -280,16 +354,21 @@ impl Tag {
 
 /// Checks that `runs` (name, tag) are exactly the segments 1..=N of one plan, each once; the
 /// error says which run differs, or which segment is duplicated or missing.
-pub fn check_set(runs: &[(String, Tag)]) -> Result<(), String> {
+pub fn check_set(runs: &[(String, Tag)]) -> Result<(), SegmentError> {
     let Some((first_name, first)) = runs.first() else {
-        return Err("no segments given".into());
+        return Err(SegmentError::NoSegments);
     };
     for (name, t) in &runs[1..] {
         if let Some(((what, a), (_, b))) = t.plan.iter().zip(&first.plan).find(|(x, y)| x != y) {
-            return Err(format!(
-                "{name} (segment {}) and {first_name} (segment {}) are segments of different plans: {what} {a} vs {b}",
-                t.segment, first.segment
-            ));
+            return Err(SegmentError::DifferentPlans {
+                name: name.clone(),
+                seg: t.segment,
+                first_name: first_name.clone(),
+                first_seg: first.segment,
+                what,
+                a: a.clone(),
+                b: b.clone(),
+            });
         }
     }
     let n = first.segment.count;
@@ -297,10 +376,11 @@ pub fn check_set(runs: &[(String, Tag)]) -> Result<(), String> {
     for (name, t) in runs {
         let slot = &mut seen[(t.segment.index - 1) as usize];
         if let Some(other) = slot {
-            return Err(format!(
-                "segment {} given twice: {other} and {name}",
-                t.segment
-            ));
+            return Err(SegmentError::Twice {
+                seg: t.segment,
+                other: other.to_string(),
+                name: name.clone(),
+            });
         }
         *slot = Some(name);
     }
@@ -309,14 +389,12 @@ pub fn check_set(runs: &[(String, Tag)]) -> Result<(), String> {
         .map(|k| format!("{k}/{n}"))
         .collect();
     if !missing.is_empty() {
-        let given: Vec<&str> = runs.iter().map(|(name, _)| name.as_str()).collect();
-        return Err(format!(
-            "segment{} {} missing (got {} of {n}: {})",
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", "),
-            runs.len(),
-            given.join(", ")
-        ));
+        return Err(SegmentError::Missing {
+            missing,
+            given_n: runs.len(),
+            n,
+            given: runs.iter().map(|(name, _)| name.clone()).collect(),
+        });
     }
     Ok(())
 }

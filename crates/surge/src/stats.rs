@@ -97,15 +97,24 @@ pub fn encode(h: &Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// Text that is not an `encode`d histogram.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// Not base64 at all.
+    #[error("not base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// Base64, but not a serialized histogram.
+    #[error("not an HdrHistogram: {0:?}")]
+    Histogram(hdrhistogram::serialization::DeserializeError),
+}
+
 /// The histogram of `encode`'s text; an error says why it is not one.
-pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+pub fn decode(text: &str) -> Result<Histogram<u64>, DecodeError> {
     use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .map_err(|e| format!("not base64: {e}"))?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim())?;
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("not an HdrHistogram: {e:?}"))
+        .map_err(DecodeError::Histogram)
 }
 
 #[cfg(test)]

@@ -121,31 +121,56 @@ mod tests {
 /// manifold's flags use it — a number with a unit, fractions and sums allowed (`500ms`, `1.5s`,
 /// `5m`, `1h 30m`); `0` needs none. A bare number is refused rather than guessed at: shinycannon's
 /// plain-number flags say their unit in their name.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| format!("duration \"{s}\": {e}"))
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
+    humantime::parse_duration(s.trim()).map_err(|err| DurationError::Duration {
+        text: s.to_string(),
+        err,
+    })
+}
+
+/// A duration flag that is not one; the message quotes the text.
+#[derive(Debug, thiserror::Error)]
+pub enum DurationError {
+    /// Not in humantime's grammar (`500ms`, `1.5s`, `5m`).
+    #[error("duration \"{text}\": {err}")]
+    Duration {
+        /// As given.
+        text: String,
+        /// humantime's reason.
+        err: humantime::DurationError,
+    },
+    /// `--start-interval` in ms beyond u64.
+    #[error("interval \"{0}\": too large")]
+    TooLarge(String),
+    /// `--loaded-duration-minutes` not a number.
+    #[error("minutes \"{0}\": expected a number such as 2 or 0.5")]
+    NotMinutes(String),
+    /// `--loaded-duration-minutes` negative or absurd.
+    #[error("minutes \"{0}\": must be between 0 and 1000000")]
+    MinutesRange(String),
 }
 
 /// `--start-interval`: a plain number is milliseconds (shinycannon's unit); with a unit suffix it
 /// is a duration as in [`parse_duration`] (`2s`, `500ms`).
-pub fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+pub fn parse_interval(s: &str) -> Result<std::time::Duration, DurationError> {
     let t = s.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         let ms: u64 = t
             .parse()
-            .map_err(|_| format!("interval \"{s}\": too large"))?;
+            .map_err(|_| DurationError::TooLarge(s.to_string()))?;
         return Ok(std::time::Duration::from_millis(ms));
     }
     parse_duration(t)
 }
 
 /// `--loaded-duration-minutes`: shinycannon's unit, minutes, possibly fractional (`0.5`).
-pub fn parse_minutes(s: &str) -> Result<std::time::Duration, String> {
+pub fn parse_minutes(s: &str) -> Result<std::time::Duration, DurationError> {
     let m: f64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("minutes \"{s}\": expected a number such as 2 or 0.5"))?;
+        .map_err(|_| DurationError::NotMinutes(s.to_string()))?;
     if !(0.0..=1e6).contains(&m) {
-        return Err(format!("minutes \"{s}\": must be between 0 and 1000000"));
+        return Err(DurationError::MinutesRange(s.to_string()));
     }
     Ok(std::time::Duration::from_secs_f64(m * 60.0))
 }

@@ -2,7 +2,7 @@
 //! into one: counts add up, and the latency histograms (carried in HdrHistogram's compressed form)
 //! are added, so merged percentiles are those of one histogram of every request.
 
-use crate::segment::{self, Segment, Tag};
+use crate::segment::{self, Segment, SegmentError, Tag};
 use crate::stats::{self, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -122,11 +122,13 @@ impl BenchReport {
     }
 
     /// The segment tag of a segment's result: which segment, and its plan as comparable values.
-    fn tag(&self, name: &str) -> Result<Tag, String> {
-        let seg = self.segment.as_deref().ok_or_else(|| {
-            format!("{name}: not a segment's result (run surge bench with --segment K/N)")
+    fn tag(&self, name: &str) -> Result<Tag, MergeError> {
+        let seg = (self.segment.as_deref())
+            .ok_or_else(|| MergeError::NotSegment(name.to_string()))?;
+        let segment: Segment = seg.parse().map_err(|err| MergeError::Segment {
+            name: name.to_string(),
+            err,
         })?;
-        let segment: Segment = seg.parse().map_err(|e| format!("{name}: {e}"))?;
         let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());
         Ok(Tag {
             segment,
@@ -142,11 +144,56 @@ impl BenchReport {
     }
 }
 
+/// Why segments' bench results cannot be merged; each names the file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A result without a segment.
+    #[error("{0}: not a segment's result (run surge bench with --segment K/N)")]
+    NotSegment(String),
+    /// A result whose segment is not K/N.
+    #[error("{name}: {err}")]
+    Segment {
+        /// The file.
+        name: String,
+        /// What is wrong with its segment.
+        err: SegmentError,
+    },
+    /// The results are not one plan's segments 1..=N.
+    #[error(transparent)]
+    Set(#[from] SegmentError),
+    /// Its histogram is not one.
+    #[error("{name}: histogram_us: {err}")]
+    Histogram {
+        /// The file.
+        name: String,
+        /// Why.
+        err: stats::DecodeError,
+    },
+    /// Its histogram does not hold its answered requests.
+    #[error("{name}: histogram_us holds {held} latencies but answered is {answered}")]
+    Count {
+        /// The file.
+        name: String,
+        /// Latencies in the histogram.
+        held: u64,
+        /// `answered`.
+        answered: u64,
+    },
+    /// Its histogram does not add to the others (different precision).
+    #[error("{name}: histogram_us: {err:?}")]
+    Add {
+        /// The file.
+        name: String,
+        /// hdrhistogram's reason.
+        err: hdrhistogram::AdditionError,
+    },
+}
+
 /// Joins the results of every segment of one plan (each once) into the result of the whole plan.
-pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
+pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, MergeError> {
     let tags = (parts.iter())
         .map(|(name, r)| Ok((name.clone(), r.tag(name)?)))
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, MergeError>>()?;
     segment::check_set(&tags)?;
     let first = &parts[0].1;
     let mut hist = stats::new_histogram();
@@ -168,16 +215,22 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, String> {
     };
     let mut end_ms = f64::MIN;
     for (name, r) in parts {
-        let h = stats::decode(&r.histogram_us).map_err(|e| format!("{name}: histogram_us: {e}"))?;
+        let name = name.clone();
+        let h = match stats::decode(&r.histogram_us) {
+            Ok(h) => h,
+            Err(err) => return Err(MergeError::Histogram { name, err }),
+        };
         if h.len() != r.answered {
-            return Err(format!(
-                "{name}: histogram_us holds {} latencies but answered is {}",
-                h.len(),
-                r.answered
-            ));
+            let (held, answered) = (h.len(), r.answered);
+            return Err(MergeError::Count {
+                name,
+                held,
+                answered,
+            });
         }
-        hist.add(&h)
-            .map_err(|e| format!("{name}: histogram_us: {e:?}"))?;
+        if let Err(err) = hist.add(&h) {
+            return Err(MergeError::Add { name, err });
+        }
         out.connections += r.connections;
         out.threads += r.threads;
         out.started_at_ms = out.started_at_ms.min(r.started_at_ms);

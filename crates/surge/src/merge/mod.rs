@@ -6,8 +6,11 @@
 //!
 //! `read` (a segment directory), `write` (the merged directory and its summary.json).
 
+mod error;
 mod read;
 mod write;
+
+pub use error::{MergeError, RowError};
 
 use crate::bench::{self, BenchReport};
 use crate::replay;
@@ -63,20 +66,18 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
 fn runs(args: &MergeArgs) -> anyhow::Result<u8> {
     let mut parts = (args.inputs.iter())
         .map(|d| read::part(d))
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(anyhow::Error::msg)?;
-    check_parts(&parts).map_err(anyhow::Error::msg)?;
+        .collect::<Result<Vec<_>, MergeError>>()?;
+    check_parts(&parts)?;
     parts.sort_by_key(|p| p.tag.segment.index);
     let sessions = write::in_start_order(&parts);
-    let summary = write::summary(&parts, &sessions).map_err(anyhow::Error::msg)?;
+    let summary = write::summary(&parts, &sessions)?;
     write::run_dir(
         &args.output,
         args.overwrite_output,
         &parts,
         &sessions,
         &summary,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -92,7 +93,7 @@ fn runs(args: &MergeArgs) -> anyhow::Result<u8> {
 
 /// The parts are the segments 1..N of one plan, of one recording, and no (worker, iteration)
 /// was run twice.
-fn check_parts(parts: &[read::Part]) -> Result<(), String> {
+fn check_parts(parts: &[read::Part]) -> Result<(), MergeError> {
     let tags: Vec<_> = parts
         .iter()
         .map(|p| (p.name.clone(), p.tag.clone()))
@@ -101,33 +102,30 @@ fn check_parts(parts: &[read::Part]) -> Result<(), String> {
     let first = &parts[0];
     for p in &parts[1..] {
         if p.recording != first.recording {
-            return Err(format!(
-                "{} and {} replayed different recordings ({})",
-                p.name,
-                first.name,
-                first_difference(&first.recording, &p.recording)
-            ));
+            return Err(MergeError::DifferentRecordings {
+                a: p.name.clone(),
+                b: first.name.clone(),
+                detail: first_difference(&first.recording, &p.recording),
+            });
         }
     }
     let mut seen: HashMap<(u32, u32), &Path> = HashMap::new();
     for p in parts {
         for s in &p.sessions {
             if let Some(other) = seen.insert((s.worker, s.iteration), &s.path) {
-                return Err(format!(
-                    "worker {} iteration {} ran twice: {} and {}",
-                    s.worker,
-                    s.iteration,
-                    other.display(),
-                    s.path.display()
-                ));
+                return Err(MergeError::Twice {
+                    worker: s.worker,
+                    iteration: s.iteration,
+                    a: other.to_path_buf(),
+                    b: s.path.clone(),
+                });
             }
             if !p.tag.segment.owns(u64::from(s.worker)) {
-                return Err(format!(
-                    "{}: worker {} is not a user of segment {}",
-                    s.path.display(),
-                    s.worker,
-                    p.tag.segment
-                ));
+                return Err(MergeError::NotUser {
+                    path: s.path.clone(),
+                    worker: s.worker,
+                    segment: p.tag.segment,
+                });
             }
         }
     }
@@ -152,7 +150,7 @@ fn benches(args: &MergeArgs) -> anyhow::Result<u8> {
             .map_err(|e| anyhow::anyhow!("{name}: not a surge bench --json result ({e})"))?;
         parts.push((name, r));
     }
-    let merged = bench::merge(&parts).map_err(anyhow::Error::msg)?;
+    let merged = bench::merge(&parts)?;
     let json = serde_json::to_string_pretty(&merged)?;
     let tmp = args.output.with_extension("merging");
     std::fs::write(&tmp, format!("{json}\n"))

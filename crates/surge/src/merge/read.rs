@@ -2,6 +2,7 @@
 //! segment finished) and every session CSV, rows kept as text so they are written back unchanged
 //! apart from the session id.
 
+use super::error::{MergeError, RowError};
 use crate::output::{RowEvent, COLUMNS};
 use crate::segment::Tag;
 use std::path::{Path, PathBuf};
@@ -50,37 +51,31 @@ pub struct Part {
 }
 
 /// Reads one segment directory; errors name the file (and line) at fault.
-pub fn part(dir: &Path) -> Result<Part, String> {
+pub fn part(dir: &Path) -> Result<Part, MergeError> {
     let name = dir.display().to_string();
     let sessions_dir = dir.join("sessions");
     let rec_path = dir.join("recording.log");
     if !sessions_dir.is_dir() || !rec_path.is_file() {
-        return Err(format!(
-            "{name}: not a run directory (expected recording.log and sessions/ from surge replay)"
-        ));
+        return Err(MergeError::NotRunDir(name));
     }
-    let recording =
-        std::fs::read_to_string(&rec_path).map_err(|e| format!("{}: {e}", rec_path.display()))?;
-    let summary_path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&summary_path).map_err(|e| {
-        format!(
-            "{}: {e} (a segment without summary.json was stopped before it finished: kill -9, out of memory, a deadline)",
-            summary_path.display()
-        )
-    })?;
-    let summary =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", summary_path.display()))?;
+    let recording = std::fs::read_to_string(&rec_path).map_err(io(&rec_path))?;
+    let path = dir.join("summary.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(err) => return Err(MergeError::NoSummary { path, err }),
+    };
+    let summary = match serde_json::from_str(&text) {
+        Ok(s) => s,
+        Err(err) => return Err(MergeError::Json { path, err }),
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&sessions_dir)
-        .map_err(|e| format!("{}: {e}", sessions_dir.display()))?
+        .map_err(io(&sessions_dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "csv"))
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(format!(
-            "{}: no session files (*.csv)",
-            sessions_dir.display()
-        ));
+        return Err(MergeError::NoSessions(sessions_dir));
     }
     let sessions = files
         .iter()
@@ -98,61 +93,59 @@ pub fn part(dir: &Path) -> Result<Part, String> {
     })
 }
 
+/// An I/O error on `path`, typed.
+fn io(path: &Path) -> impl Fn(std::io::Error) -> MergeError + '_ {
+    move |err| MergeError::Io {
+        path: path.to_path_buf(),
+        err,
+    }
+}
+
 /// The segment tag all of a directory's CSVs carry (they share their comment lines).
-fn tag_of(name: &str, sessions: &[SessionFile]) -> Result<(Tag, serde_json::Value), String> {
+fn tag_of(name: &str, sessions: &[SessionFile]) -> Result<(Tag, serde_json::Value), MergeError> {
     let first = &sessions[0];
     let config: serde_json::Value = first
         .comments
         .get(1)
         .and_then(|l| serde_json::from_str(l.trim()).ok())
-        .ok_or_else(|| {
-            format!(
-                "{}: no JSON config in its second # line (not written by surge replay)",
-                first.path.display()
-            )
-        })?;
+        .ok_or_else(|| MergeError::NoConfig(first.path.clone()))?;
     if config.get("merged").is_some() {
-        return Err(format!(
-            "{name}: already a merged run (merge the segments themselves)"
-        ));
+        return Err(MergeError::AlreadyMerged(name.to_string()));
     }
     let tag = match Tag::from_config(&config) {
-        Some(t) => t.map_err(|e| format!("{}: {e}", first.path.display()))?,
-        None => {
-            return Err(format!(
-                "{name}: not a segment of a plan (its sessions name no segment: run surge replay with --segment K/N)"
-            ))
-        }
+        Some(t) => t.map_err(|err| MergeError::Tag {
+            path: first.path.clone(),
+            err,
+        })?,
+        None => return Err(MergeError::NotSegment(name.to_string())),
     };
     if let Some(other) = sessions[1..].iter().find(|s| s.comments != first.comments) {
-        return Err(format!(
-            "{}: its # lines differ from {}'s (sessions of different runs in one directory)",
-            other.path.display(),
-            first.path.display()
-        ));
+        return Err(MergeError::CommentsDiffer {
+            path: other.path.clone(),
+            first: first.path.clone(),
+        });
     }
     Ok((tag, config))
 }
 
 /// Reads one session CSV (as surge writes them: `#` lines, the column header, unquoted rows).
-fn session(path: &Path) -> Result<SessionFile, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn session(path: &Path) -> Result<SessionFile, MergeError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
     let mut lines = text.lines().enumerate();
     let mut comments = Vec::new();
     let header = loop {
         match lines.next() {
             Some((_, l)) if l.starts_with('#') => comments.push(l[1..].to_string()),
             Some((_, l)) => break l,
-            None => return Err(format!("{}: no column header", path.display())),
+            None => return Err(MergeError::NoHeader(path.to_path_buf())),
         }
     };
     if header != COLUMNS.join(",") {
-        return Err(format!(
-            "{}:{}: unexpected columns {header:?}, expected {}",
-            path.display(),
-            comments.len() + 1,
-            COLUMNS.join(",")
-        ));
+        return Err(MergeError::Columns {
+            path: path.to_path_buf(),
+            line: comments.len() + 1,
+            header: header.to_string(),
+        });
     }
     let mut s = SessionFile {
         path: path.to_path_buf(),
@@ -166,37 +159,45 @@ fn session(path: &Path) -> Result<SessionFile, String> {
         done: false,
     };
     for (i, line) in lines.filter(|(_, l)| !l.is_empty()) {
-        row(&mut s, line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        row(&mut s, line).map_err(|err| MergeError::Row {
+            path: path.to_path_buf(),
+            line: i + 1,
+            err,
+        })?;
     }
     if s.rows.is_empty() {
-        return Err(format!("{}: session file has no rows", path.display()));
+        return Err(MergeError::EmptySession(path.to_path_buf()));
     }
     Ok(s)
 }
 
 /// One data row into `s`; the error names the field.
-fn row(s: &mut SessionFile, line: &str) -> Result<(), String> {
+fn row(s: &mut SessionFile, line: &str) -> Result<(), RowError> {
     let f: Vec<&str> = line.splitn(7, ',').collect();
     if f.len() != 7 {
-        return Err(format!("expected 7 fields, found {}", f.len()));
+        return Err(RowError::Fields(f.len()));
     }
-    let num = |i: usize| -> Result<i64, String> {
-        f[i].trim()
-            .parse::<i64>()
-            .map_err(|_| format!("field {}: not a number: {:?}", field_name(i), f[i]))
+    let num = |i: usize| -> Result<i64, RowError> {
+        f[i].trim().parse::<i64>().map_err(|_| RowError::NotNumber {
+            field: field_name(i),
+            text: f[i].to_string(),
+        })
     };
     let (id, worker, iteration, ts) = (num(0)? as u32, num(1)? as u32, num(2)? as u32, num(4)?);
     num(5)?;
     if s.rows.is_empty() {
         (s.old_id, s.worker, s.iteration) = (id, worker, iteration);
     } else if (id, worker, iteration) != (s.old_id, s.worker, s.iteration) {
-        return Err(format!(
-            "session {id} worker {worker} iteration {iteration} in the file of session {} worker {} iteration {}",
-            s.old_id, s.worker, s.iteration
-        ));
+        return Err(RowError::OtherSession {
+            id,
+            worker,
+            iteration,
+            file_id: s.old_id,
+            file_worker: s.worker,
+            file_iteration: s.iteration,
+        });
     }
-    let event =
-        RowEvent::parse(f[3]).ok_or_else(|| format!("field event: unknown event {:?}", f[3]))?;
+    let event = RowEvent::parse(f[3]).ok_or_else(|| RowError::UnknownEvent(f[3].to_string()))?;
     match event {
         RowEvent::Fail => s.failure = Some(f[6].to_string()),
         RowEvent::Done => s.done = true,

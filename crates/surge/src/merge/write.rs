@@ -2,6 +2,7 @@
 //! lines kept, so each CSV still says which segment ran it, plus `"merged":true`), and summary.json
 //! recomputed from every session's rows with the replay's own aggregate.
 
+use super::error::MergeError;
 use super::read::{Part, SessionFile};
 use crate::checks::Threshold;
 use crate::failure::FailureKind;
@@ -25,7 +26,7 @@ pub fn in_start_order(parts: &[Part]) -> Vec<&SessionFile> {
 /// summary.json of the merged run: histograms and counts from every session's rows, failures
 /// (typed, with their first reason) summed from the segments' summaries, checks re-evaluated on
 /// the merged numbers.
-pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, String> {
+pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, MergeError> {
     let mut agg = Aggregate::new();
     let (mut done, mut failed) = (0, 0);
     for s in sessions {
@@ -48,11 +49,14 @@ pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, 
 
 /// The segments' failures grouped again by (kind, recording line): counts added, the detail of
 /// the lowest segment's.
-fn failures(parts: &[Part]) -> Result<Vec<FailureCount>, String> {
+fn failures(parts: &[Part]) -> Result<Vec<FailureCount>, MergeError> {
     let mut by: BTreeMap<(FailureKind, u32), FailureCount> = BTreeMap::new();
     for p in parts {
         let list: Vec<FailureCount> = serde_json::from_value(p.summary["failures"].clone())
-            .map_err(|e| format!("{}/summary.json: failures: {e}", p.dir.display()))?;
+            .map_err(|err| MergeError::Json {
+                path: p.dir.join("summary.json: failures"),
+                err,
+            })?;
         for f in list {
             match by.get_mut(&(f.kind, f.line)) {
                 Some(g) => g.count += f.count,
@@ -66,7 +70,7 @@ fn failures(parts: &[Part]) -> Result<Vec<FailureCount>, String> {
 }
 
 /// `--max-failure-rate` and `--threshold`s, read back from a segment's summary.json checks.
-fn checks_of(p: &Part) -> Result<(f64, Vec<Threshold>), String> {
+fn checks_of(p: &Part) -> Result<(f64, Vec<Threshold>), MergeError> {
     let mut rate = 0.0;
     let mut thresholds = Vec::new();
     let checks = p.summary["checks"].as_array();
@@ -74,11 +78,15 @@ fn checks_of(p: &Part) -> Result<(f64, Vec<Threshold>), String> {
         let text = c["check"].as_str().unwrap_or_default();
         match text.strip_prefix("failure_rate<=") {
             Some(r) => {
-                rate = r
-                    .parse()
-                    .map_err(|_| format!("{}: check {text:?}", p.name))?
+                rate = r.parse().map_err(|_| MergeError::Check {
+                    name: p.name.clone(),
+                    text: text.to_string(),
+                })?
             }
-            None => thresholds.push(text.parse().map_err(|e| format!("{}: {e}", p.name))?),
+            None => thresholds.push(text.parse().map_err(|err| MergeError::Threshold {
+                name: p.name.clone(),
+                err,
+            })?),
         }
     }
     Ok((rate, thresholds))
@@ -141,14 +149,14 @@ pub fn run_dir(
     parts: &[Part],
     sessions: &[&SessionFile],
     summary: &RunSummary,
-) -> Result<(), String> {
+) -> Result<(), MergeError> {
     let tmp = temp_sibling(out);
     let _ = std::fs::remove_dir_all(&tmp);
     let result = fill(&tmp, parts, sessions, summary).and_then(|()| {
         if overwrite && out.exists() {
-            std::fs::remove_dir_all(out).map_err(|e| format!("removing {}: {e}", out.display()))?;
+            std::fs::remove_dir_all(out).map_err(io(out))?;
         }
-        std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display()))
+        std::fs::rename(&tmp, out).map_err(io(out))
     });
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -163,9 +171,12 @@ fn temp_sibling(out: &Path) -> PathBuf {
     out.with_file_name(format!(".{name}.merging-{}", std::process::id()))
 }
 
-/// An I/O error as `path: error`.
-fn io(p: &Path) -> impl Fn(std::io::Error) -> String + '_ {
-    move |e| format!("{}: {e}", p.display())
+/// An I/O error on `path`, typed.
+fn io(path: &Path) -> impl Fn(std::io::Error) -> MergeError + '_ {
+    move |err| MergeError::Io {
+        path: path.to_path_buf(),
+        err,
+    }
 }
 
 fn fill(
@@ -173,7 +184,7 @@ fn fill(
     parts: &[Part],
     sessions: &[&SessionFile],
     summary: &RunSummary,
-) -> Result<(), String> {
+) -> Result<(), MergeError> {
     std::fs::create_dir_all(dir.join("sessions")).map_err(io(dir))?;
     // recording.log and the POST bodies it names: the segments' copies are identical.
     for e in std::fs::read_dir(&parts[0].dir).map_err(io(&parts[0].dir))? {
@@ -187,7 +198,7 @@ fn fill(
         let path = (dir.join("sessions")).join(format!("{id}_{}_{}.csv", s.worker, s.iteration));
         std::fs::write(&path, render(id, s)).map_err(io(&path))?;
     }
-    let json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(summary).expect("summary serialises");
     let path = dir.join("summary.json");
     std::fs::write(&path, format!("{json}\n")).map_err(io(&path))
 }

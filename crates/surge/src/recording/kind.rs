@@ -130,10 +130,21 @@ impl std::fmt::Display for Kind {
     }
 }
 
+/// A name that is not an event type, or not a `stream` value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NameError {
+    /// Not one of [`Kind::ALL`]'s names.
+    #[error("unknown event type \"{0}\"")]
+    Kind(String),
+    /// Not `client` or `server`.
+    #[error("field stream: \"{0}\" (expected \"client\" or \"server\")")]
+    StreamEnd(String),
+}
+
 impl FromStr for Kind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Kind, String> {
-        Kind::parse(s).ok_or_else(|| format!("unknown event type \"{s}\""))
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Kind, NameError> {
+        Kind::parse(s).ok_or_else(|| NameError::Kind(s.to_string()))
     }
 }
 
@@ -186,14 +197,12 @@ impl StreamEnd {
 }
 
 impl FromStr for StreamEnd {
-    type Err = String;
-    fn from_str(s: &str) -> Result<StreamEnd, String> {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<StreamEnd, NameError> {
         match s {
             "client" => Ok(StreamEnd::Client),
             "server" => Ok(StreamEnd::Server),
-            _ => Err(format!(
-                "field stream: \"{s}\" (expected \"client\" or \"server\")"
-            )),
+            _ => Err(NameError::StreamEnd(s.to_string())),
         }
     }
 }

@@ -172,7 +172,8 @@ impl Recording {
             if let Some(c) = line.strip_prefix('#') {
                 rec.header_line(c);
             } else if !line.is_empty() {
-                let ev = event(line, i as u32 + 1, &dir, mode).map_err(|m| err(i + 1, m))?;
+                let ev = (event(line, i as u32 + 1, &dir, mode))
+                    .map_err(|m| err(i + 1, m.to_string()))?;
                 rec.events.push(ev);
             }
         }
@@ -213,19 +214,43 @@ impl Recording {
     }
 }
 
+/// What is wrong with one event line (the [`RecordingError`] says which file and line).
+#[derive(Debug, thiserror::Error)]
+enum EventError {
+    /// Not JSON, or a field of the wrong type (serde's words, without its position).
+    #[error("{0}")]
+    Json(String),
+    /// `begin` / `end` not an ISO-8601 time.
+    #[error("field {field}: bad timestamp \"{text}\"")]
+    Timestamp { field: &'static str, text: String },
+    /// A field replay needs is missing (strict mode).
+    #[error("{kind} event lacks field {field}")]
+    Missing { kind: Kind, field: &'static str },
+    /// `stream` on a non-HTTP event.
+    #[error("field stream: not allowed on {0}")]
+    StreamNotHttp(Kind),
+    /// `stream` without `end`.
+    #[error("field stream: the event needs an end")]
+    StreamWithoutEnd,
+}
+
 /// One event line (1-based `n`) parsed and checked as `mode` asks.
-fn event(line: &str, n: u32, dir: &Path, mode: Mode) -> Result<Event, String> {
-    let ev: EventLine = serde_json::from_str(line).map_err(|e| json_error(&e))?;
-    let time = |field: &str, s: &str| {
-        timefmt::parse_iso(s).ok_or_else(|| format!("field {field}: bad timestamp \"{s}\""))
+fn event(line: &str, n: u32, dir: &Path, mode: Mode) -> Result<Event, EventError> {
+    let ev: EventLine =
+        serde_json::from_str(line).map_err(|e| EventError::Json(json_error(&e)))?;
+    let time = |field: &'static str, s: &str| {
+        timefmt::parse_iso(s).ok_or_else(|| EventError::Timestamp {
+            field,
+            text: s.to_string(),
+        })
     };
     let begin_ms = time("begin", &ev.begin)?;
     let end_ms = ev.end.as_deref().map(|e| time("end", e)).transpose()?;
     let kind = ev.kind;
-    let need = |f: Option<String>, name: &str| match (f, mode) {
+    let need = |f: Option<String>, field: &'static str| match (f, mode) {
         (Some(v), _) => Ok(v),
         (None, Mode::Lenient) => Ok(String::new()),
-        (None, Mode::Strict) => Err(format!("{kind} event lacks field {name}")),
+        (None, Mode::Strict) => Err(EventError::Missing { kind, field }),
     };
     let (mut url, mut message, mut status) = (String::new(), String::new(), 0u16);
     if kind.is_http() {
@@ -233,7 +258,12 @@ fn event(line: &str, n: u32, dir: &Path, mode: Mode) -> Result<Event, String> {
         status = match (ev.status, mode) {
             (Some(s), _) => s,
             (None, Mode::Lenient) => 0,
-            (None, Mode::Strict) => return Err(format!("{kind} event lacks field status")),
+            (None, Mode::Strict) => {
+                return Err(EventError::Missing {
+                    kind,
+                    field: "status",
+                })
+            }
         };
     } else if kind == Kind::WsOpen {
         url = need(ev.url, "url")?;
@@ -242,10 +272,10 @@ fn event(line: &str, n: u32, dir: &Path, mode: Mode) -> Result<Event, String> {
     }
     if let (Some(_), Mode::Strict) = (ev.stream, mode) {
         if !kind.is_http() {
-            return Err(format!("field stream: not allowed on {kind}"));
+            return Err(EventError::StreamNotHttp(kind));
         }
         if end_ms.is_none() {
-            return Err("field stream: the event needs an end".into());
+            return Err(EventError::StreamWithoutEnd);
         }
     }
     Ok(Event {

@@ -8,7 +8,7 @@ use super::ThinkTime;
 use crate::checks::Threshold;
 use crate::output;
 use crate::recording::{Recording, RecordingError};
-use crate::segment::{self, Segment};
+use crate::segment::{self, Segment, SegmentError};
 use crate::target::Target;
 use crate::timefmt;
 use bytes::Bytes;
@@ -25,6 +25,9 @@ pub enum ReplayError {
     /// The recording cannot be read or parsed.
     #[error(transparent)]
     Recording(#[from] RecordingError),
+    /// `--segment` / `--start-at` wrong.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
     /// The run directory cannot be prepared.
     #[error("{0}")]
     Output(String),
@@ -105,8 +108,7 @@ impl ReplayPlan {
         }
         let shape = shape_of(args, &rec)?;
         let (segment, start_at) =
-            segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())
-                .map_err(ReplayError::Usage)?;
+            segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())?;
         let users = users_of(args, &shape, segment)?;
         let bodies = load_bodies(&rec)?;
         let headers =

@@ -65,6 +65,9 @@ pub enum ReportError {
     /// Bad combination of arguments.
     #[error("{0}")]
     Usage(String),
+    /// Segment directories that are not one plan's 1..=N.
+    #[error(transparent)]
+    Segments(#[from] crate::segment::SegmentError),
     /// The chart runtime was not built into this binary.
     #[error("report runtime not built: run `make web` (npm) and rebuild surge")]
     RuntimeMissing,

@@ -30,7 +30,7 @@ pub fn tag_of(dir: &Path) -> Result<Option<Tag>, ReportError> {
         Some(Ok(t)) => Ok(Some(t)),
         Some(Err(msg)) => Err(ReportError::Input {
             at: first.display().to_string(),
-            msg,
+            msg: msg.to_string(),
         }),
     }
 }
@@ -59,7 +59,7 @@ fn join_group(group: Vec<(Run, Option<Tag>)>) -> Result<Run, ReportError> {
     let tags: Vec<(String, Tag)> = (group.iter())
         .map(|(r, t)| (r.dir.display().to_string(), t.clone().expect("a segment")))
         .collect();
-    segment::check_set(&tags).map_err(ReportError::Usage)?;
+    segment::check_set(&tags)?;
     let name = joined_name(&group);
     let mut sessions = Vec::new();
     let mut runs = group.into_iter();

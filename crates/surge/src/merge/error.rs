@@ -1,0 +1,177 @@
+//! Why segments cannot be merged: one typed error per problem, each a line naming the file (and
+//! line) at fault, so the person merging knows which host's segment to look at.
+
+use crate::segment::{Segment, SegmentError};
+use std::path::PathBuf;
+
+/// A `surge merge` of run directories that cannot be done (nothing is written then).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// No recording.log or no sessions/.
+    #[error("{0}: not a run directory (expected recording.log and sessions/ from surge replay)")]
+    NotRunDir(String),
+    /// A file or directory could not be read or written.
+    #[error("{}: {err}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+    /// A segment without summary.json.
+    #[error("{}: {err} (a segment without summary.json was stopped before it finished: kill -9, out of memory, a deadline)", path.display())]
+    NoSummary {
+        /// Where it should be.
+        path: PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+    /// A summary.json that is not JSON, or whose `failures` are not surge's.
+    #[error("{}: {err}", path.display())]
+    Json {
+        /// The file (and field).
+        path: PathBuf,
+        /// serde's reason.
+        err: serde_json::Error,
+    },
+    /// sessions/ without CSVs.
+    #[error("{}: no session files (*.csv)", .0.display())]
+    NoSessions(PathBuf),
+    /// A CSV whose second `#` line is not surge's JSON config.
+    #[error("{}: no JSON config in its second # line (not written by surge replay)", .0.display())]
+    NoConfig(PathBuf),
+    /// The output of an earlier merge given as a segment.
+    #[error("{0}: already a merged run (merge the segments themselves)")]
+    AlreadyMerged(String),
+    /// A run that is not a `--segment` run.
+    #[error("{0}: not a segment of a plan (its sessions name no segment: run surge replay with --segment K/N)")]
+    NotSegment(String),
+    /// A CSV whose segment tag is wrong.
+    #[error("{}: {err}", path.display())]
+    Tag {
+        /// The CSV.
+        path: PathBuf,
+        /// What is wrong with its tag.
+        err: SegmentError,
+    },
+    /// Two CSVs of one directory from different runs.
+    #[error("{}: its # lines differ from {}'s (sessions of different runs in one directory)", path.display(), first.display())]
+    CommentsDiffer {
+        /// The CSV that differs.
+        path: PathBuf,
+        /// The directory's first CSV.
+        first: PathBuf,
+    },
+    /// A CSV without its column header.
+    #[error("{}: no column header", .0.display())]
+    NoHeader(PathBuf),
+    /// A CSV whose header is not shinycannon's columns.
+    #[error("{}:{line}: unexpected columns {header:?}, expected {}", path.display(), crate::output::COLUMNS.join(","))]
+    Columns {
+        /// The CSV.
+        path: PathBuf,
+        /// Its line.
+        line: usize,
+        /// The header found.
+        header: String,
+    },
+    /// A bad data row.
+    #[error("{}:{line}: {err}", path.display())]
+    Row {
+        /// The CSV.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        err: RowError,
+    },
+    /// A CSV with a header and no rows.
+    #[error("{}: session file has no rows", .0.display())]
+    EmptySession(PathBuf),
+    /// Not the segments 1..=N of one plan.
+    #[error(transparent)]
+    Set(#[from] SegmentError),
+    /// Segments of different recordings.
+    #[error("{a} and {b} replayed different recordings ({detail})")]
+    DifferentRecordings {
+        /// One segment.
+        a: String,
+        /// The first segment.
+        b: String,
+        /// Where they differ.
+        detail: String,
+    },
+    /// A (worker, iteration) in two sessions.
+    #[error("worker {worker} iteration {iteration} ran twice: {} and {}", a.display(), b.display())]
+    Twice {
+        /// The worker.
+        worker: u32,
+        /// Its iteration.
+        iteration: u32,
+        /// One CSV.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+    },
+    /// A session of a worker another segment owns.
+    #[error("{}: worker {worker} is not a user of segment {segment}", path.display())]
+    NotUser {
+        /// The CSV.
+        path: PathBuf,
+        /// Its worker.
+        worker: u32,
+        /// The segment it was found in.
+        segment: Segment,
+    },
+    /// A summary.json check that is not surge's.
+    #[error("{name}: check {text:?}")]
+    Check {
+        /// The segment.
+        name: String,
+        /// The check as written.
+        text: String,
+    },
+    /// A summary.json threshold that does not parse.
+    #[error("{name}: {err}")]
+    Threshold {
+        /// The segment.
+        name: String,
+        /// Why.
+        err: crate::checks::CheckError,
+    },
+}
+
+/// A bad data row of a session CSV (the [`MergeError::Row`] names file and line).
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    /// Not 7 comma-separated fields.
+    #[error("expected 7 fields, found {0}")]
+    Fields(usize),
+    /// A numeric field that is not a number.
+    #[error("field {field}: not a number: {text:?}")]
+    NotNumber {
+        /// Column name.
+        field: &'static str,
+        /// As found.
+        text: String,
+    },
+    /// A row of another session than the file's first.
+    #[error("session {id} worker {worker} iteration {iteration} in the file of session {file_id} worker {file_worker} iteration {file_iteration}")]
+    OtherSession {
+        /// The row's session.
+        id: u32,
+        /// Its worker.
+        worker: u32,
+        /// Its iteration.
+        iteration: u32,
+        /// The file's session.
+        file_id: u32,
+        /// Its worker.
+        file_worker: u32,
+        /// Its iteration.
+        file_iteration: u32,
+    },
+    /// An `event` not in the vocabulary.
+    #[error("field event: unknown event {0:?}")]
+    UnknownEvent(String),
+}

@@ -11,7 +11,18 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// One lane's folded statistics, or why it could not run.
-pub(super) type LaneResult = Result<ConnStats, String>;
+pub(super) type LaneResult = Result<ConnStats, LaneError>;
+
+/// Why a lane could not run (counted as an error kind, like a failed request).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum LaneError {
+    /// Its tokio runtime could not be built.
+    #[error("lane runtime: {0}")]
+    Runtime(std::io::Error),
+    /// Its OS thread could not be started.
+    #[error("lane thread: {0}")]
+    Thread(std::io::Error),
+}
 
 /// Starts `n` lanes: lane `l` runs connections l, l+n, l+2n, ... and sends its statistics when
 /// they are all done; the channel closes when every lane has ended. When the process may run on
@@ -34,12 +45,12 @@ pub(super) fn start(plan: &Arc<Plan>, n: usize) -> mpsc::UnboundedReceiver<LaneR
                 let r = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(|e| format!("lane runtime: {e}"))
+                    .map_err(LaneError::Runtime)
                     .map(|rt| rt.block_on(lane_loop(plan, lane, n)));
                 let _ = lane_tx.send(r);
             });
         if let Err(e) = spawned {
-            let _ = tx.send(Err(format!("lane thread: {e}")));
+            let _ = tx.send(Err(LaneError::Thread(e)));
         }
     }
     rx

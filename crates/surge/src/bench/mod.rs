@@ -94,8 +94,13 @@ pub struct BenchArgs {
     pub tls: crate::net::TlsArgs,
 }
 
+/// A `--max-error-rate` that is not a rate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("'{0}' is not a rate between 0 and 1 (or 0% and 100%)")]
+pub struct RateError(String);
+
 /// `--max-error-rate`: `1%`, `0.5%` or a fraction `0.01`, within 0..=1.
-fn parse_rate(s: &str) -> Result<f64, String> {
+fn parse_rate(s: &str) -> Result<f64, RateError> {
     let (num, scale) = match s.strip_suffix('%') {
         Some(n) => (n, 100.0),
         None => (s, 1.0),
@@ -106,7 +111,7 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         .ok()
         .map(|v| v / scale)
         .filter(|v| (0.0..=1.0).contains(v))
-        .ok_or_else(|| format!("'{s}' is not a rate between 0 and 1 (or 0% and 100%)"))?;
+        .ok_or_else(|| RateError(s.to_string()))?;
     Ok(v)
 }
 
@@ -178,7 +183,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
                     ended += 1;
                     match r {
                         Ok(s) => fold(&mut all, s),
-                        Err(e) => *all.errors.entry(e).or_insert(0) += 1,
+                        Err(e) => *all.errors.entry(e.to_string()).or_insert(0) += 1,
                     }
                 }
                 None => break,
@@ -321,24 +326,42 @@ fn error_kind(e: &(dyn std::error::Error + 'static)) -> String {
     e.to_string()
 }
 
-async fn connect(plan: &Plan) -> Result<Conn, String> {
-    // Error kinds hold no variable data: they are counted.
+/// Why a request got no answer. Its text is the key it is counted under (`errors` in the
+/// output), so it holds no variable data (no address, no port).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// TCP connect failed.
+    #[error("connect: {0:?}")]
+    Connect(std::io::ErrorKind),
+    /// The TLS handshake failed.
+    #[error("TLS handshake failed")]
+    Tls,
+    /// The HTTP/2 handshake failed (hyper's error, classified).
+    #[error("handshake: {0}")]
+    Handshake(String),
+    /// The HTTP/1.1 exchange failed.
+    #[error(transparent)]
+    H1(#[from] h1::Error),
+    /// The HTTP/2 exchange failed (hyper's error, classified).
+    #[error("{0}")]
+    H2(String),
+}
+
+async fn connect(plan: &Plan) -> Result<Conn, RequestError> {
     let stream = plan
         .dialer
         .connect(&plan.endpoint)
         .await
         .map_err(|e| match e {
-            crate::net::DialError::Connect { source, .. } => {
-                format!("connect: {:?}", source.kind())
-            }
-            crate::net::DialError::Tls { .. } => "TLS handshake failed".into(),
+            crate::net::DialError::Connect { source, .. } => RequestError::Connect(source.kind()),
+            crate::net::DialError::Tls { .. } => RequestError::Tls,
         })?;
     if !plan.http2 {
         return Ok(Conn::H1(h1::Conn::new(stream)));
     }
     let (s, c) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
         .await
-        .map_err(|e| format!("handshake: {}", error_kind(&e)))?;
+        .map_err(|e| RequestError::Handshake(error_kind(&e)))?;
     tokio::spawn(c);
     Ok(Conn::H2(s))
 }
@@ -358,12 +381,9 @@ async fn read_response(
 }
 
 /// One request and its whole response: status, body bytes and whether the connection stays usable.
-async fn exchange(conn: &mut Conn, plan: &Plan) -> Result<h1::Response, String> {
+async fn exchange(conn: &mut Conn, plan: &Plan) -> Result<h1::Response, RequestError> {
     match conn {
-        Conn::H1(c) => c
-            .exchange(&plan.request, plan.head)
-            .await
-            .map_err(|e| e.to_string()),
+        Conn::H1(c) => Ok(c.exchange(&plan.request, plan.head).await?),
         Conn::H2(s) => {
             let mut req = Request::new(Full::new(plan.body.clone()));
             *req.method_mut() = plan.method.clone();
@@ -373,7 +393,7 @@ async fn exchange(conn: &mut Conn, plan: &Plan) -> Result<h1::Response, String> 
                 s.ready().await?;
                 read_response(s.send_request(req).await?).await
             };
-            let (status, body_bytes) = r.await.map_err(|e| error_kind(&e))?;
+            let (status, body_bytes) = r.await.map_err(|e| RequestError::H2(error_kind(&e)))?;
             Ok(h1::Response {
                 status,
                 body_bytes,
@@ -390,7 +410,7 @@ async fn exchange_within(
     plan: &Plan,
     mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
     sent: Instant,
-) -> Option<Result<h1::Response, String>> {
+) -> Option<Result<h1::Response, RequestError>> {
     let ex = exchange(c, plan);
     tokio::pin!(ex);
     loop {
@@ -469,7 +489,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
             match connect(&plan).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
-                    *st.errors.entry(e).or_insert(0) += 1;
+                    *st.errors.entry(e.to_string()).or_insert(0) += 1;
                     // Avoid a hot loop against a refused port.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     now = Instant::now();
@@ -494,7 +514,7 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 }
             }
             Some(Err(e)) => {
-                *st.errors.entry(e).or_insert(0) += 1;
+                *st.errors.entry(e.to_string()).or_insert(0) += 1;
                 conn = None;
             }
             None => {

@@ -123,8 +123,8 @@ impl BenchReport {
 
     /// The segment tag of a segment's result: which segment, and its plan as comparable values.
     fn tag(&self, name: &str) -> Result<Tag, MergeError> {
-        let seg = (self.segment.as_deref())
-            .ok_or_else(|| MergeError::NotSegment(name.to_string()))?;
+        let seg =
+            (self.segment.as_deref()).ok_or_else(|| MergeError::NotSegment(name.to_string()))?;
         let segment: Segment = seg.parse().map_err(|err| MergeError::Segment {
             name: name.to_string(),
             err,

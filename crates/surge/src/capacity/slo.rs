@@ -48,11 +48,22 @@ pub struct Slo {
     pub text: String,
 }
 
+/// A `--slo` that does not parse: its text and what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--slo \"{text}\": {why}; expected METRIC:pNN<DURATION, METRIC page_load, session, all or an event type (e.g. page_load:p95<2s)")]
+pub struct SloError {
+    /// As given.
+    pub text: String,
+    /// What is wrong (`no metric`, `unknown metric "X"`, ...).
+    pub why: String,
+}
+
 impl FromStr for Slo {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Slo, String> {
-        let bad = |why: &str| {
-            format!("--slo \"{s}\": {why}; expected METRIC:pNN<DURATION, METRIC page_load, session, all or an event type (e.g. page_load:p95<2s)")
+    type Err = SloError;
+    fn from_str(s: &str) -> Result<Slo, SloError> {
+        let bad = |why: &str| SloError {
+            text: s.to_string(),
+            why: why.to_string(),
         };
         let (m, rest) = s.split_once(':').ok_or_else(|| bad("no metric"))?;
         let metric = match m.trim() {

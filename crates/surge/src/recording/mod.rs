@@ -236,8 +236,7 @@ enum EventError {
 
 /// One event line (1-based `n`) parsed and checked as `mode` asks.
 fn event(line: &str, n: u32, dir: &Path, mode: Mode) -> Result<Event, EventError> {
-    let ev: EventLine =
-        serde_json::from_str(line).map_err(|e| EventError::Json(json_error(&e)))?;
+    let ev: EventLine = serde_json::from_str(line).map_err(|e| EventError::Json(json_error(&e)))?;
     let time = |field: &'static str, s: &str| {
         timefmt::parse_iso(s).ok_or_else(|| EventError::Timestamp {
             field,

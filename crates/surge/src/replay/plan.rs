@@ -29,8 +29,8 @@ pub enum ReplayError {
     #[error(transparent)]
     Segment(#[from] SegmentError),
     /// The run directory cannot be prepared.
-    #[error("{0}")]
-    Output(String),
+    #[error(transparent)]
+    Output(#[from] output::OutputError),
     /// The target cannot be reached or its certificate is refused (one line naming the host).
     #[error("{0}")]
     Target(String),
@@ -120,8 +120,8 @@ impl ReplayPlan {
             ))
         });
         target.probe().await.map_err(ReplayError::Target)?;
-        output::prepare_dir(&out_dir, args.overwrite_output).map_err(ReplayError::Output)?;
-        output::copy_recording(&rec, &out_dir).map_err(ReplayError::Output)?;
+        output::prepare_dir(&out_dir, args.overwrite_output)?;
+        output::copy_recording(&rec, &out_dir)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);
         Ok(ReplayPlan {
             rec,

@@ -48,9 +48,37 @@ pub enum Shape {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stages(pub Vec<Stage>);
 
+/// A `--stages` or `--arrival-rate` that does not parse; quotes the flag's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ShapeError {
+    /// One stage item is wrong.
+    #[error("--stages \"{text}\": \"{item}\" {why}")]
+    Stage {
+        /// The flag's text.
+        text: String,
+        /// The item at fault.
+        item: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// Every stage asks for 0 users.
+    #[error("--stages \"{0}\": no stage asks for any user")]
+    NoUsers(String),
+    /// The stages add up to no time.
+    #[error("--stages \"{0}\": the stages last no time")]
+    NoTime(String),
+    /// Not a positive rate per s, m or h (at most 100,000/s).
+    #[error("--arrival-rate \"{0}\": expected sessions per time, e.g. 2/s or 30/m")]
+    Rate(String),
+}
+
 /// Parses `--stages`: comma-separated `DURATION:USERS` items, e.g. `2m:50, 5m:50, 1m:0`.
-pub fn parse_stages(s: &str) -> Result<Stages, String> {
-    let bad = |item: &str, why: &str| format!("--stages \"{s}\": \"{item}\" {why}");
+pub fn parse_stages(s: &str) -> Result<Stages, ShapeError> {
+    let bad = |item: &str, why| ShapeError::Stage {
+        text: s.to_string(),
+        item: item.to_string(),
+        why,
+    };
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim) {
         let (d, u) = item
@@ -64,17 +92,17 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
         out.push(Stage { duration, users });
     }
     if out.iter().all(|st| st.users == 0) {
-        return Err(format!("--stages \"{s}\": no stage asks for any user"));
+        return Err(ShapeError::NoUsers(s.to_string()));
     }
     if out.iter().map(|st| st.duration).sum::<Duration>().is_zero() {
-        return Err(format!("--stages \"{s}\": the stages last no time"));
+        return Err(ShapeError::NoTime(s.to_string()));
     }
     Ok(Stages(out))
 }
 
 /// Parses `--arrival-rate`: `2/s`, `30/m`, `0.5/s` or a plain number per second.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let bad = || format!("--arrival-rate \"{s}\": expected sessions per time, e.g. 2/s or 30/m");
+pub fn parse_rate(s: &str) -> Result<f64, ShapeError> {
+    let bad = || ShapeError::Rate(s.to_string());
     let (n, per) = match s.trim().split_once('/') {
         Some((n, unit)) => {
             let per = match unit.trim() {

@@ -13,9 +13,14 @@ pub enum ThinkTime {
     Factor(f64),
 }
 
+/// A `--think-time` that is not `recorded`, `none` or `x<factor>`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("think time \"{0}\": expected recorded, none or x<factor>")]
+pub struct ThinkTimeError(pub String);
+
 impl FromStr for ThinkTime {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ThinkTimeError;
+    fn from_str(s: &str) -> Result<Self, ThinkTimeError> {
         match s {
             "recorded" => Ok(ThinkTime::Recorded),
             "none" => Ok(ThinkTime::None),
@@ -24,7 +29,7 @@ impl FromStr for ThinkTime {
                 .and_then(|f| f.parse::<f64>().ok())
                 .filter(|f| f.is_finite() && *f >= 0.0)
                 .map(ThinkTime::Factor)
-                .ok_or_else(|| format!("think time \"{s}\": expected recorded, none or x<factor>")),
+                .ok_or_else(|| ThinkTimeError(s.to_string())),
         }
     }
 }

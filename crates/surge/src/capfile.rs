@@ -75,14 +75,35 @@ impl CapacityResult {
 ///
 /// # Errors
 /// The file exists but cannot be read or parsed (the message names it).
-pub fn read(dir: &Path) -> Option<Result<CapacityResult, String>> {
+pub fn read(dir: &Path) -> Option<Result<CapacityResult, CapfileError>> {
     let path = dir.join(CAPACITY_JSON);
     if !path.is_file() {
         return None;
     }
-    Some(
-        std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{}: {e}", path.display()))),
-    )
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(err) => return Some(Err(CapfileError::Io { path, err })),
+    };
+    Some(serde_json::from_str(&text).map_err(|err| CapfileError::Json { path, err }))
+}
+
+/// A capacity.json that cannot be read; names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CapfileError {
+    /// Unreadable.
+    #[error("{}: {err}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+    /// Not capacity.json's JSON.
+    #[error("{}: {err}", path.display())]
+    Json {
+        /// The file.
+        path: std::path::PathBuf,
+        /// serde's reason.
+        err: serde_json::Error,
+    },
 }

@@ -36,7 +36,7 @@ pub enum Cause {
     /// A message arrived but lacks what the recording needs next (session id, upload job id).
     UnexpectedMessage(String),
     /// A `${PLACEHOLDER}` of the recording has no value in this session.
-    Placeholder(String),
+    Placeholder(crate::tokens::TokenError),
     /// The recording cannot be played as written (WS_SEND with no WebSocket open, a bad URL).
     Recording(String),
     /// The run was stopped (Ctrl-C) while the session was playing.
@@ -158,7 +158,6 @@ impl fmt::Display for Cause {
             | Cause::Closed(s)
             | Cause::ConnectError(s)
             | Cause::UnexpectedMessage(s)
-            | Cause::Placeholder(s)
             | Cause::Recording(s)
             | Cause::Internal(s) => f.write_str(s),
             Cause::WrongStatus { expected, got } => write!(f, "status {got}, expected {expected}"),
@@ -166,6 +165,7 @@ impl fmt::Display for Cause {
                 f,
                 "event stream ended by the server before the recorded {recorded:?}"
             ),
+            Cause::Placeholder(e) => write!(f, "{e}"),
             Cause::Interrupted => f.write_str("interrupted (SIGINT)"),
         }
     }

@@ -46,13 +46,23 @@ impl LogLevel {
 /// File name of `--debug-log`'s output inside the run directory (shinycannon's).
 pub const DEBUG_LOG: &str = "debug.log";
 
+/// `--debug-log`'s file cannot be created.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {err}", path.display())]
+pub struct LogError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What the OS said.
+    pub err: std::io::Error,
+}
+
 /// Installs the process-wide log subscriber: stderr at `level`, plus every surge line down to
 /// DEBUG into `debug_file` when given. The first call in a process wins (a library caller may
 /// already have installed one); the file is created either way, so `--debug-log` always leaves it.
 ///
 /// # Errors
 /// The debug log file cannot be created.
-pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), String> {
+pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), LogError> {
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -61,7 +71,10 @@ pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), String> {
     let file = match debug_file {
         None => None,
         Some(p) => {
-            let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let f = std::fs::File::create(p).map_err(|err| LogError {
+                path: p.to_path_buf(),
+                err,
+            })?;
             Some(
                 tracing_subscriber::fmt::layer()
                     .with_writer(Mutex::new(f))

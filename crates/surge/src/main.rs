@@ -104,7 +104,7 @@ async fn ctrl_c() {
 async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
     let plan = surge::replay::ReplayPlan::from_args(&args, &argv()).await?;
     let debug_log = (args.debug_log).then(|| plan.out_dir.join(surge::logging::DEBUG_LOG));
-    surge::logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
+    surge::logging::init(args.log_level, debug_log.as_deref())?;
     let out_dir = plan.out_dir.clone();
     let outcome = surge::replay::run(plan, ctrl_c()).await?;
     if args.json {
@@ -118,7 +118,7 @@ async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
 /// `surge capacity`: failed sessions are expected near the knee, so only errors are logged; the
 /// answer line goes to stdout.
 async fn capacity(args: surge::capacity::CapacityArgs) -> anyhow::Result<u8> {
-    surge::logging::init(surge::logging::LogLevel::Error, None).map_err(anyhow::Error::msg)?;
+    surge::logging::init(surge::logging::LogLevel::Error, None)?;
     let result = surge::capacity::run(args, ctrl_c()).await?;
     println!("{}", result.answer);
     Ok(result.exit_code())

@@ -61,23 +61,8 @@ pub enum SegmentError {
     #[error("no segments given")]
     NoSegments,
     /// Two runs of different plans.
-    #[error("{name} (segment {seg}) and {first_name} (segment {first_seg}) are segments of different plans: {what} {a} vs {b}")]
-    DifferentPlans {
-        /// The run that differs.
-        name: String,
-        /// Its segment.
-        seg: Segment,
-        /// The first run.
-        first_name: String,
-        /// Its segment.
-        first_seg: Segment,
-        /// Which part of the plan differs.
-        what: &'static str,
-        /// Its value in `name`.
-        a: String,
-        /// Its value in `first_name`.
-        b: String,
-    },
+    #[error("{0}")]
+    DifferentPlans(Box<PlanMismatch>),
     /// A segment given twice.
     #[error("segment {seg} given twice: {other} and {name}")]
     Twice {
@@ -100,6 +85,26 @@ pub enum SegmentError {
         /// The runs given.
         given: Vec<String>,
     },
+}
+
+/// Two runs given as segments of one plan whose plans differ.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{name} (segment {seg}) and {first_name} (segment {first_seg}) are segments of different plans: {what} {a} vs {b}")]
+pub struct PlanMismatch {
+    /// The run that differs.
+    pub name: String,
+    /// Its segment.
+    pub seg: Segment,
+    /// The first run.
+    pub first_name: String,
+    /// Its segment.
+    pub first_seg: Segment,
+    /// Which part of the plan differs.
+    pub what: &'static str,
+    /// Its value in `name`.
+    pub a: String,
+    /// Its value in `first_name`.
+    pub b: String,
 }
 
 impl FromStr for Segment {
@@ -360,7 +365,7 @@ pub fn check_set(runs: &[(String, Tag)]) -> Result<(), SegmentError> {
     };
     for (name, t) in &runs[1..] {
         if let Some(((what, a), (_, b))) = t.plan.iter().zip(&first.plan).find(|(x, y)| x != y) {
-            return Err(SegmentError::DifferentPlans {
+            return Err(SegmentError::DifferentPlans(Box::new(PlanMismatch {
                 name: name.clone(),
                 seg: t.segment,
                 first_name: first_name.clone(),
@@ -368,7 +373,7 @@ pub fn check_set(runs: &[(String, Tag)]) -> Result<(), SegmentError> {
                 what,
                 a: a.clone(),
                 b: b.clone(),
-            });
+            })));
         }
     }
     let n = first.segment.count;
@@ -442,11 +447,17 @@ mod tests {
     #[test]
     fn set_must_be_complete_and_of_one_plan() {
         assert!(check_set(&[tag("1/2", 8), tag("2/2", 8)]).is_ok());
-        let e = check_set(&[tag("1/3", 8), tag("3/3", 8)]).unwrap_err();
+        let e = check_set(&[tag("1/3", 8), tag("3/3", 8)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("segment 2/3 missing"), "{e}");
-        let e = check_set(&[tag("1/2", 8), tag("1/2", 8)]).unwrap_err();
+        let e = check_set(&[tag("1/2", 8), tag("1/2", 8)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("segment 1/2 given twice"), "{e}");
-        let e = check_set(&[tag("1/2", 8), tag("2/2", 9)]).unwrap_err();
+        let e = check_set(&[tag("1/2", 8), tag("2/2", 9)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("different plans: users 9 vs 8"), "{e}");
         let merged = serde_json::json!({"segment": "1/2", "merged": true});
         assert!(Tag::from_config(&merged).is_none());

@@ -24,12 +24,39 @@ pub struct Target {
     pub dialer: Arc<net::Dialer>,
 }
 
+/// A target URL that is not one; starts with the URL (callers put the flag in front).
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// Not a URL at all.
+    #[error("{url}: not a URL ({err})")]
+    NotUrl {
+        /// As given.
+        url: String,
+        /// hyper's reason.
+        err: hyper::http::uri::InvalidUri,
+    },
+    /// A URL surge cannot connect to (scheme, host).
+    #[error("{url}: {err}")]
+    Url {
+        /// As given.
+        url: String,
+        /// What is wrong.
+        err: net::SetupError,
+    },
+}
+
 impl Target {
     /// Parses `http(s)://host[:port][/prefix]`, connecting without TLS settings (see
     /// [`Target::with_tls`]). Errors start with the URL; callers put the flag it came from in front.
-    pub fn parse(url: &str) -> Result<Target, String> {
-        let uri: Uri = url.parse().map_err(|e| format!("{url}: not a URL ({e})"))?;
-        let endpoint = net::Endpoint::from_uri(&uri).map_err(|e| format!("{url}: {e}"))?;
+    pub fn parse(url: &str) -> Result<Target, TargetError> {
+        let uri: Uri = url.parse().map_err(|err| TargetError::NotUrl {
+            url: url.to_string(),
+            err,
+        })?;
+        let endpoint = net::Endpoint::from_uri(&uri).map_err(|err| TargetError::Url {
+            url: url.to_string(),
+            err,
+        })?;
         Ok(Target {
             authority: match uri.port_u16() {
                 Some(p) => format!("{}:{p}", endpoint.host),
@@ -47,7 +74,7 @@ impl Target {
         mut self,
         flags: &net::TlsArgs,
         handshake: std::time::Duration,
-    ) -> Result<Target, String> {
+    ) -> Result<Target, net::SetupError> {
         let dialer = net::Dialer::new(flags, self.endpoint.tls, net::Alpn::Http1)?
             .with_handshake_timeout(handshake);
         if dialer.insecure() {
@@ -62,7 +89,7 @@ impl Target {
 
     /// One connection before the users start: a TLS failure (expired, unknown issuer, name
     /// mismatch, no answer) is returned as one line instead of failing every session.
-    pub async fn probe(&self) -> Result<(), String> {
+    pub async fn probe(&self) -> Result<(), net::SetupError> {
         self.dialer.probe(&self.endpoint, net::Alpn::Http1).await
     }
 

@@ -47,7 +47,7 @@ impl Tokens {
     }
 
     /// Replaces every `${NAME}` in `s`; errors name the placeholder that is unknown or has no value yet.
-    pub fn substitute<'a>(&self, s: &'a str) -> Result<Cow<'a, str>, String> {
+    pub fn substitute<'a>(&self, s: &'a str) -> Result<Cow<'a, str>, TokenError> {
         if !s.contains("${") {
             return Ok(Cow::Borrowed(s));
         }
@@ -68,10 +68,10 @@ impl Tokens {
                 continue;
             }
             match index(name) {
-                None => return Err(format!("unknown placeholder ${{{name}}}")),
+                None => return Err(TokenError::Unknown(name.to_string())),
                 Some(k) => match &self.values[k] {
                     Some(v) => out.push_str(v),
-                    None => return Err(format!("placeholder ${{{name}}} has no value yet")),
+                    None => return Err(TokenError::NoValue(name.to_string())),
                 },
             }
             rest = &after[j + 1..];
@@ -129,6 +129,17 @@ impl Placeholders {
     }
 }
 
+/// A `${NAME}` that cannot be substituted (a session fails with it, kind `placeholder`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// Not a placeholder surge knows.
+    #[error("unknown placeholder ${{{0}}}")]
+    Unknown(String),
+    /// Known, but no message of this session has given it a value yet.
+    #[error("placeholder ${{{0}}} has no value yet")]
+    NoValue(String),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,11 +153,11 @@ mod tests {
         t.set("WORKER", "w9");
         assert_eq!(t.substitute("/_w_${WORKER}/x").unwrap(), "/_w_w9/x");
         assert_eq!(
-            t.substitute("/s/${SESSION}").unwrap_err(),
+            t.substitute("/s/${SESSION}").unwrap_err().to_string(),
             "placeholder ${SESSION} has no value yet"
         );
         assert_eq!(
-            t.substitute("${NOPE}").unwrap_err(),
+            t.substitute("${NOPE}").unwrap_err().to_string(),
             "unknown placeholder ${NOPE}"
         );
         assert_eq!(t.substitute("price ${5}").unwrap(), "price ${5}");

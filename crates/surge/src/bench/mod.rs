@@ -149,10 +149,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     } else {
         crate::net::Alpn::Http1
     };
-    plan.dialer
-        .probe(&plan.endpoint, alpn)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    plan.dialer.probe(&plan.endpoint, alpn).await?;
     if let Some(line) = plan.start.late_line("requests whose send time has passed") {
         eprintln!("{line}");
     }

@@ -59,9 +59,8 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     } else {
         net::Alpn::Http1
     };
-    let dialer = net::Dialer::new(&args.tls, endpoint.tls, alpn)
-        .map_err(anyhow::Error::msg)?
-        .with_handshake_timeout(args.timeout);
+    let dialer =
+        net::Dialer::new(&args.tls, endpoint.tls, alpn)?.with_handshake_timeout(args.timeout);
     if args.connections == 0 {
         anyhow::bail!("-c must be at least 1");
     }

@@ -197,7 +197,7 @@ mod tests {
             "page_load:q95<2s",
             "page_load:p95<2x",
         ] {
-            let e = bad.parse::<Slo>().unwrap_err();
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!("--slo \"{bad}\": ")) && !e.contains('\n'),
                 "{e}"

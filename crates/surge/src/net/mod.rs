@@ -47,14 +47,14 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// The endpoint of an http, https, ws or wss URL.
-    pub fn from_uri(uri: &Uri) -> Result<Endpoint, String> {
+    pub fn from_uri(uri: &Uri) -> Result<Endpoint, SetupError> {
         let tls = match uri.scheme_str() {
             Some("http" | "ws") => false,
             Some("https" | "wss") => true,
-            Some(s) => return Err(format!("scheme {s} not supported (use http or https)")),
-            None => return Err("missing http:// or https://".into()),
+            Some(s) => return Err(SetupError::Scheme(s.to_string())),
+            None => return Err(SetupError::NoScheme),
         };
-        let host = uri.host().ok_or("no host")?.to_string();
+        let host = uri.host().ok_or(SetupError::NoHost)?.to_string();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         Ok(Endpoint { host, port, tls })
     }
@@ -63,6 +63,63 @@ impl Endpoint {
     pub fn authority(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
+}
+
+/// A target or TLS setting that is wrong, found before any user connects: each is one line
+/// naming the URL part, flag or file.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A scheme other than http(s) / ws(s).
+    #[error("scheme {0} not supported (use http or https)")]
+    Scheme(String),
+    /// No scheme.
+    #[error("missing http:// or https://")]
+    NoScheme,
+    /// No host.
+    #[error("no host")]
+    NoHost,
+    /// A `--resolve` that is not HOST:PORT:ADDR.
+    #[error("--resolve {text}: {why} (expected HOST:PORT:ADDR, e.g. app.example:443:127.0.0.1)")]
+    Resolve {
+        /// As given.
+        text: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// rustls refused the protocol set-up.
+    #[error("TLS setup: {0}")]
+    Tls(rustls::Error),
+    /// A `--ca-cert` file that cannot be read as PEM.
+    #[error("--ca-cert {}: {err}", path.display())]
+    CaCertPem {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        err: rustls::pki_types::pem::Error,
+    },
+    /// A `--ca-cert` with no certificate in it.
+    #[error("--ca-cert {}: no PEM certificate in the file", .0.display())]
+    CaCertEmpty(std::path::PathBuf),
+    /// A `--ca-cert` certificate rustls refuses.
+    #[error("--ca-cert {}: {err}", path.display())]
+    CaCertBad {
+        /// The file.
+        path: std::path::PathBuf,
+        /// rustls' reason.
+        err: rustls::Error,
+    },
+    /// Nothing to verify certificates with.
+    #[error("no trusted CA: the platform's store is empty and no --ca-cert was given (or use --insecure)")]
+    NoRoots,
+    /// A host that cannot be a TLS server name.
+    #[error("{0}: not a valid TLS server name")]
+    ServerName(String),
+    /// `bench --http2` against a server that does not offer h2.
+    #[error("TLS to {0}: the server did not agree to HTTP/2 (ALPN h2)")]
+    NoH2(String),
+    /// The probe's handshake failed (certificate expired, unknown issuer, ...).
+    #[error(transparent)]
+    Dial(#[from] DialError),
 }
 
 /// Why a connection could not be opened. `Tls` holds one readable reason (see `tls::reason`).
@@ -108,7 +165,7 @@ pub struct Dialer {
 
 impl Dialer {
     /// The run's dialer from its flags; the TLS config is built only when the target needs it.
-    pub fn new(args: &TlsArgs, need_tls: bool, alpn: Alpn) -> Result<Dialer, String> {
+    pub fn new(args: &TlsArgs, need_tls: bool, alpn: Alpn) -> Result<Dialer, SetupError> {
         let tls = if need_tls {
             let config = args.client_config(alpn)?;
             Some((config, args.insecure))
@@ -178,7 +235,7 @@ impl Dialer {
             .as_ref()
             .ok_or_else(|| tls_err("no TLS configuration for this run (internal)".into()))?;
         let connector = tokio_rustls::TlsConnector::from(config.clone());
-        let name = tls::server_name(&ep.host).map_err(tls_err)?;
+        let name = tls::server_name(&ep.host).map_err(|e| tls_err(e.to_string()))?;
         match tokio::time::timeout(bound, connector.connect(name, tcp)).await {
             Err(_) => Err(tls_err(format!("no handshake answer within {bound:?}"))),
             Ok(Err(e)) => Err(tls_err(tls::reason(&e, &ep.host))),
@@ -190,17 +247,16 @@ impl Dialer {
     /// once with one line instead of failing every user: `Err` for a TLS failure (and for an
     /// `h2` run whose server does not agree to HTTP/2). A refused TCP connection is left to the
     /// run, which reports it per session as over plain http.
-    pub async fn probe(&self, ep: &Endpoint, alpn: Alpn) -> Result<(), String> {
+    pub async fn probe(&self, ep: &Endpoint, alpn: Alpn) -> Result<(), SetupError> {
         if !ep.tls {
             return Ok(());
         }
         match self.connect_within(ep, HANDSHAKE_TIMEOUT).await {
-            Ok(s) if alpn == Alpn::H2 && s.alpn() != Some(b"h2") => Err(format!(
-                "TLS to {}: the server did not agree to HTTP/2 (ALPN h2)",
-                ep.authority()
-            )),
+            Ok(s) if alpn == Alpn::H2 && s.alpn() != Some(b"h2") => {
+                Err(SetupError::NoH2(ep.authority()))
+            }
             Ok(_) | Err(DialError::Connect { .. }) => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! Why one config per run: building it parses every platform root (~150 certificates, some
 //! milliseconds); per connection that would dominate a 10,000-user run's start.
 
+use super::SetupError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -54,9 +55,10 @@ pub struct Resolve {
 }
 
 /// Parses curl's `HOST:PORT:ADDR` (ADDR may be a bracketed IPv6 address).
-pub fn parse_resolve(s: &str) -> Result<Resolve, String> {
-    let bad = |why: &str| {
-        format!("--resolve {s}: {why} (expected HOST:PORT:ADDR, e.g. app.example:443:127.0.0.1)")
+pub fn parse_resolve(s: &str) -> Result<Resolve, SetupError> {
+    let bad = |why| SetupError::Resolve {
+        text: s.to_string(),
+        why,
     };
     let (host, rest) = s.split_once(':').ok_or_else(|| bad("no port"))?;
     let (port, addr) = rest.split_once(':').ok_or_else(|| bad("no address"))?;
@@ -75,17 +77,17 @@ pub fn parse_resolve(s: &str) -> Result<Resolve, String> {
 
 impl TlsArgs {
     /// The `--resolve` entries, parsed.
-    pub fn resolves(&self) -> Result<Vec<Resolve>, String> {
+    pub fn resolves(&self) -> Result<Vec<Resolve>, SetupError> {
         self.resolve.iter().map(|s| parse_resolve(s)).collect()
     }
 
     /// The run's one client config: platform roots + `--ca-cert`s (or no verification with
     /// `--insecure`), offering `alpn`. Errors name the file or the store.
-    pub fn client_config(&self, alpn: Alpn) -> Result<Arc<ClientConfig>, String> {
+    pub fn client_config(&self, alpn: Alpn) -> Result<Arc<ClientConfig>, SetupError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup: {e}"))?;
+            .map_err(SetupError::Tls)?;
         let mut config = if self.insecure {
             builder
                 .dangerous()
@@ -104,37 +106,38 @@ impl TlsArgs {
     }
 
     /// The platform's roots (unreadable ones skipped, as curl does) and every `--ca-cert`.
-    fn roots(&self) -> Result<RootCertStore, String> {
+    fn roots(&self) -> Result<RootCertStore, SetupError> {
         let mut roots = RootCertStore::empty();
         let native = rustls_native_certs::load_native_certs();
         let _ = roots.add_parsable_certificates(native.certs);
         for path in &self.ca_certs {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
                 .and_then(|it| it.collect::<Result<_, _>>())
-                .map_err(|e| format!("--ca-cert {}: {e}", path.display()))?;
+                .map_err(|err| SetupError::CaCertPem {
+                    path: path.clone(),
+                    err,
+                })?;
             if certs.is_empty() {
-                return Err(format!(
-                    "--ca-cert {}: no PEM certificate in the file",
-                    path.display()
-                ));
+                return Err(SetupError::CaCertEmpty(path.clone()));
             }
             for c in certs {
-                roots
-                    .add(c)
-                    .map_err(|e| format!("--ca-cert {}: {e}", path.display()))?;
+                roots.add(c).map_err(|err| SetupError::CaCertBad {
+                    path: path.clone(),
+                    err,
+                })?;
             }
         }
         if roots.is_empty() {
-            return Err("no trusted CA: the platform's store is empty and no --ca-cert was given (or use --insecure)".into());
+            return Err(SetupError::NoRoots);
         }
         Ok(roots)
     }
 }
 
 /// The SNI / certificate name for a URL host (a DNS name or an IP address).
-pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+pub fn server_name(host: &str) -> Result<ServerName<'static>, SetupError> {
     let h = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(h.to_string()).map_err(|_| format!("{host}: not a valid TLS server name"))
+    ServerName::try_from(h.to_string()).map_err(|_| SetupError::ServerName(host.to_string()))
 }
 
 /// Why a TLS handshake failed, in a few words people search for: "certificate expired",
@@ -250,7 +253,7 @@ mod tests {
         let r = parse_resolve("h:8443:[::1]").unwrap();
         assert_eq!(r.addr, "::1".parse::<IpAddr>().unwrap());
         for bad in ["h", "h:1", "h:x:127.0.0.1", ":1:127.0.0.1", "h:1:nothost"] {
-            let e = parse_resolve(bad).unwrap_err();
+            let e = parse_resolve(bad).unwrap_err().to_string();
             assert!(e.starts_with(&format!("--resolve {bad}: ")), "{e}");
         }
     }
@@ -261,7 +264,7 @@ mod tests {
             ca_certs: vec!["/nonexistent/ca.pem".into()],
             ..Default::default()
         };
-        let e = a.client_config(Alpn::Http1).unwrap_err();
+        let e = a.client_config(Alpn::Http1).unwrap_err().to_string();
         assert!(e.starts_with("--ca-cert /nonexistent/ca.pem: "), "{e}");
     }
 }

@@ -58,9 +58,8 @@ pub struct RecordArgs {
 pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
     let target = Target::parse(&args.target)
         .map_err(|e| anyhow::anyhow!("--target {e}"))?
-        .with_tls(&args.tls, crate::net::HANDSHAKE_TIMEOUT)
-        .map_err(anyhow::Error::msg)?;
-    target.probe().await.map_err(anyhow::Error::msg)?;
+        .with_tls(&args.tls, crate::net::HANDSHAKE_TIMEOUT)?;
+    target.probe().await?;
     let client = Client::builder(TokioExecutor::new()).build(Connector(target.dialer.clone()));
     let target_type = match args.target_type.as_str() {
         "auto" => detect(&client, &target).await?,

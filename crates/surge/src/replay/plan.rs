@@ -31,9 +31,18 @@ pub enum ReplayError {
     /// The run directory cannot be prepared.
     #[error(transparent)]
     Output(#[from] output::OutputError),
-    /// The target cannot be reached or its certificate is refused (one line naming the host).
-    #[error("{0}")]
-    Target(String),
+    /// The target cannot be reached or its certificate is refused (one line naming the host),
+    /// or a TLS flag is wrong.
+    #[error(transparent)]
+    Target(#[from] crate::net::SetupError),
+    /// The target URL is not one.
+    #[error("{flag} {err}")]
+    Url {
+        /// `APP-URL` or `--target`.
+        flag: &'static str,
+        /// What is wrong with it.
+        err: Box<crate::target::TargetError>,
+    },
     /// A file could not be read or written.
     #[error("{path}: {err}")]
     Io {
@@ -98,10 +107,11 @@ impl ReplayPlan {
         } else {
             "--target"
         };
-        let target = Target::parse(url).map_err(|e| ReplayError::Usage(format!("{flag} {e}")))?;
-        let target = target
-            .with_tls(&args.tls, args.message_timeout)
-            .map_err(ReplayError::Usage)?;
+        let target = Target::parse(url).map_err(|e| ReplayError::Url {
+            flag,
+            err: Box::new(e),
+        })?;
+        let target = target.with_tls(&args.tls, args.message_timeout)?;
         let rec = Recording::load(&args.recording)?;
         if args.users == 0 {
             return Err(ReplayError::Usage("--users must be at least 1".into()));
@@ -119,7 +129,7 @@ impl ReplayPlan {
                 timefmt::format_iso(timefmt::now_ms()).replace(':', "-")
             ))
         });
-        target.probe().await.map_err(ReplayError::Target)?;
+        target.probe().await?;
         output::prepare_dir(&out_dir, args.overwrite_output)?;
         output::copy_recording(&rec, &out_dir)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);

@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn bad_stages_and_rates_name_the_flag() {
         for bad in ["", "2m", "2x:5", "2m:-1", "2m:0", "0s:5"] {
-            let e = parse_stages(bad).unwrap_err();
+            let e = parse_stages(bad).unwrap_err().to_string();
             assert!(e.starts_with("--stages"), "{bad}: {e}");
         }
         assert_eq!(parse_rate("2/s").unwrap(), 2.0);
@@ -270,7 +270,10 @@ mod tests {
         assert_eq!(parse_rate("4").unwrap(), 4.0);
         for bad in ["0/s", "-1/s", "2/d", "x/s", "NaN"] {
             assert!(
-                parse_rate(bad).unwrap_err().starts_with("--arrival-rate"),
+                parse_rate(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .starts_with("--arrival-rate"),
                 "{bad}"
             );
         }

@@ -211,9 +211,9 @@ fn expand_capacity(
             out.push((dir.clone(), None));
             continue;
         };
-        let c = read.map_err(|msg| ReportError::Input {
+        let c = read.map_err(|e| ReportError::Input {
             at: dir.display().to_string(),
-            msg,
+            msg: e.to_string(),
         })?;
         if capacity.is_some() {
             return Err(ReportError::Usage(

@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         Err(e) => return surge::exit_code(Err(e.into()), cli.verbose),
     };
     let result = match cli.command {
-        Command::Bench(a) => rt.block_on(surge::bench::run(a)),
+        Command::Bench(a) => rt.block_on(bench(a)),
         Command::Record(a) => rt.block_on(surge::record::run(a)),
         Command::ImportHar(a) => surge::har::run(a),
         Command::Replay(a) => rt.block_on(replay(a)),
@@ -113,6 +113,26 @@ async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
         print!("{}", surge::replay::replay_text(&outcome.summary, &out_dir));
     }
     Ok(outcome.exit_code())
+}
+
+/// `surge bench`: plan from the flags, Ctrl-C, the run, then its text or JSON; exit status 1
+/// (with one line saying why) when more requests than `--max-error-rate` were not ok.
+async fn bench(args: surge::bench::BenchArgs) -> anyhow::Result<u8> {
+    let mut plan = surge::bench::BenchPlan::from_args(&args).await?;
+    plan.progress = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = surge::bench::run(plan, ctrl_c()).await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", surge::bench::bench_text(&report));
+    }
+    Ok(match report.verdict() {
+        Some(line) => {
+            eprintln!("surge bench: {line}");
+            1
+        }
+        None => 0,
+    })
 }
 
 /// `surge capacity`: failed sessions are expected near the knee, so only errors are logged; the

@@ -27,6 +27,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use plan::{make_plan, Plan};
 use schedule::{closed_over, open_slot, Slot, BEHIND};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -134,22 +135,51 @@ enum Conn {
 /// Late-start threshold of the open model.
 const LATE: Duration = Duration::from_millis(10);
 
-/// Runs the benchmark and prints the report; exit status 1 when more requests than
-/// `--max-error-rate` were not ok (no answer, or a status other than 2xx/3xx / `--expect-status`).
-pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    let plan = Arc::new(make_plan(&args)?);
-    if plan.dialer.insecure() {
-        eprintln!(
-            "surge bench: warning: --insecure: the certificate of {} is not verified",
-            plan.endpoint.authority()
-        );
+/// A checked bench run: flags parsed, the request built once, an https target's certificate
+/// probed. [`run`] takes it with a stop future, so a test (or another program) runs a benchmark
+/// in-process; `main.rs` owns the flags, Ctrl-C and the printing. The schedule's clock starts
+/// when the plan is made.
+pub struct BenchPlan {
+    plan: Arc<Plan>,
+    args: BenchArgs,
+    /// Draw the progress bar on stderr (main: a terminal, and no `--json`).
+    pub progress: bool,
+}
+
+impl BenchPlan {
+    /// Checks `args` and builds the run; prints the `--insecure` warning; one TLS probe
+    /// connection (a refused certificate is an error here, not one per request).
+    pub async fn from_args(args: &BenchArgs) -> anyhow::Result<BenchPlan> {
+        let plan = make_plan(args)?;
+        if plan.dialer.insecure() {
+            eprintln!(
+                "surge bench: warning: --insecure: the certificate of {} is not verified",
+                plan.endpoint.authority()
+            );
+        }
+        let alpn = if plan.http2 {
+            crate::net::Alpn::H2
+        } else {
+            crate::net::Alpn::Http1
+        };
+        plan.dialer.probe(&plan.endpoint, alpn).await?;
+        Ok(BenchPlan {
+            plan: Arc::new(plan),
+            args: args.clone(),
+            progress: false,
+        })
     }
-    let alpn = if plan.http2 {
-        crate::net::Alpn::H2
-    } else {
-        crate::net::Alpn::Http1
-    };
-    plan.dialer.probe(&plan.endpoint, alpn).await?;
+}
+
+/// Runs the benchmark until its duration or request count is reached, or `stop` resolves (then
+/// requests in flight finish and the partial result is returned). Prints nothing but the
+/// late-start line and the countdown to `--start-at`; installs no signal handler.
+pub async fn run(bench: BenchPlan, stop: impl Future<Output = ()>) -> BenchReport {
+    let BenchPlan {
+        plan,
+        args,
+        progress,
+    } = bench;
     if let Some(line) = plan.start.late_line("requests whose send time has passed") {
         eprintln!("{line}");
     }
@@ -165,13 +195,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         })
     };
     let mut ended = 0;
-    let bar = progress_bar(&args);
+    let bar = progress.then(|| progress_bar(&args));
     let mut all = ConnStats {
         hist: Some(stats::new_histogram()),
         ..Default::default()
     };
-    let sigint = tokio::signal::ctrl_c();
-    tokio::pin!(sigint);
+    tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tokio::select! {
@@ -189,7 +218,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
                 if let Some(b) = &bar { b.set_position(progress_pos(&plan)); }
             }
             // A completed future must not be polled again: the branch is off once it fired.
-            _ = &mut sigint, if !plan.stop.load(Ordering::Relaxed) => {
+            () = &mut stop, if !plan.stop.load(Ordering::Relaxed) => {
                 plan.stop.store(true, Ordering::Relaxed)
             }
         }
@@ -204,19 +233,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let report = bench_report(&args, &plan, all);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", print::bench_text(&report));
-    }
-    Ok(match report.verdict() {
-        Some(line) => {
-            eprintln!("surge bench: {line}");
-            1
-        }
-        None => 0,
-    })
+    bench_report(&args, &plan, all)
 }
 
 /// The run's result from the connections' folded statistics.
@@ -269,10 +286,7 @@ fn progress_pos(plan: &Plan) -> u64 {
     }
 }
 
-fn progress_bar(args: &BenchArgs) -> Option<indicatif::ProgressBar> {
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) || args.json {
-        return None;
-    }
+fn progress_bar(args: &BenchArgs) -> indicatif::ProgressBar {
     let (len, tmpl) = match args.requests {
         Some(n) if args.duration.is_none() => (n, "{bar:40} {pos}/{len} requests {per_sec}"),
         _ => (
@@ -284,7 +298,7 @@ fn progress_bar(args: &BenchArgs) -> Option<indicatif::ProgressBar> {
     if let Ok(s) = indicatif::ProgressStyle::with_template(tmpl) {
         b.set_style(s);
     }
-    Some(b)
+    b
 }
 
 fn fold(all: &mut ConnStats, s: ConnStats) {

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Bench(a) => rt.block_on(bench(a)),
-        Command::Record(a) => rt.block_on(surge::record::run(a)),
+        Command::Record(a) => rt.block_on(record(a)),
         Command::ImportHar(a) => surge::har::run(a),
         Command::Replay(a) => rt.block_on(replay(a)),
         Command::Capacity(a) => rt.block_on(capacity(a)),
@@ -92,12 +92,16 @@ fn argv() -> Vec<String> {
 }
 
 /// Resolves at the first Ctrl-C (never when the handler cannot be installed).
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_ok() {
-        eprintln!("surge: interrupted, finishing partial results");
-    } else {
+async fn sigint() {
+    if tokio::signal::ctrl_c().await.is_err() {
         std::future::pending::<()>().await;
     }
+}
+
+/// [`sigint`], saying so on stderr: a run stopped early writes partial results.
+async fn ctrl_c() {
+    sigint().await;
+    eprintln!("surge: interrupted, finishing partial results");
 }
 
 /// `surge replay`: plan from the flags, logger, Ctrl-C, the run, then its text or JSON summary.
@@ -115,12 +119,34 @@ async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
     Ok(outcome.exit_code())
 }
 
+/// `surge record`: plan from the flags, the listening line, the proxy until the tab closes or
+/// Ctrl-C (the normal way to finish: no "interrupted" line), then how many events it wrote.
+async fn record(args: surge::record::RecordArgs) -> anyhow::Result<u8> {
+    use std::io::Write as _;
+    let plan = surge::record::RecordPlan::from_args(&args).await?;
+    // Ignore a closed stdout: the recording matters, the message does not.
+    let _ = writeln!(
+        std::io::stdout(),
+        "surge record: listening on http://{}/ -> {} ({}); close the browser tab or press Ctrl-C to finish",
+        plan.addr, args.target, plan.target_type
+    );
+    let _ = std::io::stdout().flush();
+    let done = surge::record::run(plan, sigint()).await;
+    let _ = writeln!(
+        std::io::stdout(),
+        "surge record: wrote {} events to {}",
+        done.events,
+        done.output.display()
+    );
+    Ok(0)
+}
+
 /// `surge bench`: plan from the flags, Ctrl-C, the run, then its text or JSON; exit status 1
 /// (with one line saying why) when more requests than `--max-error-rate` were not ok.
 async fn bench(args: surge::bench::BenchArgs) -> anyhow::Result<u8> {
     let mut plan = surge::bench::BenchPlan::from_args(&args).await?;
     plan.progress = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let report = surge::bench::run(plan, ctrl_c()).await;
+    let report = surge::bench::run(plan, sigint()).await;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

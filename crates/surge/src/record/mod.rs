@@ -27,6 +27,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use state::{Log, State};
 use std::collections::HashMap;
+use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -54,53 +55,88 @@ pub struct RecordArgs {
     pub tls: crate::net::TlsArgs,
 }
 
-/// Runs the proxy until the browser closes the session's WebSocket or Ctrl-C; exit status 0.
-pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
-    let target = Target::parse(&args.target)
-        .map_err(|e| anyhow::anyhow!("--target {e}"))?
-        .with_tls(&args.tls, crate::net::HANDSHAKE_TIMEOUT)?;
-    target.probe().await?;
-    let client = Client::builder(TokioExecutor::new()).build(Connector(target.dialer.clone()));
-    let target_type = match args.target_type.as_str() {
-        "auto" => detect(&client, &target).await?,
-        t => t.to_string(),
-    };
-    let listener = TcpListener::bind(&args.listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
-    let addr = listener.local_addr()?;
-    let mut file = std::fs::File::create(&args.output)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
-    file.write_all(recording::header(&args.target, &target_type).as_bytes())?;
-    file.flush()?;
-    let (done, mut done_rx) = watch::channel(false);
-    let state = Arc::new(State {
-        target,
-        target_url: args.target.clone(),
-        shiny: target_type == TARGET_SHINY,
-        output: args.output.clone(),
-        file: Mutex::new(Log {
-            file,
-            homes_open: 0,
-            held: Vec::new(),
-        }),
-        tokens: Mutex::new(Placeholders::default()),
-        posts: AtomicU32::new(0),
-        events: AtomicU32::new(0),
-        next_req: AtomicU64::new(0),
-        open: Mutex::new(HashMap::new()),
-        client,
-        done,
-    });
-    // Ignore a closed stdout: the recording matters, the message does not.
-    let _ = writeln!(
-        std::io::stdout(),
-        "surge record: listening on http://{addr}/ -> {} ({target_type}); close the browser tab or press Ctrl-C to finish",
-        args.target
-    );
-    let _ = std::io::stdout().flush();
-    let sigint = tokio::signal::ctrl_c();
-    tokio::pin!(sigint);
+/// A recording ready to start: target checked (TLS probe, Shiny detected), proxy listening,
+/// recording.log created with its header. [`run`] takes it with a stop future, so a test runs a
+/// recorder in-process; `main.rs` owns the flags, Ctrl-C and the messages.
+pub struct RecordPlan {
+    state: Arc<State>,
+    listener: TcpListener,
+    done_rx: watch::Receiver<bool>,
+    /// The address the proxy listens on (the browser opens `http://<addr>/`).
+    pub addr: std::net::SocketAddr,
+    /// `R/Shiny` or `surge/http`, as detected or given.
+    pub target_type: String,
+}
+
+/// What a finished recording wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// Events written to recording.log.
+    pub events: u32,
+    /// recording.log's path.
+    pub output: PathBuf,
+}
+
+impl RecordPlan {
+    /// Checks the target (URL, TLS probe, Shiny detection), binds `--listen` and writes the
+    /// recording's header; each error is one line naming the flag or file.
+    pub async fn from_args(args: &RecordArgs) -> anyhow::Result<RecordPlan> {
+        let target = Target::parse(&args.target)
+            .map_err(|e| anyhow::anyhow!("--target {e}"))?
+            .with_tls(&args.tls, crate::net::HANDSHAKE_TIMEOUT)?;
+        target.probe().await?;
+        let client = Client::builder(TokioExecutor::new()).build(Connector(target.dialer.clone()));
+        let target_type = match args.target_type.as_str() {
+            "auto" => detect(&client, &target).await?,
+            t => t.to_string(),
+        };
+        let listener = TcpListener::bind(&args.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
+        let addr = listener.local_addr()?;
+        let mut file = std::fs::File::create(&args.output)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+        file.write_all(recording::header(&args.target, &target_type).as_bytes())?;
+        file.flush()?;
+        let (done, done_rx) = watch::channel(false);
+        let state = Arc::new(State {
+            target,
+            target_url: args.target.clone(),
+            shiny: target_type == TARGET_SHINY,
+            output: args.output.clone(),
+            file: Mutex::new(Log {
+                file,
+                homes_open: 0,
+                held: Vec::new(),
+            }),
+            tokens: Mutex::new(Placeholders::default()),
+            posts: AtomicU32::new(0),
+            events: AtomicU32::new(0),
+            next_req: AtomicU64::new(0),
+            open: Mutex::new(HashMap::new()),
+            client,
+            done,
+        });
+        Ok(RecordPlan {
+            state,
+            listener,
+            done_rx,
+            addr,
+            target_type,
+        })
+    }
+}
+
+/// Runs the proxy until the browser closes the session's WebSocket or `stop` resolves; every
+/// open exchange is then written (recording.log stays valid). Installs no signal handler.
+pub async fn run(plan: RecordPlan, stop: impl Future<Output = ()>) -> Recorded {
+    let RecordPlan {
+        state,
+        listener,
+        mut done_rx,
+        ..
+    } = plan;
+    tokio::pin!(stop);
     loop {
         tokio::select! {
             acc = listener.accept() => {
@@ -116,17 +152,14 @@ pub async fn run(args: RecordArgs) -> anyhow::Result<u8> {
                 });
             }
             _ = done_rx.changed() => break,
-            _ = &mut sigint => break,
+            () = &mut stop => break,
         }
     }
     state.close_all();
-    let _ = writeln!(
-        std::io::stdout(),
-        "surge record: wrote {} events to {}",
-        state.events.load(Ordering::Relaxed),
-        args.output.display()
-    );
-    Ok(0)
+    Recorded {
+        events: state.events.load(Ordering::Relaxed),
+        output: state.output.clone(),
+    }
 }
 
 /// Shiny or not, from the target's home page. Reads until "shiny" shows up, 256 KB, the end, or

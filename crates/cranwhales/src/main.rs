@@ -32,7 +32,7 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli: Cli = parse_or_exit("cranwhales");
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Ingest(args) => cli::ingest(args),
@@ -42,12 +42,39 @@ fn main() {
     };
     if let Err(e) = result {
         if cli.verbose {
-            eprintln!("error: {e:?}");
+            eprintln!("cranwhales: error: {e:?}");
         } else {
-            eprintln!("error: {e:#}");
+            eprintln!("cranwhales: error: {e:#}");
         }
         std::process::exit(1);
     }
+}
+
+/// A command line clap refuses: help and version print as clap has them; anything else is one
+/// line, `PROGRAM: error: WHAT` (the convention of all three programs, docs/testing.md), exit 2.
+fn parse_or_exit<P: Parser>(program: &str) -> P {
+    use clap::error::ErrorKind;
+    let e = match P::try_parse() {
+        Ok(p) => return p,
+        Err(e) => e,
+    };
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        std::process::exit(if e.use_stderr() { 2 } else { 0 });
+    }
+    let text = e.render().to_string();
+    // The first paragraph, on one line (a missing argument's name is on the line after).
+    let para: Vec<&str> = (text.lines().map(str::trim))
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    eprintln!("{program}: {}", para.join(" "));
+    std::process::exit(2);
 }
 
 /// `cranwhales serve`: bind, print the URL, serve until a signal, drain.

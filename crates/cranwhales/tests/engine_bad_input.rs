@@ -334,7 +334,10 @@ fn cli_errors_are_one_line_with_a_non_zero_exit() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("cranwhales: error:"))
+        .collect();
     assert_eq!(errors.len(), 4, "{err}");
     assert!(
         errors[0].contains("2012-10-16.csv.gz:13: field row: expected 10 fields"),

@@ -147,7 +147,10 @@ fn a_day_failing_in_the_batch_writer_fails_alone() {
     let mut stored: Vec<&str> = stdout.lines().map(|l| &l[..10]).collect();
     stored.sort();
     assert_eq!(stored, ["2012-10-14", "2012-10-17"], "{stdout}");
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("cranwhales: error:"))
+        .collect();
     assert_eq!(errors.len(), 3, "{stderr}");
     for d in ["2012-10-15", "2012-10-16"] {
         assert!(

@@ -230,7 +230,7 @@ fn a_date_with_no_log_upstream_is_not_found() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.lines()
-            .any(|l| l.starts_with("error: ") && l.ends_with("(HTTP 404)")),
+            .any(|l| l.starts_with("cranwhales: error: ") && l.ends_with("(HTTP 404)")),
         "{err}"
     );
 }

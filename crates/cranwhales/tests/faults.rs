@@ -396,7 +396,9 @@ fn a_read_only_store_is_read_and_says_so() {
     let err = String::from_utf8_lossy(&ing.stderr);
     assert_eq!(
         err.trim_end(),
-        format!("error: store {ro_s}: read-only (read-only file system); cannot store days")
+        format!(
+            "cranwhales: error: store {ro_s}: read-only (read-only file system); cannot store days"
+        )
     );
 
     let mut serve = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
@@ -498,10 +500,10 @@ fn a_full_disk_stores_whole_days_and_nothing_half() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
-    // One line per failed day, then a summary line ("error: N of M sources failed; …").
+    // One line per failed day, then a summary line ("cranwhales: error: N of M sources failed; …").
     let failed: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.starts_with("error: ") && !l.contains("sources failed"))
+        .filter(|l| l.starts_with("cranwhales: error: ") && !l.contains("sources failed"))
         .collect();
     assert!(!failed.is_empty() && failed.len() < days.len(), "{stderr}");
     for l in &failed {

@@ -57,7 +57,10 @@ fn backfill_a_range_two_at_a_time() {
     want.sort();
     assert_eq!(done, want, "{out}");
     assert!(out.lines().all(|l| l.contains(" rows, ")), "{out}");
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("cranwhales: error:"))
+        .collect();
     assert_eq!(errors.len(), 2, "{err}");
     assert!(errors[0].contains("2012-10-10"), "{err}");
     assert!(errors[1].contains("1 of 11 sources failed"), "{err}");

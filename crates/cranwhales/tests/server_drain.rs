@@ -162,7 +162,8 @@ fn port_in_use_is_a_one_line_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.lines().last().unwrap();
     assert!(
-        last.starts_with(&format!("error: listening on {addr}: ")) && last.contains("in use"),
+        last.starts_with(&format!("cranwhales: error: listening on {addr}: "))
+            && last.contains("in use"),
         "{err}"
     );
 }

@@ -154,7 +154,9 @@ fn unwritable_access_log_is_a_clear_error() {
     let (code, log) = run_to_exit(&base(&["--access-log", "/nonexistent/dir/a.log"]));
     assert_eq!(code, Some(1));
     assert!(
-        log.contains("manifold: cannot open access log /nonexistent/dir/a.log: No such file"),
+        log.contains(
+            "manifold: error: cannot open access log /nonexistent/dir/a.log: No such file"
+        ),
         "{log}"
     );
 }

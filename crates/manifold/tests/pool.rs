@@ -124,7 +124,7 @@ fn command_that_exits_at_once_is_a_clear_error() {
     let last = log.lines().last().unwrap();
     assert_eq!(
         last,
-        "manifold: worker 3 exited with code 3 before it was ready; last output: fixture: refusing to start (exit-at-once) (gave up after 3 attempts)"
+        "manifold: error: worker 3 exited with code 3 before it was ready; last output: fixture: refusing to start (exit-at-once) (gave up after 3 attempts)"
     );
     let starts = std::fs::read_to_string(&count).unwrap().lines().count();
     assert_eq!(starts, 3);
@@ -144,7 +144,7 @@ fn missing_program_is_a_clear_error() {
     assert_eq!(code, Some(1));
     assert!(
         log.lines().last().unwrap().starts_with(
-            "manifold: cannot start worker 3 (/nonexistent/app): No such file or directory"
+            "manifold: error: cannot start worker 3 (/nonexistent/app): No such file or directory"
         ),
         "{log}"
     );
@@ -161,7 +161,7 @@ fn slow_start_past_ready_timeout_is_reported() {
     assert_eq!(code, Some(1));
     let last = log.lines().last().unwrap();
     assert!(
-        last.starts_with("manifold: worker 3 not ready after 300ms: port ")
+        last.starts_with("manifold: error: worker 3 not ready after 300ms: port ")
             && last.ends_with("does not accept connections (gave up after 3 attempts)"),
         "{last}"
     );
@@ -330,12 +330,12 @@ fn metrics_match_status() {
 fn bad_settings_are_one_line_errors() {
     let (code, log) = run_to_exit(&with_command(&["--min", "3", "--max", "2"], py_worker(&[])));
     assert_eq!(code, Some(1));
-    assert_eq!(log.trim(), "manifold: --min 3 is above --max 2");
+    assert_eq!(log.trim(), "manifold: error: --min 3 is above --max 2");
     let (code, log) = run_to_exit(&with_command(&["--idle-timeout", "later"], py_worker(&[])));
     assert_eq!(code, Some(1));
     assert_eq!(
         log.trim(),
-        "manifold: --idle-timeout: invalid duration \"later\" (use e.g. 500ms, 30s, 5m)"
+        "manifold: error: --idle-timeout: invalid duration \"later\" (use e.g. 500ms, 30s, 5m)"
     );
 }
 

@@ -235,7 +235,7 @@ fn outcome(result: &Result<IngestReport, String>) -> (String, u64) {
             ),
             r.rows,
         ),
-        Err(e) => (format!("error: {e}"), 0),
+        Err(e) => (format!("cranwhales: error: {e}"), 0),
     }
 }
 

@@ -240,6 +240,81 @@ async fn stages_are_achieved() {
     assert_eq!(outcome.summary.plan.users, 6);
 }
 
+/// `--stages` over minutes, on tokio's paused clock: 8 virtual minutes in about a second of
+/// wall time. Against a refused port every session fails at once and its user pauses 500 ms
+/// (virtual) before the next, so the shape is driven by timers only; each shape.csv point (one
+/// per virtual second) must follow the stages: 0→4 users over 2 min, 4 for 4 min, 4→0 in 2 min.
+#[tokio::test(start_paused = true)]
+async fn stages_over_minutes_on_the_paused_clock() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = fresh_dir("capacity-stages-paused");
+    let rec = recording(&dir);
+    let out = dir.join("run");
+    let a: Replay = args(&[
+        rec.to_str().unwrap(),
+        &format!("http://127.0.0.1:{port}"),
+        "--stages",
+        "2m:4, 4m:4, 2m:0",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let wall = std::time::Instant::now();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+        .await
+        .unwrap();
+    let outcome = surge::replay::run(plan, std::future::pending())
+        .await
+        .unwrap();
+    let points = surge::output::read_points(&out).expect("shape.csv");
+    let (first, last) = (points[0].at_ms, points[points.len() - 1].at_ms);
+    assert!(
+        (last - first) >= 8 * 60_000 - 1000,
+        "{} virtual ms",
+        last - first
+    );
+    assert!(points.len() >= 480, "{} points", points.len());
+    let asked = |t: f64| -> f64 {
+        if t < 120.0 {
+            4.0 * t / 120.0
+        } else if t < 360.0 {
+            4.0
+        } else if t < 480.0 {
+            4.0 - 4.0 * (t - 360.0) / 120.0
+        } else {
+            0.0
+        }
+    };
+    for p in &points {
+        let t = (p.at_ms - first) as f64 / 1000.0;
+        let want = asked(t);
+        assert!(
+            (f64::from(p.users) - want).abs() <= 1.5,
+            "at {t:.1} s: {} users, asked {want}",
+            p.users
+        );
+    }
+    assert!(points.iter().filter(|p| p.users == 4).count() >= 200);
+    let s = &outcome.summary.sessions;
+    assert!(s.started > 100 && s.completed == 0, "{s:?}");
+    assert_eq!(
+        outcome
+            .summary
+            .failures_by_kind
+            .keys()
+            .map(|k| k.name())
+            .collect::<Vec<_>>(),
+        ["connect_error"]
+    );
+    assert!(
+        wall.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        wall.elapsed()
+    );
+}
+
 /// `--arrival-rate 20/s` for 2 s starts exactly 40 sessions (at k/20 s for k = 0..39).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arrival_rate_starts_the_asked_sessions() {

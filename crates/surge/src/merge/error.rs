@@ -62,32 +62,9 @@ pub enum MergeError {
         /// The directory's first CSV.
         first: PathBuf,
     },
-    /// A CSV without its column header.
-    #[error("{}: no column header", .0.display())]
-    NoHeader(PathBuf),
-    /// A CSV whose header is not shinycannon's columns.
-    #[error("{}:{line}: unexpected columns {header:?}, expected {}", path.display(), crate::output::COLUMNS.join(","))]
-    Columns {
-        /// The CSV.
-        path: PathBuf,
-        /// Its line.
-        line: usize,
-        /// The header found.
-        header: String,
-    },
-    /// A bad data row.
-    #[error("{}:{line}: {err}", path.display())]
-    Row {
-        /// The CSV.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        err: RowError,
-    },
-    /// A CSV with a header and no rows.
-    #[error("{}: session file has no rows", .0.display())]
-    EmptySession(PathBuf),
+    /// A session CSV that is not one (file, line, field).
+    #[error(transparent)]
+    Csv(#[from] crate::rundir::csv::CsvError),
     /// Not the segments 1..=N of one plan.
     #[error(transparent)]
     Set(#[from] SegmentError),
@@ -139,39 +116,4 @@ pub enum MergeError {
         /// Why.
         err: crate::checks::CheckError,
     },
-}
-
-/// A bad data row of a session CSV (the [`MergeError::Row`] names file and line).
-#[derive(Debug, thiserror::Error)]
-pub enum RowError {
-    /// Not 7 comma-separated fields.
-    #[error("expected 7 fields, found {0}")]
-    Fields(usize),
-    /// A numeric field that is not a number.
-    #[error("field {field}: not a number: {text:?}")]
-    NotNumber {
-        /// Column name.
-        field: &'static str,
-        /// As found.
-        text: String,
-    },
-    /// A row of another session than the file's first.
-    #[error("session {id} worker {worker} iteration {iteration} in the file of session {file_id} worker {file_worker} iteration {file_iteration}")]
-    OtherSession {
-        /// The row's session.
-        id: u32,
-        /// Its worker.
-        worker: u32,
-        /// Its iteration.
-        iteration: u32,
-        /// The file's session.
-        file_id: u32,
-        /// Its worker.
-        file_worker: u32,
-        /// Its iteration.
-        file_iteration: u32,
-    },
-    /// An `event` not in the vocabulary.
-    #[error("field event: unknown event {0:?}")]
-    UnknownEvent(String),
 }

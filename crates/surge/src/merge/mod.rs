@@ -10,7 +10,7 @@ mod error;
 mod read;
 mod write;
 
-pub use error::{MergeError, RowError};
+pub use error::MergeError;
 
 use crate::bench::{self, BenchReport};
 use crate::replay;

@@ -1,9 +1,10 @@
 //! Reading a segment's run directory for `surge merge`: its recording, its summary.json (if the
-//! segment finished) and every session CSV, rows kept as text so they are written back unchanged
-//! apart from the session id.
+//! segment finished) and every session CSV (through [`crate::rundir::csv`]), rows kept as the
+//! text they are written back as, unchanged apart from the session id.
 
-use super::error::{MergeError, RowError};
-use crate::output::{RowEvent, COLUMNS};
+use super::error::MergeError;
+use crate::output::RowEvent;
+use crate::rundir;
 use crate::segment::Tag;
 use std::path::{Path, PathBuf};
 
@@ -68,12 +69,7 @@ pub fn part(dir: &Path) -> Result<Part, MergeError> {
         Ok(s) => s,
         Err(err) => return Err(MergeError::Json { path, err }),
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&sessions_dir)
-        .map_err(io(&sessions_dir))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-        .collect();
-    files.sort();
+    let files = rundir::csv::session_files(dir).map_err(io(&sessions_dir))?;
     if files.is_empty() {
         return Err(MergeError::NoSessions(sessions_dir));
     }
@@ -128,86 +124,46 @@ fn tag_of(name: &str, sessions: &[SessionFile]) -> Result<(Tag, serde_json::Valu
     Ok((tag, config))
 }
 
-/// Reads one session CSV (as surge writes them: `#` lines, the column header, unquoted rows).
+/// Reads one session CSV through the run directory's one reader, keeping each row as the
+/// text it is written back as (without its session_id).
 fn session(path: &Path) -> Result<SessionFile, MergeError> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let mut lines = text.lines().enumerate();
-    let mut comments = Vec::new();
-    let header = loop {
-        match lines.next() {
-            Some((_, l)) if l.starts_with('#') => comments.push(l[1..].to_string()),
-            Some((_, l)) => break l,
-            None => return Err(MergeError::NoHeader(path.to_path_buf())),
-        }
-    };
-    if header != COLUMNS.join(",") {
-        return Err(MergeError::Columns {
-            path: path.to_path_buf(),
-            line: comments.len() + 1,
-            header: header.to_string(),
-        });
-    }
+    let csv = rundir::csv::read_session(path)?;
     let mut s = SessionFile {
-        path: path.to_path_buf(),
-        comments,
-        old_id: 0,
-        worker: 0,
-        iteration: 0,
-        rows: Vec::new(),
-        events: Vec::new(),
+        path: csv.path,
+        comments: csv.comments,
+        old_id: csv.id,
+        worker: csv.worker,
+        iteration: csv.iteration,
+        rows: Vec::with_capacity(csv.rows.len()),
+        events: Vec::with_capacity(csv.rows.len()),
         failure: None,
         done: false,
     };
-    for (i, line) in lines.filter(|(_, l)| !l.is_empty()) {
-        row(&mut s, line).map_err(|err| MergeError::Row {
-            path: path.to_path_buf(),
-            line: i + 1,
-            err,
-        })?;
-    }
-    if s.rows.is_empty() {
-        return Err(MergeError::EmptySession(path.to_path_buf()));
+    for r in csv.rows {
+        match r.event {
+            RowEvent::Fail => s.failure = Some(r.comment.clone()),
+            RowEvent::Done => s.done = true,
+            _ => {}
+        }
+        s.events.push((r.event, r.ts));
+        s.rows.push(format!(
+            "{},{},{},{},{},{}",
+            s.worker,
+            s.iteration,
+            r.event.name(),
+            r.ts,
+            r.line,
+            quoted(&r.comment)
+        ));
     }
     Ok(s)
 }
 
-/// One data row into `s`; the error names the field.
-fn row(s: &mut SessionFile, line: &str) -> Result<(), RowError> {
-    let f: Vec<&str> = line.splitn(7, ',').collect();
-    if f.len() != 7 {
-        return Err(RowError::Fields(f.len()));
+/// A comment field as CSV writes it: quoted when it holds a comma, quote or line break.
+fn quoted(c: &str) -> std::borrow::Cow<'_, str> {
+    if c.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", c.replace('"', "\"\"")).into()
+    } else {
+        c.into()
     }
-    let num = |i: usize| -> Result<i64, RowError> {
-        f[i].trim().parse::<i64>().map_err(|_| RowError::NotNumber {
-            field: field_name(i),
-            text: f[i].to_string(),
-        })
-    };
-    let (id, worker, iteration, ts) = (num(0)? as u32, num(1)? as u32, num(2)? as u32, num(4)?);
-    num(5)?;
-    if s.rows.is_empty() {
-        (s.old_id, s.worker, s.iteration) = (id, worker, iteration);
-    } else if (id, worker, iteration) != (s.old_id, s.worker, s.iteration) {
-        return Err(RowError::OtherSession {
-            id,
-            worker,
-            iteration,
-            file_id: s.old_id,
-            file_worker: s.worker,
-            file_iteration: s.iteration,
-        });
-    }
-    let event = RowEvent::parse(f[3]).ok_or_else(|| RowError::UnknownEvent(f[3].to_string()))?;
-    match event {
-        RowEvent::Fail => s.failure = Some(f[6].to_string()),
-        RowEvent::Done => s.done = true,
-        _ => {}
-    }
-    s.events.push((event, ts));
-    s.rows.push(line[f[0].len() + 1..].to_string());
-    Ok(())
-}
-
-fn field_name(i: usize) -> &'static str {
-    COLUMNS.get(i).copied().unwrap_or("?")
 }

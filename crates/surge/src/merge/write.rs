@@ -15,12 +15,8 @@ use std::path::{Path, PathBuf};
 /// The sessions of all parts in start order (ties: segment, then the segment's own id), with
 /// their new ids 0, 1, 2, ...
 pub fn in_start_order(parts: &[Part]) -> Vec<&SessionFile> {
-    let mut all: Vec<(&SessionFile, u32)> = parts
-        .iter()
-        .flat_map(|p| p.sessions.iter().map(|s| (s, p.tag.segment.index)))
-        .collect();
-    all.sort_by_key(|(s, seg)| (s.start(), *seg, s.old_id));
-    all.into_iter().map(|(s, _)| s).collect()
+    let all = (parts.iter()).flat_map(|p| p.sessions.iter().map(|s| (p.tag.segment.index, s)));
+    rundir::join::in_start_order(all, |s| (s.start(), s.old_id))
 }
 
 /// summary.json of the merged run: histograms and counts from every session's rows, failures

@@ -1,13 +1,14 @@
-//! Reading a run directory (surge replay or shinycannon output): `recording.log` plus
-//! `sessions/*.csv`, one file per session, rows
-//! `session_id,worker_id,iteration,event,timestamp,input_line_number,comment`.
-//! `<TYPE>_START`/`<TYPE>_END` rows pair into events; `PLAYBACK_DONE`/`PLAYBACK_FAIL` end a session.
+//! Reading a run directory (surge replay or shinycannon output) for the report: `recording.log`
+//! plus `sessions/*.csv` through the run directory's one CSV reader ([`crate::rundir::csv`]);
+//! here `<TYPE>_START`/`<TYPE>_END` rows pair into events (checked against the recording) and
+//! `PLAYBACK_DONE`/`PLAYBACK_FAIL` end a session.
 
 use std::path::{Path, PathBuf};
 
 use super::{lines, lines::Lines, ReportError};
-use crate::output::{RowEvent, COLUMNS};
+use crate::output::RowEvent;
 use crate::recording::Kind;
+use crate::rundir::csv;
 
 /// One step of a session: a recording line replayed from `start` to `end` (epoch ms).
 #[derive(Debug, Clone)]
@@ -86,18 +87,13 @@ pub fn load_run(dir: &Path, name: String) -> Result<Run, ReportError> {
         });
     }
     let recording = lines::read(&rec_path)?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&sessions_dir)
-        .map_err(|e| ReportError::io(&sessions_dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-        .collect();
+    let files = csv::session_files(dir).map_err(|e| ReportError::io(&sessions_dir, e))?;
     if files.is_empty() {
         return Err(ReportError::Input {
             at: sessions_dir.display().to_string(),
             msg: "no session files (*.csv)".into(),
         });
     }
-    files.sort();
     let mut sessions = files
         .iter()
         .map(|f| read_session(f, &recording))
@@ -118,31 +114,11 @@ struct Open {
 }
 
 fn read_session(path: &Path, rec: &Lines) -> Result<Session, ReportError> {
-    let whole = |e: csv::Error| ReportError::Input {
-        at: path.display().to_string(),
-        msg: e.to_string(),
-    };
-    let mut rdr = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .has_headers(true)
-        .from_path(path)
-        .map_err(whole)?;
-    let at = |line: u64| format!("{}:{}", path.display(), line);
-    let headers = rdr.headers().map_err(whole)?;
-    if headers.iter().collect::<Vec<_>>() != COLUMNS {
-        return Err(ReportError::Input {
-            at: path.display().to_string(),
-            msg: format!(
-                "unexpected columns {:?}, expected {}",
-                headers.iter().collect::<Vec<_>>(),
-                COLUMNS.join(",")
-            ),
-        });
-    }
+    let file = csv::read_session(path)?;
     let mut acc = Reading {
-        id: None,
-        worker: 0,
-        iteration: 0,
+        id: Some(file.id),
+        worker: file.worker,
+        iteration: file.iteration,
         first: None,
         last: 0,
         outcome: Outcome::Unfinished,
@@ -151,39 +127,9 @@ fn read_session(path: &Path, rec: &Lines) -> Result<Session, ReportError> {
         open: Vec::new(),
         events: Vec::new(),
     };
-    for row in rdr.records() {
-        let row = row.map_err(|e| ReportError::Input {
-            at: at(e.position().map_or(0, |p| p.line())),
-            msg: e.to_string(),
-        })?;
-        let line_no = row.position().map_or(0, |p| p.line());
-        let field = |i: usize| row.get(i).unwrap_or("");
-        let num = |i: usize| -> Result<i64, ReportError> {
-            let s = field(i).trim();
-            s.parse::<i64>()
-                .or_else(|_| s.parse::<f64>().map(|f| f as i64))
-                .map_err(|_| ReportError::Input {
-                    at: at(line_no),
-                    msg: format!("field {}: not a number: {s:?}", COLUMNS[i]),
-                })
-        };
-        let sid = num(0)? as u32;
-        match acc.id {
-            None => {
-                acc.id = Some(sid);
-                acc.worker = num(1)? as u32;
-                acc.iteration = num(2)? as u32;
-            }
-            Some(prev) if prev != sid => {
-                return Err(ReportError::Input {
-                    at: at(line_no),
-                    msg: format!("field session_id: {sid} in a file of session {prev}"),
-                })
-            }
-            _ => {}
-        }
-        let (ts, line) = (num(4)?, num(5)? as u32);
-        acc.event(rec, field(3), ts, line, field(6), &at(line_no))?;
+    for r in &file.rows {
+        let at = format!("{}:{}", path.display(), r.at);
+        acc.event(rec, r.event, r.ts, r.line, &r.comment, &at)?;
     }
     acc.finish(path)
 }
@@ -207,7 +153,7 @@ impl Reading {
     fn event(
         &mut self,
         rec: &Lines,
-        event: &str,
+        e: RowEvent,
         ts: i64,
         line: u32,
         comment: &str,
@@ -215,10 +161,6 @@ impl Reading {
     ) -> Result<(), ReportError> {
         self.first.get_or_insert(ts);
         self.last = self.last.max(ts);
-        let e = RowEvent::parse(event).ok_or_else(|| ReportError::Input {
-            at: at.to_string(),
-            msg: format!("field event: unknown event {event:?}"),
-        })?;
         match e {
             RowEvent::SessionCreate | RowEvent::SleepStart | RowEvent::SleepEnd => {}
             RowEvent::Done => self.outcome = Outcome::Done,
@@ -248,7 +190,8 @@ impl Reading {
                     .ok_or_else(|| ReportError::Input {
                         at: at.to_string(),
                         msg: format!(
-                            "field event: {event} without a matching {}",
+                            "field event: {} without a matching {}",
+                            e.name(),
                             kind.start_name()
                         ),
                     })?;

@@ -65,6 +65,9 @@ pub enum ReportError {
     /// Bad combination of arguments.
     #[error("{0}")]
     Usage(String),
+    /// A session CSV that is not one (names file, line and field).
+    #[error(transparent)]
+    Csv(#[from] crate::rundir::csv::CsvError),
     /// Segment directories that are not one plan's 1..=N.
     #[error(transparent)]
     Segments(#[from] crate::segment::SegmentError),

@@ -1,6 +1,6 @@
 //! Segment directories given to `surge report` directly (`surge replay --segment K/N` on several
-//! hosts, not yet merged): the segments of one plan are joined in memory into one run, exactly as
-//! `surge merge` joins them on disk (sessions renumbered in start order). Directories that are
+//! hosts, not yet merged): the segments of one plan are joined in memory into one run by the
+//! run directory's one join ([`crate::rundir::join`]), as `surge merge` joins them on disk. Directories that are
 //! not segments stay runs of their own.
 
 use super::load::Run;
@@ -13,11 +13,9 @@ use std::path::Path;
 /// CSVs share them); None for a whole run, a merged run or a shinycannon run.
 pub fn tag_of(dir: &Path) -> Result<Option<Tag>, ReportError> {
     let sessions = dir.join("sessions");
-    let first = std::fs::read_dir(&sessions)
-        .map_err(|e| ReportError::io(&sessions, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-        .min();
+    let files =
+        crate::rundir::csv::session_files(dir).map_err(|e| ReportError::io(&sessions, e))?;
+    let first = files.into_iter().next();
     let Some(first) = first else { return Ok(None) };
     let file = std::fs::File::open(&first).map_err(|e| ReportError::io(&first, e))?;
     let head: Vec<String> = BufReader::new(file)
@@ -76,9 +74,9 @@ fn join_group(group: Vec<(Run, Option<Tag>)>) -> Result<Run, ReportError> {
         }
         sessions.extend(r.sessions.into_iter().map(|s| (index(&t), s)));
     }
-    sessions.sort_by_key(|(seg, s)| (s.start, *seg, s.id));
-    first.sessions = (sessions.into_iter().enumerate())
-        .map(|(i, (_, mut s))| {
+    let joined = crate::rundir::join::in_start_order(sessions, |s| (s.start, s.id));
+    first.sessions = (joined.into_iter().enumerate())
+        .map(|(i, mut s)| {
             s.id = i as u32;
             s
         })

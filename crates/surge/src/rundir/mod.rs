@@ -12,9 +12,12 @@
 //! values ([`crate::stats::rank`]): summary.json, the terminal text and the report agree.
 //!
 //! `aggregate` (durations and failures as sessions end, or from CSV rows), `summary`
-//! (summary.json and computing it from an aggregate).
+//! (summary.json and computing it from an aggregate), `csv` (the one session-CSV reader), `join` (the one order of
+//! a joined plan's sessions, for `merge` and `report`).
 
 mod aggregate;
+pub mod csv;
+pub mod join;
 mod summary;
 
 pub use aggregate::Aggregate;

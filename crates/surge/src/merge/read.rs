@@ -60,15 +60,10 @@ pub fn part(dir: &Path) -> Result<Part, MergeError> {
         return Err(MergeError::NotRunDir(name));
     }
     let recording = std::fs::read_to_string(&rec_path).map_err(io(&rec_path))?;
-    let path = dir.join("summary.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(err) => return Err(MergeError::NoSummary { path, err }),
-    };
-    let summary = match serde_json::from_str(&text) {
-        Ok(s) => s,
-        Err(err) => return Err(MergeError::Json { path, err }),
-    };
+    let summary = rundir::read_summary(dir).map_err(|(path, e)| match e {
+        rundir::SummaryReadError::Io(err) => MergeError::NoSummary { path, err },
+        rundir::SummaryReadError::Json(err) => MergeError::Json { path, err },
+    })?;
     let files = rundir::csv::session_files(dir).map_err(io(&sessions_dir))?;
     if files.is_empty() {
         return Err(MergeError::NoSessions(sessions_dir));

@@ -186,7 +186,7 @@ fn fill(
     for e in std::fs::read_dir(&parts[0].dir).map_err(io(&parts[0].dir))? {
         let src = e.map_err(io(&parts[0].dir))?.path();
         let name = src.file_name().unwrap_or_default();
-        if src.is_file() && name != "summary.json" {
+        if src.is_file() && name != rundir::SUMMARY_JSON {
             std::fs::copy(&src, dir.join(name)).map_err(io(&src))?;
         }
     }
@@ -194,9 +194,7 @@ fn fill(
         let path = (dir.join("sessions")).join(format!("{id}_{}_{}.csv", s.worker, s.iteration));
         std::fs::write(&path, render(id, s)).map_err(io(&path))?;
     }
-    let json = serde_json::to_string_pretty(summary).expect("summary serialises");
-    let path = dir.join("summary.json");
-    std::fs::write(&path, format!("{json}\n")).map_err(io(&path))
+    rundir::write_summary(dir, summary).map_err(|(path, err)| MergeError::Io { path, err })
 }
 
 /// A session's CSV under its new id: the segment's `#` lines (the JSON one marked merged), the

@@ -153,10 +153,8 @@ pub async fn run(
     let out_dir = &sh.plan.out_dir;
     drive::write_points(&sh)?;
     let summary = summary::summarize(&sh, interrupted);
-    let json = serde_json::to_string_pretty(&summary).expect("summary serialises");
-    let path = out_dir.join("summary.json");
-    crate::output::write_atomic(&path, format!("{json}\n").as_bytes())
-        .map_err(|err| ReplayError::Io { path, err })?;
+    crate::rundir::write_summary(out_dir, &summary)
+        .map_err(|(path, err)| ReplayError::Io { path, err })?;
     Ok(Outcome {
         summary,
         interrupted,

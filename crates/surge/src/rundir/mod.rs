@@ -8,6 +8,11 @@
 //! <run>/shape.csv          users and arrivals over time, asked and achieved
 //! ```
 //!
+//! Here: summary.json (the one `RunSummary`, written and read), the aggregate behind it, the one
+//! session-CSV reader and the one segment join. Rendering a session's CSV rows and shape.csv stays
+//! in [`crate::output`] (the shinycannon vocabulary, `COLUMNS` and `RowEvent`, which the player
+//! writes as it plays).
+//!
 //! Every figure derived from it uses one percentile definition, nearest rank over the exact
 //! values ([`crate::stats::rank`]): summary.json, the terminal text and the report agree.
 //!
@@ -27,3 +32,40 @@ pub use summary::{
 
 /// The file name of a run's summary.
 pub const SUMMARY_JSON: &str = "summary.json";
+
+/// Writes `dir/summary.json` (temp file + rename: a reader never sees half of it); the error
+/// names the file.
+pub fn write_summary(
+    dir: &std::path::Path,
+    summary: &RunSummary,
+) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+    let json = serde_json::to_string_pretty(summary).expect("summary serialises");
+    let path = dir.join(SUMMARY_JSON);
+    match crate::output::write_atomic(&path, format!("{json}\n").as_bytes()) {
+        Ok(()) => Ok(()),
+        Err(err) => Err((path, err)),
+    }
+}
+
+/// Reads `dir/summary.json` as JSON (a segment's, for `surge merge`); the error names the file.
+pub fn read_summary(
+    dir: &std::path::Path,
+) -> Result<serde_json::Value, (std::path::PathBuf, SummaryReadError)> {
+    let path = dir.join(SUMMARY_JSON);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => return Err((path, SummaryReadError::Io(e))),
+    };
+    serde_json::from_str(&text).map_err(|e| (path, SummaryReadError::Json(e)))
+}
+
+/// Why summary.json could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryReadError {
+    /// Missing or unreadable.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// Not JSON.
+    #[error("{0}")]
+    Json(serde_json::Error),
+}

@@ -26,6 +26,9 @@ use super::{unzigzag, varint, zigzag, Cursor};
 use crate::parse::hms;
 use crate::summary::Download;
 
+/// One whale's downloads as read back: its ip_id and rows in stored order.
+pub type WhaleRows = (u64, Vec<Download>);
+
 /// The first four bytes of a format-3 blob (formats 1 and 2 never start with them).
 pub const FORMAT3: u32 = 0xFFFF_FFFD;
 
@@ -86,7 +89,7 @@ pub fn encode(dict: &LogDict<'_>, whales: &[(u64, &[LogRow])]) -> Vec<u8> {
 /// Encodes whales given as resolved downloads (the migration from formats 1 and 2, and the
 /// reference the store's id-based packing is tested against): strings interned in order of first
 /// appearance.
-pub fn encode_downloads(whales: &[(u64, Vec<Download>)]) -> Vec<u8> {
+pub fn encode_downloads(whales: &[WhaleRows]) -> Vec<u8> {
     type Ix<K> = HashMap<K, u32, foldhash::fast::RandomState>;
     fn id<K: std::hash::Hash + Eq>(ix: &mut Ix<K>, k: K, added: impl FnOnce()) -> u32 {
         let n = ix.len() as u32;
@@ -96,8 +99,10 @@ pub fn encode_downloads(whales: &[(u64, Vec<Download>)]) -> Vec<u8> {
         })
     }
     let mut dict = LogDict::default();
-    let (mut pk, mut pv, mut env, mut co): (Ix<&str>, Ix<(u32, Option<&str>)>, Ix<_>, Ix<_>) =
-        Default::default();
+    let mut pk: Ix<&str> = Ix::default();
+    let mut pv: Ix<(u32, Option<&str>)> = Ix::default();
+    let mut env: Ix<[Option<&str>; 3]> = Ix::default();
+    let mut co: Ix<Option<&str>> = Ix::default();
     let mut size_ix: Ix<(u32, u64)> = Ix::default();
     let mut rows: Vec<Vec<LogRow>> = Vec::with_capacity(whales.len());
     for (_, downloads) in whales {
@@ -264,6 +269,19 @@ pub fn unpack_whale(blob: &[u8], ip_id: u64) -> Option<Option<Vec<Download>>> {
     let dict = read_dict(&inflate(dict_at, MAX_INFLATED)?)?;
     let raw = inflate(blob.get(e.at..e.at.checked_add(e.len)?)?, MAX_INFLATED)?;
     rows(&raw, e.rows, &dict).map(Some)
+}
+
+/// Every whale's downloads from a format-3 blob, (ip_id, rows) in stored order; `None` if it is
+/// malformed. The dictionary is inflated once for all (`unpack_whale` inflates it per whale).
+pub fn unpack_all(blob: &[u8]) -> Option<Vec<WhaleRows>> {
+    let (dict_at, entries) = index(blob)?;
+    let dict = read_dict(&inflate(dict_at, MAX_INFLATED)?)?;
+    (entries.iter())
+        .map(|e| {
+            let raw = inflate(blob.get(e.at..e.at.checked_add(e.len)?)?, MAX_INFLATED)?;
+            Some((e.ip_id, rows(&raw, e.rows, &dict)?))
+        })
+        .collect()
 }
 
 /// The dictionary's deflated bytes and the whales' entries.

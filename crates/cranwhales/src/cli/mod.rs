@@ -1,9 +1,12 @@
 //! The `ingest`, `show`, `days` and `package` subcommands: argument types and what each one runs
-//! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`.
+//! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`, `migrate`
+//! (an older store brought up to date) in `migrate`.
 
 mod ingest;
+mod migrate;
 
 pub use ingest::{ingest, IngestArgs};
+pub use migrate::{migrate, MigrateArgs};
 
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
+use super::codec::{decode_ranks, WhaleCount};
 use super::{sql, Result, Store};
 use crate::date::Range;
 use crate::numfmt::thousands;
@@ -19,7 +20,7 @@ use crate::summary::{
 struct Stored {
     downloads: u64,
     downloaders: Option<u64>,
-    ranks: Vec<(u32, u64)>,
+    ranks: Vec<WhaleCount>,
 }
 
 impl Store {
@@ -213,8 +214,8 @@ fn package_day(date: String, s: Option<Stored>, baseline: Option<u64>, whales: u
         ranks: Vec::new(),
     });
     let whale_downloads: u64 = (s.ranks.iter())
-        .take_while(|(rank, _)| *rank <= whales)
-        .map(|(_, n)| n)
+        .take_while(|(rank, _, _)| *rank <= whales)
+        .map(|(_, n, _)| n)
         .sum();
     PackageDay {
         date,
@@ -225,21 +226,6 @@ fn package_day(date: String, s: Option<Stored>, baseline: Option<u64>, whales: u
         baseline,
         adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
     }
-}
-
-/// Decodes `write::encode_ranks`; a malformed tail is dropped (the blob is ours).
-fn decode_ranks(b: &[u8]) -> Vec<(u32, u64)> {
-    let mut vals = Vec::new();
-    let (mut v, mut shift) = (0u64, 0u32);
-    for &byte in b {
-        v |= u64::from(byte & 0x7f) << shift.min(63);
-        shift += 7;
-        if byte & 0x80 == 0 {
-            vals.push(v);
-            (v, shift) = (0, 0);
-        }
-    }
-    vals.chunks_exact(2).map(|c| (c[0] as u32, c[1])).collect()
 }
 
 /// `{"mirror": 3, …}` with every behaviour present (missing ones are 0).
@@ -253,19 +239,4 @@ fn parse_behaviours(
         out.insert(b, n);
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranks_round_trip() {
-        let ranks = vec![(1, 5), (2, 300), (100, 1 << 40)];
-        assert_eq!(
-            decode_ranks(&super::super::write::encode_ranks(&ranks)),
-            ranks
-        );
-        assert!(decode_ranks(&[]).is_empty());
-    }
 }

@@ -51,6 +51,7 @@ fn every_whale_round_trips_in_its_order() {
         assert_eq!(&unpack_whale(&blob, *ip).unwrap().unwrap(), want);
     }
     assert_eq!(unpack_whale(&blob, 4), Some(None));
+    assert_eq!(unpack_all(&blob).unwrap(), whales);
 }
 
 #[test]

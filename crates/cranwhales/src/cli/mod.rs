@@ -269,7 +269,7 @@ fn render_package(r: &PackageReport) -> String {
     }
     let _ = writeln!(
         o,
-        "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n\n{}",
+        "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n\n{}\n{}",
         "total",
         thousands(r.totals.downloads),
         "",
@@ -277,7 +277,8 @@ fn render_package(r: &PackageReport) -> String {
         thousands(r.totals.without_whales),
         "",
         opt(r.totals.adjusted),
-        r.note
+        r.note,
+        r.filters_note
     );
     o
 }

@@ -21,6 +21,8 @@ struct Stored {
     downloads: u64,
     downloaders: Option<u64>,
     ranks: Vec<WhaleCount>,
+    /// (small, repeats); `None` for a day stored before they were counted.
+    filtered: Option<(u64, u64)>,
 }
 
 impl Store {
@@ -42,8 +44,13 @@ impl Store {
             whale_downloads: days.iter().map(|d| d.whale_downloads).sum(),
             without_whales: days.iter().map(|d| d.without_whales).sum(),
             adjusted: days.iter().map(|d| d.adjusted).sum(),
+            small: days.iter().map(|d| d.small).sum(),
+            repeats: days.iter().map(|d| d.repeats).sum(),
+            without_inflated: days.iter().map(|d| d.without_inflated).sum(),
+            without_whales_inflated: days.iter().map(|d| d.without_whales_inflated).sum(),
         };
         let note = note(package, whales, &days, &totals);
+        let filters_note = filters_note(package, &totals);
         Ok(Some(PackageReport {
             package: package.to_owned(),
             from,
@@ -52,6 +59,7 @@ impl Store {
             days,
             totals,
             note,
+            filters_note,
         }))
     }
 
@@ -97,11 +105,14 @@ impl Store {
     ) -> Result<Vec<PackageDay>> {
         let q = || -> rusqlite::Result<Vec<PackageDay>> {
             let mut st = self.conn.prepare_cached(
-                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks
+                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks, d.small,
+                     p.small, p.repeats
                  FROM days d LEFT JOIN packages p ON p.date = d.date AND p.package = ?1
                  WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date",
             )?;
             let rows = st.query_map(params![package, from, to], |r| {
+                // Counted on this day (schema 3): a package it did not download has 0 of each.
+                let counted = r.get::<_, Option<u64>>(5)?.is_some();
                 let stored = match r.get::<_, Option<u64>>(2)? {
                     None => None,
                     Some(downloads) => Some(Stored {
@@ -110,9 +121,13 @@ impl Store {
                         ranks: (r.get::<_, Option<Vec<u8>>>(4)?.as_deref())
                             .map(decode_ranks)
                             .unwrap_or_default(),
+                        filtered: match (r.get::<_, Option<u64>>(6)?, r.get(7)?) {
+                            (Some(s), Some(rep)) => Some((s, rep)),
+                            _ => None,
+                        },
                     }),
                 };
-                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales))
+                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales, counted))
             })?;
             rows.collect()
         };
@@ -206,26 +221,62 @@ fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> S
     s
 }
 
-/// One day of a package: the whales of rank ≤ `whales` taken out.
-fn package_day(date: String, s: Option<Stored>, baseline: Option<u64>, whales: u32) -> PackageDay {
+/// One day of a package: the whales of rank ≤ `whales` taken out, and the filters (`counted`:
+/// the day has them).
+fn package_day(
+    date: String,
+    s: Option<Stored>,
+    baseline: Option<u64>,
+    whales: u32,
+    counted: bool,
+) -> PackageDay {
     let s = s.unwrap_or(Stored {
         downloads: 0,
         downloaders: Some(0),
         ranks: Vec::new(),
+        filtered: counted.then_some((0, 0)),
     });
-    let whale_downloads: u64 = (s.ranks.iter())
-        .take_while(|(rank, _, _)| *rank <= whales)
-        .map(|(_, n, _)| n)
-        .sum();
+    let top = || s.ranks.iter().take_while(|(rank, _, _)| *rank <= whales);
+    let whale_downloads: u64 = top().map(|(_, n, _)| n).sum();
+    let whale_filtered: u64 = top().map(|(_, _, f)| f).sum();
+    let without_whales = s.downloads - whale_downloads;
     PackageDay {
         date,
         downloads: s.downloads,
         downloaders: s.downloaders,
         whale_downloads,
-        without_whales: s.downloads - whale_downloads,
+        without_whales,
         baseline,
         adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
+        small: s.filtered.map(|f| f.0),
+        repeats: s.filtered.map(|f| f.1),
+        without_inflated: s.filtered.map(|(sm, rep)| s.downloads - sm - rep),
+        without_whales_inflated: s
+            .filtered
+            .map(|(sm, rep)| without_whales - (sm + rep - whale_filtered)),
     }
+}
+
+/// The filters, a sentence each with its threshold, and what they leave out of `package`.
+fn filters_note(package: &str, t: &PackageTotals) -> String {
+    let (Some(small), Some(repeats)) = (t.small, t.repeats) else {
+        return "Small and repeated downloads were not counted on some of these days (stored by an \
+                older version); re-ingest them (--force) to filter them."
+            .to_owned();
+    };
+    format!(
+        "Small downloads are those under {} bytes: no package file is that small, so they are \
+         failed or partial transfers ({} of {package} here). Repeats are downloads of a package by \
+         one downloader within {} seconds after its previous download of it (small ones aside): one \
+         install retried or looped ({} here). Leaving both out keeps {} downloads; leaving out the \
+         whales too keeps {}.",
+        thousands(crate::day::filters::SMALL_BYTES),
+        thousands(small),
+        crate::day::filters::REPEAT_WINDOW_SECS,
+        thousands(repeats),
+        thousands(t.without_inflated.unwrap_or(0)),
+        thousands(t.without_whales_inflated.unwrap_or(0)),
+    )
 }
 
 /// `{"mirror": 3, …}` with every behaviour present (missing ones are 0).

@@ -56,8 +56,13 @@ def day(path):
         if n and ip in rank:
             by_rank[package][rank[ip]] += n
     packages = {
-        p: {"small": small[p], "repeats": repeats[p], "by_rank": sorted(by_rank[p].items())}
-        for p in {r[0] for r in rows}
+        p: {
+            "downloads": n,
+            "small": small[p],
+            "repeats": repeats[p],
+            "by_rank": sorted(by_rank[p].items()),
+        }
+        for p, n in Counter(r[0] for r in rows).items()
     }
     return {
         "date": date,

@@ -68,7 +68,7 @@ impl Store {
         let found = self
             .conn
             .query_row(
-                "SELECT package FROM packages WHERE package = ?1 COLLATE NOCASE LIMIT 1",
+                "SELECT package FROM package_totals WHERE package = ?1 COLLATE NOCASE LIMIT 1",
                 [package],
                 |r| r.get(0),
             )
@@ -83,13 +83,11 @@ impl Store {
         Ok(Trends { from, to, days })
     }
 
-    /// True if `package` was downloaded on any stored day (a primary-key seek per day).
+    /// True if `package` was downloaded on any stored day (one primary-key seek).
     pub fn has_package(&self, package: &str) -> Result<bool> {
         let found = self
             .conn
-            .prepare_cached(
-                "SELECT 1 FROM days d JOIN packages p ON p.date = d.date AND p.package = ?1 LIMIT 1",
-            )
+            .prepare_cached("SELECT 1 FROM package_totals WHERE package = ?1")
             .and_then(|mut st| st.exists([package]));
         found.map_err(sql(&self.path))
     }
@@ -137,9 +135,9 @@ impl Store {
     /// Every package name of the stored days with its downloads over them and on how many days.
     pub fn package_names(&self) -> Result<Vec<PackageName>> {
         let q = || -> rusqlite::Result<Vec<PackageName>> {
-            let mut st = self.conn.prepare(
-                "SELECT package, sum(downloads), count(*) FROM packages GROUP BY package",
-            )?;
+            let mut st = self
+                .conn
+                .prepare("SELECT package, downloads, days FROM package_totals")?;
             let rows = st.query_map([], |r| {
                 Ok(PackageName {
                     package: r.get(0)?,

@@ -87,6 +87,14 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // The day's old packages (a re-ingest) leave the totals before they leave the table.
+        tx.prepare_cached(
+            "UPDATE package_totals SET downloads = package_totals.downloads - p.downloads,
+                 days = package_totals.days - 1
+             FROM (SELECT package, downloads FROM packages WHERE date = ?1) AS p
+             WHERE package_totals.package = p.package",
+        )?
+        .execute([d])?;
         for t in DAY_TABLES {
             tx.prepare_cached(&format!("DELETE FROM {t} WHERE date = ?1"))?
                 .execute([d])?;
@@ -98,6 +106,7 @@ impl Store {
         }
         drop(st);
         packages(&tx, packed)?;
+        package_totals(&tx, packed)?;
         whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
         {
@@ -150,6 +159,23 @@ fn packages(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     for row in rest.chunks(1) {
         insert(&mut one, row)?;
     }
+    Ok(())
+}
+
+/// The day's packages added to `package_totals` (in name order, like its key); packages no
+/// stored day has any more are dropped.
+fn package_totals(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
+    let mut st = tx.prepare_cached(
+        "INSERT INTO package_totals (package, downloads, days) VALUES (?1, ?2, 1)
+         ON CONFLICT (package) DO UPDATE SET downloads = downloads + excluded.downloads,
+             days = days + 1",
+    )?;
+    for (i, _) in &packed.packages {
+        let p = &packed.day.packages[*i as usize];
+        st.execute(params![p.package, p.downloads])?;
+    }
+    tx.prepare_cached("DELETE FROM package_totals WHERE days <= 0")?
+        .execute([])?;
     Ok(())
 }
 

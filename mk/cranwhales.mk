@@ -13,12 +13,15 @@ demo: prereqs release
 test-cranwhales-browser: build
 	node --test web/e2e/cranwhales.test.mjs web/e2e/cranwhales-insight.test.mjs
 
-# wrk vs nginx serving the same bytes, plus a single-flight check (release build).
+# wrk vs nginx serving the same bytes, plus a single-flight check (release build); then the same
+# on a synthetic 5,200-day store at 16 connections, with the server's peak RSS.
 bench-serve: release
 	bench/serve.sh
+	bench/serve_history.sh
 
 # Ingest of a stitched >= 10M-row day vs libdeflate/gzip decompression, Polars and DuckDB, then the
-# 78-day backfill line (--jobs 2 vs --jobs 1 vs Polars). PART=day or PART=backfill runs one of them.
+# 78-day backfill line (--jobs 2 vs --jobs 1 vs Polars), then the store line (bytes per day and per
+# row, whole-history projection). PART=day, PART=backfill or PART=store runs one of them.
 .PHONY: bench-ingest
 bench-ingest:
 	bench/ingest.sh

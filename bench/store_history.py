@@ -208,19 +208,31 @@ def main():
         measured.append((d, b))
         print(f"  {s}: {n:,} rows, {pk:,} packages, {whales:,} whale rows: {b:,} bytes "
               f"({b / n:.2f} per row)")
+    proj = project(measured, None)
+    flat = project(measured, PUBLISHED[0])
+    print(f"projection {FIRST}..{YESTERDAY}: {proj[1]:,} days, {proj[0] / GB:.1f} GB growing at the "
+          f"2015 -> 2021 rate to the end (target <= 10 GB: {'PASS' if proj[0] <= 10 * GB else 'MISS'}); "
+          f"{flat[0] / GB:.1f} GB if days stop growing after {PUBLISHED[0]} (the last published point)")
+
+
+def project(measured, flat_after):
+    """Bytes of every day from FIRST to YESTERDAY: log-linear in time between the sampled days
+    (the first sample's before it, the last segment's rate after the last one, or flat after
+    `flat_after`)."""
     xs = [m[0].toordinal() for m in measured]
-    total_proj, day, n_days = 0.0, FIRST, 0
+    total, day, n = 0.0, FIRST, 0
     while day <= YESTERDAY:
         x = day.toordinal()
-        i = 0 if x <= xs[0] else (len(xs) - 2 if x >= xs[-1] else max(k for k in range(len(xs) - 1) if xs[k] <= x))
-        t = (x - xs[i]) / (xs[i + 1] - xs[i])
-        t = min(max(t, 0.0), 1.0) if x < xs[0] else t
+        if flat_after is not None:
+            x = min(x, flat_after.toordinal())
+        i = 0 if x <= xs[0] else (len(xs) - 2 if x >= xs[-1] else
+                                  max(k for k in range(len(xs) - 1) if xs[k] <= x))
+        t = max((x - xs[i]) / (xs[i + 1] - xs[i]), 0.0)
         b0, b1 = math.log(measured[i][1]), math.log(measured[i + 1][1])
-        total_proj += math.exp(b0 + t * (b1 - b0))
-        n_days += 1
+        total += math.exp(b0 + t * (b1 - b0))
+        n += 1
         day += dt.timedelta(days=1)
-    print(f"projection {FIRST}..{YESTERDAY}: {n_days:,} days, {total_proj / GB:.1f} GB "
-          f"(target <= 10 GB): {'PASS' if total_proj <= 10 * GB else 'MISS'}")
+    return total, n
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ through the real days and the published 2021 point). Its content is a real day s
 template (a real 2015 day ingested by cranwhales) gives the whales (rows, profiles, hourly, their
 whale log blob, copied as stored), the per-package download distribution and whale counts; the
 day's packages are the template's names plus `synth-N` names up to the model's count, downloads
-scaled to the model's rows. Tables are cranwhales' own (schema from a real ingest), written with
+scaled to the model's rows (never below the template's: its whales, small and repeated downloads
+are kept as they are). Tables are cranwhales' own (schema from a real ingest), written with
 plain SQL in one transaction per 100 days; package_totals is kept as cranwhales keeps it.
 
 usage: synth_store.py CRANLOGS_DIR BIN WORK_DIR OUT.db [DAYS]
@@ -40,7 +41,7 @@ def main():
     # cranwhales creates the schema (and stores the template day, copied from below).
     subprocess.run([BIN, "ingest", "--db", tmp, os.path.join(SRC, TEMPLATE + ".csv.gz")],
                    check=True, stdout=subprocess.DEVNULL)
-    c = sqlite3.connect(tmp)
+    c = sqlite3.connect(tmp, isolation_level=None)
     c.execute("PRAGMA journal_mode=WAL")
     c.execute("PRAGMA synchronous=OFF")
     t = {name: c.execute(f"SELECT * FROM {name} WHERE date = ?", (TEMPLATE,)).fetchall()
@@ -58,7 +59,8 @@ def main():
     for k in range(NDAYS):
         d = FIRST + dt.timedelta(days=k)
         date = d.isoformat()
-        scale = rows_at(d) / t_rows
+        # Never below the template: its whales, small and repeated downloads stay as they are.
+        scale = max(1.0, rows_at(d) / t_rows)
         npk = int(pk_at(d))
         ins = lambda name, rows: c.executemany(
             f"INSERT INTO {name} VALUES ({','.join('?' * cols[name])})", rows)
@@ -71,8 +73,7 @@ def main():
                 r[1] = f"synth-{i:05d}"
                 r[5] = None
             r[0] = date
-            r[2] = max(1, int(r[2] * scale))
-            r[3] = min(r[2], r[3])
+            r[2] = r[3] + int((r[2] - r[3]) * scale)
             packages.append(r)
         packages.sort(key=lambda r: r[1])
         ins("packages", packages)

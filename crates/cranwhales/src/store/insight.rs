@@ -237,7 +237,8 @@ fn package_day(
     let top = || s.ranks.iter().take_while(|(rank, _, _)| *rank <= whales);
     let whale_downloads: u64 = top().map(|(_, n, _)| n).sum();
     let whale_filtered: u64 = top().map(|(_, _, f)| f).sum();
-    let without_whales = s.downloads - whale_downloads;
+    // Saturating: a store written by other hands must not panic the server.
+    let without_whales = s.downloads.saturating_sub(whale_downloads);
     PackageDay {
         date,
         downloads: s.downloads,
@@ -248,10 +249,10 @@ fn package_day(
         adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
         small: s.filtered.map(|f| f.0),
         repeats: s.filtered.map(|f| f.1),
-        without_inflated: s.filtered.map(|(sm, rep)| s.downloads - sm - rep),
-        without_whales_inflated: s
-            .filtered
-            .map(|(sm, rep)| without_whales - (sm + rep - whale_filtered)),
+        without_inflated: (s.filtered).map(|(sm, rep)| s.downloads.saturating_sub(sm + rep)),
+        without_whales_inflated: (s.filtered).map(|(sm, rep)| {
+            without_whales.saturating_sub((sm + rep).saturating_sub(whale_filtered))
+        }),
     }
 }
 

@@ -11,8 +11,8 @@ own gzip bytes per row. Rows grow log-linearly between those points and at the 2
 after 2021; packages linearly (CRAN adds packages at a roughly steady pace). Both are printed.
 
 Synthetic days: whole real days (the largest first, cycling) stitched into one, each copy with
-its own ip_id range (as bench/ingest_make_day.py) and its packages renamed into the copy's
-namespace (`pkg`, `pkg~1`, … so that the day has about the model's distinct packages): real
+its own ip_id range (as bench/ingest_make_day.py) and a share of its packages renamed into the
+copy's namespace (`pkg~1`, `pkg~2`, … so that the day has about the model's distinct packages): real
 rows, real whales, real sizes. One synthetic day per sample date is ingested on its own; bytes
 per day between samples are interpolated log-linearly in time and summed over every day.
 
@@ -20,6 +20,7 @@ usage: store_history.py CRANLOGS_DIR BIN WORK_DIR [SAMPLES]   (SAMPLES: dates, c
 """
 import datetime as dt
 import gzip
+import hashlib
 import math
 import os
 import sqlite3
@@ -108,8 +109,12 @@ def make_day(date, rows, packages, out):
     """A synthetic day of about `rows` rows and `packages` packages from whole real days."""
     src = sorted((f for f in os.listdir(SRC) if f.endswith(".csv.gz") and f >= "2014-12"),
                  key=lambda f: -os.path.getsize(os.path.join(SRC, f)))
+    # k = packages / a real day's: copy j > 0 renames a package into its namespace with chance
+    # (k - 1) / (copies - 1) (by a hash of the name), so the day has about k real days' packages.
     per_src_packages = 6_700
-    copies = max(1, math.ceil(packages / per_src_packages))
+    k_real = max(1.0, packages / per_src_packages)
+    copies = math.ceil(k_real)
+    share = (k_real - 1) / (copies - 1) if copies > 1 else 0.0
     tmp = out + ".tmp"
     with open(tmp, "wb") as raw:
         z = subprocess.Popen(["pigz", "-1", "-c"], stdin=subprocess.PIPE, stdout=raw)
@@ -119,6 +124,7 @@ def make_day(date, rows, packages, out):
         while written < rows:
             f = src[k % len(src)]
             suffix = "" if k % copies == 0 else f"~{k % copies}"
+            renamed = {}
             top = 0
             lines = []
             with gzip.open(os.path.join(SRC, f), "rt", encoding="utf-8") as fh:
@@ -131,7 +137,12 @@ def make_day(date, rows, packages, out):
                     top = max(top, ip)
                     c[0] = quoted
                     if suffix and c[6] != "NA":
-                        c[6] = c[6][:-1] + suffix + '"'
+                        r = renamed.get(c[6])
+                        if r is None:
+                            h = int.from_bytes(hashlib.blake2b(c[6].encode(), digest_size=4).digest(), "big")
+                            r = renamed[c[6]] = h / 2**32 < share
+                        if r:
+                            c[6] = c[6][:-1] + suffix + '"'
                     c[9] = str(ip + ip_base)
                     lines.append(",".join(c))
                     written += 1

@@ -54,7 +54,8 @@ http {
   fastcgi_temp_path $TMP/nginx; uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
   sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_requests 1000000;
   server { listen 127.0.0.1:$port; root $TMP/www; default_type application/json;
-           location / { try_files /\$arg_f =404; } }
+           location = / { try_files /\$arg_f =404; }
+           location = /gz { add_header Content-Encoding gzip; try_files /\$arg_f =404; } }
 }
 EOF
 nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -g 'daemon off;' &
@@ -62,10 +63,10 @@ PIDS+=($!)
 NGINX_URL=http://127.0.0.1:$port
 for _ in $(seq 100); do curl -s -o /dev/null "$NGINX_URL/" && break; sleep 0.05; done
 
-# wrk one URL; sets RPS, P99_MS.
+# wrk one URL (extra wrk args after it); sets RPS, P99_MS.
 bench() {
-  local out p99
-  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$1")
+  local out p99 url=$1; shift
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
   RPS=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p99=$(awk '$1=="99%" {print $2}' <<<"$out")
   P99_MS=$(awk -v v="$p99" 'BEGIN{ if (v ~ /us$/) {sub(/us/,"",v); print v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v); print v+0} else {sub(/s/,"",v); print v*1000} }')
@@ -83,12 +84,22 @@ for p in $paths; do
     printf '%-48s HTTP %s: skipped (not served by this build)\n' "$p" "$code"
     continue
   fi
+  curl -s -H 'Accept-Encoding: gzip' "$URL$p" -o "$TMP/www/body$k.gz"
   cmp -s "$TMP/www/body$k" <(curl -s "$NGINX_URL/?f=body$k") || { echo "bench-serve: nginx does not serve the same bytes for $p" >&2; exit 1; }
-  bench "$NGINX_URL/?f=body$k"; n_rps=$RPS; n_p99=$P99_MS
-  bench "$URL$p"; c_rps=$RPS; c_p99=$P99_MS
-  printf 'ratio: %-44s %8s B, first %5s ms | cranwhales %7.0f req/s p99 %6.2f ms | nginx %7.0f req/s p99 %6.2f ms | p99 %s\n' \
-    "$p" "$(stat -c %s "$TMP/www/body$k")" "$first" "$c_rps" "$c_p99" "$n_rps" "$n_p99" \
-    "$(awk -v p="$c_p99" 'BEGIN{print (p < 20 ? "ok (< 20 ms)" : "OVER (target < 20 ms)")}')"
+  cmp -s "$TMP/www/body$k" <(gzip -dc "$TMP/www/body$k.gz") || { echo "bench-serve: the gzip body of $p is not the same JSON" >&2; exit 1; }
+  # As a browser asks (gzip), then as wrk asks by default (identity: ~1 MB bodies).
+  for enc in gzip identity; do
+    if [ $enc = gzip ]; then
+      nurl="$NGINX_URL/gz?f=body$k.gz"; size=$(stat -c %s "$TMP/www/body$k.gz")
+    else
+      nurl="$NGINX_URL/?f=body$k"; size=$(stat -c %s "$TMP/www/body$k")
+    fi
+    bench "$nurl" -H "Accept-Encoding: $enc"; n_rps=$RPS; n_p99=$P99_MS
+    bench "$URL$p" -H "Accept-Encoding: $enc"; c_rps=$RPS; c_p99=$P99_MS
+    printf 'ratio: %-40s %-8s %8s B, first %4s ms | cranwhales %6.0f req/s p99 %6.2f ms | nginx %6.0f req/s p99 %6.2f ms | p99 %s\n' \
+      "$p" "$enc" "$size" "$first" "$c_rps" "$c_p99" "$n_rps" "$n_p99" \
+      "$(awk -v p="$c_p99" 'BEGIN{print (p < 20 ? "ok (< 20 ms)" : "OVER (target < 20 ms)")}')"
+  done
 done
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER/status")
 echo "ratio: server peak RSS $((hwm / 1024)) MB $([ "$hwm" -le $((500 * 1024)) ] && echo '(target <= 500 MB: ok)' || echo '(target <= 500 MB: OVER)')"

@@ -265,3 +265,40 @@ fn kill_9_mid_migration_leaves_the_old_store_whole() {
         }
     }
 }
+
+#[test]
+fn a_corrupt_old_blob_stops_the_migration_naming_it_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    let days: Vec<_> = (["2012-10-05", "2012-10-10"].iter())
+        .map(|d| {
+            let f = cranlogs().join(format!("{d}.csv.gz"));
+            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+        })
+        .collect();
+    let ip = days[1].whales[0].ip_id;
+    legacy_support::write_v2(&db, &days);
+    let c = Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE whale_rows SET rows = x'00010203' WHERE date = '2012-10-10' AND ip_id = ?1",
+        [ip],
+    )
+    .unwrap();
+    drop(c);
+    let out = cli_migrate(&db, 0).wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "error: store {}: corrupt whale_rows blob (2012-10-10, ip_id {ip}); nothing was migrated",
+            db.display()
+        )
+    );
+    let c = Connection::open(&db).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 2);
+}

@@ -31,7 +31,9 @@ pub fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
     let mut progress = |s: &MigrateStep| {
         let _ = writeln!(err, "migrate: {}/{} days ({})", s.done, s.total, s.date);
     };
-    let store = Store::open_with_progress(&args.db, &mut progress)?;
+    // The store error says it all in one line (its cause chain would repeat it).
+    let store =
+        Store::open_with_progress(&args.db, &mut progress).map_err(|e| anyhow::anyhow!("{e}"))?;
     if !args.no_vacuum {
         store.compact()?;
     }

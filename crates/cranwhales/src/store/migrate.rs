@@ -41,8 +41,10 @@ pub fn rows(conn: &Connection, progress: &mut dyn FnMut(&Step)) -> rusqlite::Res
     conn.execute_batch("DROP TABLE whale_rows")
 }
 
+/// A version-2 row that cannot be read: the migration stops (and rolls back) naming it.
 fn corrupt(what: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, what.into())
+    let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT);
+    rusqlite::Error::SqliteFailure(code, Some(format!("{what}; nothing was migrated")))
 }
 
 /// The day's whale blobs, by rank, as one format-3 blob.

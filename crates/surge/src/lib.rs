@@ -19,6 +19,7 @@ pub mod replay;
 pub mod report;
 pub mod segment;
 pub mod shiny;
+pub mod signin;
 pub mod stats;
 pub mod target;
 pub mod timefmt;

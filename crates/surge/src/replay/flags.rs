@@ -88,6 +88,9 @@ pub struct ReplayArgs {
     /// TLS and address flags for an https:// target
     #[command(flatten)]
     pub tls: crate::net::TlsArgs,
+    /// Sign-in flags (shinycannon's SHINYCANNON_* variables need none)
+    #[command(flatten)]
+    pub signin: crate::signin::SignInArgs,
 }
 
 impl ReplayArgs {

@@ -9,7 +9,8 @@ use crate::checks::Threshold;
 use crate::output;
 use crate::recording::{Recording, RecordingError};
 use crate::segment::{self, Segment};
-use crate::target::Target;
+use crate::signin::SignIn;
+use crate::target::{Conn, CookieJar, Target};
 use crate::timefmt;
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
@@ -31,6 +32,10 @@ pub enum ReplayError {
     /// The target cannot be reached or its certificate is refused (one line naming the host).
     #[error("{0}")]
     Target(String),
+    /// The first sign-in failed: the request, the server's status and the first line of its
+    /// answer (never a secret).
+    #[error("sign-in failed: {0}")]
+    SignIn(String),
     /// A file could not be read or written.
     #[error("{path}: {err}")]
     Io {
@@ -52,8 +57,11 @@ pub struct ReplayPlan {
     pub url: String,
     /// The app's base URL, parsed.
     pub target: Target,
-    /// `-H` headers.
+    /// `-H` headers, then the sign-in's (sensitive: never printed).
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// What each session does before its first request to sign in (shinycannon's variables or
+    /// surge's sign-in flags).
+    pub signin: SignIn,
     /// How users are started and stopped.
     pub shape: Shape,
     /// Users of this process (a segment's share of a ramp; every slot otherwise).
@@ -109,7 +117,7 @@ impl ReplayPlan {
                 .map_err(ReplayError::Usage)?;
         let users = users_of(args, &shape, segment)?;
         let bodies = load_bodies(&rec)?;
-        let headers =
+        let mut headers =
             flags::parse_headers(&args.headers).map_err(|e| ReplayError::Usage(e.to_string()))?;
         let out_dir = args.output_dir.clone().unwrap_or_else(|| {
             PathBuf::from(format!(
@@ -118,6 +126,7 @@ impl ReplayPlan {
             ))
         });
         target.probe().await.map_err(ReplayError::Target)?;
+        let signin = check_signin(args, &target, &mut headers).await?;
         output::prepare_dir(&out_dir, args.overwrite_output).map_err(ReplayError::Output)?;
         output::copy_recording(&rec, &out_dir).map_err(ReplayError::Output)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);
@@ -127,6 +136,7 @@ impl ReplayPlan {
             url: url.to_string(),
             target,
             headers,
+            signin,
             shape,
             users,
             think: args.think_time,
@@ -149,6 +159,33 @@ impl ReplayPlan {
             _ => Duration::ZERO,
         }
     }
+}
+
+/// The run's sign-in, tried once before the run directory is touched: a refused sign-in stops
+/// the run here with the server's answer instead of failing every session. Its headers join
+/// `headers`.
+async fn check_signin(
+    args: &ReplayArgs,
+    target: &Target,
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+) -> Result<SignIn, ReplayError> {
+    let env = |v: &str| std::env::var(v).ok();
+    let timeout = args.message_timeout;
+    let signin = SignIn::resolve(&args.signin, &env, target, headers, timeout)
+        .await
+        .map_err(ReplayError::Usage)?;
+    headers.extend(signin.headers.iter().cloned());
+    if signin.per_session() {
+        let (mut conn, mut jar) = (Conn::default(), CookieJar::default());
+        (signin
+            .sign_in(target, &mut conn, &mut jar, headers, timeout)
+            .await)
+            .map_err(ReplayError::SignIn)?;
+    }
+    if let Some(d) = &signin.description {
+        tracing::info!("each session signs in first: {d}");
+    }
+    Ok(signin)
 }
 
 /// The load shape the flags ask for.

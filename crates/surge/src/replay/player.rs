@@ -75,6 +75,19 @@ impl Player<'_> {
     pub async fn play(&mut self, log: &mut SessionLog, at: &mut Option<At>) -> Result<(), Failure> {
         let rec = &self.sh.rec;
         let shiny = rec.is_shiny();
+        if self.sh.signin.per_session() {
+            let sh = self.sh;
+            (sh.signin)
+                .sign_in(
+                    &sh.target,
+                    &mut self.http,
+                    &mut self.jar,
+                    &sh.headers,
+                    sh.message_timeout,
+                )
+                .await
+                .map_err(Cause::SignIn)?;
+        }
         let mut prev_begin: Option<i64> = None;
         for (i, ev) in rec.events.iter().enumerate() {
             if let Some(done) = self.streams.try_join_next() {

@@ -298,14 +298,11 @@ fn expect_status(r: &Reply, method: &str, path: &str, ok: &[u16]) -> Result<(), 
 
 const FORM: &str = "application/x-www-form-urlencoded";
 
-/// username, password and the login page's hidden inputs (only when the page was a 2xx answer).
+/// username, password and the login page's hidden inputs (whatever its status: Shiny Server Pro
+/// serves its login page with 403, and shinycannon reads it all the same).
 fn form_body(page: &Reply, user: &Secret, pass: &Secret) -> String {
     let html = String::from_utf8_lossy(&page.body);
-    let hidden = if (200..300).contains(&page.status) {
-        form::hidden_inputs(&html)
-    } else {
-        Vec::new()
-    };
+    let hidden = form::hidden_inputs(&html);
     let fields = [("username", user.expose()), ("password", pass.expose())];
     let hidden = hidden.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     form::urlencoded(fields.into_iter().chain(hidden))

@@ -41,6 +41,8 @@ pub enum Cause {
     Recording(String),
     /// The session's sign-in was refused (the request, status and first line of the answer).
     SignIn(String),
+    /// A `--capture NAME@LINE` found nothing in the response of its line.
+    Capture(String),
     /// The run was stopped (Ctrl-C) while the session was playing.
     Interrupted,
     /// A bug in surge (a background task panicked).
@@ -68,6 +70,8 @@ pub enum FailureKind {
     Recording,
     /// [`Cause::SignIn`] (`"sign_in"`).
     SignIn,
+    /// [`Cause::Capture`] (`"capture"`).
+    Capture,
     /// [`Cause::Interrupted`] (`"interrupted"`).
     Interrupted,
     /// [`Cause::Internal`] (`"internal"`).
@@ -76,7 +80,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FailureKind; 11] = [
+    pub const ALL: [FailureKind; 12] = [
         FailureKind::Timeout,
         FailureKind::WrongStatus,
         FailureKind::Closed,
@@ -86,6 +90,7 @@ impl FailureKind {
         FailureKind::Placeholder,
         FailureKind::Recording,
         FailureKind::SignIn,
+        FailureKind::Capture,
         FailureKind::Interrupted,
         FailureKind::Internal,
     ];
@@ -102,6 +107,7 @@ impl FailureKind {
             FailureKind::Placeholder => "placeholder",
             FailureKind::Recording => "recording",
             FailureKind::SignIn => "sign_in",
+            FailureKind::Capture => "capture",
             FailureKind::Interrupted => "interrupted",
             FailureKind::Internal => "internal",
         }
@@ -152,6 +158,7 @@ impl Cause {
             Cause::Placeholder(_) => FailureKind::Placeholder,
             Cause::Recording(_) => FailureKind::Recording,
             Cause::SignIn(_) => FailureKind::SignIn,
+            Cause::Capture(_) => FailureKind::Capture,
             Cause::Interrupted => FailureKind::Interrupted,
             Cause::Internal(_) => FailureKind::Internal,
         }
@@ -167,6 +174,7 @@ impl fmt::Display for Cause {
             | Cause::UnexpectedMessage(s)
             | Cause::Placeholder(s)
             | Cause::Recording(s)
+            | Cause::Capture(s)
             | Cause::Internal(s) => f.write_str(s),
             Cause::SignIn(s) => write!(f, "sign-in failed: {s}"),
             Cause::WrongStatus { expected, got } => write!(f, "status {got}, expected {expected}"),

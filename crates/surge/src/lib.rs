@@ -5,7 +5,9 @@
 pub mod bench;
 pub mod capacity;
 pub mod capfile;
+pub mod capture;
 pub mod checks;
+pub mod data;
 pub mod failure;
 pub mod h1;
 pub mod har;
@@ -13,6 +15,7 @@ pub mod logging;
 pub mod merge;
 pub mod net;
 pub mod output;
+pub mod parametrize;
 pub mod record;
 pub mod recording;
 pub mod replay;

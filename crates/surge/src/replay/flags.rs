@@ -88,6 +88,20 @@ pub struct ReplayArgs {
     /// TLS and address flags for an https:// target
     #[command(flatten)]
     pub tls: crate::net::TlsArgs,
+    /// Fill ${column} placeholders (URLs, -H headers, POST bodies, WS_SEND messages) from this
+    /// CSV: the header row names the columns, each session takes one row (see --data-mode)
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Which --data row a session takes: sequential (session i takes row i, wrapping), random,
+    /// or unique (never reused; no session starts once the rows run out)
+    #[arg(long, value_enum, default_value_t = crate::data::DataMode::Sequential)]
+    pub data_mode: crate::data::DataMode,
+    /// Take a value from a live response and send it as ${NAME} later in the same session:
+    /// NAME=REGEX (group 1, else the match; every HTTP response and WebSocket message, the latest
+    /// match wins), NAME@LINE=REGEX (only the response of that recording line; no match fails the
+    /// session), or json:/pointer instead of REGEX (repeatable)
+    #[arg(long = "capture", value_name = "NAME[@LINE]=REGEX")]
+    pub captures: Vec<crate::capture::Capture>,
     /// Sign-in flags (shinycannon's SHINYCANNON_* variables need none)
     #[command(flatten)]
     pub signin: crate::signin::SignInArgs,

@@ -56,6 +56,8 @@ struct Shared {
     running: AtomicU32,
     /// Users in their loop of sessions now.
     active_users: AtomicU32,
+    /// `--data-mode unique` ran out of rows: no session starts any more.
+    data_exhausted: std::sync::atomic::AtomicBool,
     /// `--arrival-rate`: arrivals not started because `--max-users` were running.
     dropped: AtomicU32,
     done: AtomicU32,
@@ -127,6 +129,7 @@ pub async fn run(
         running: AtomicU32::new(0),
         active_users: AtomicU32::new(0),
         dropped: AtomicU32::new(0),
+        data_exhausted: std::sync::atomic::AtomicBool::new(false),
         done: AtomicU32::new(0),
         failed: AtomicU32::new(0),
         agg: Mutex::new(Aggregate::new()),

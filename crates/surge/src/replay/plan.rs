@@ -5,7 +5,9 @@
 use super::flags::{self, ReplayArgs};
 use super::shape::Shape;
 use super::ThinkTime;
+use crate::capture::Capture;
 use crate::checks::Threshold;
+use crate::data::DataSet;
 use crate::output;
 use crate::recording::{Recording, RecordingError};
 use crate::segment::{self, Segment};
@@ -15,6 +17,7 @@ use crate::timefmt;
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Why a replay could not start or finish. Each message is one line naming the flag or file.
@@ -62,6 +65,12 @@ pub struct ReplayPlan {
     /// What each session does before its first request to sign in (shinycannon's variables or
     /// surge's sign-in flags).
     pub signin: SignIn,
+    /// `--data`: per-session values of `${column}` placeholders.
+    pub data: Option<DataSet>,
+    /// `--capture`s.
+    pub captures: Vec<Capture>,
+    /// Placeholder names the run declares (data columns, then captures), set per session.
+    pub vars: Vec<Arc<str>>,
     /// How users are started and stopped.
     pub shape: Shape,
     /// Users of this process (a segment's share of a ramp; every slot otherwise).
@@ -117,6 +126,7 @@ impl ReplayPlan {
                 .map_err(ReplayError::Usage)?;
         let users = users_of(args, &shape, segment)?;
         let bodies = load_bodies(&rec)?;
+        let (data, vars) = data_and_vars(args, &rec)?;
         let mut headers =
             flags::parse_headers(&args.headers).map_err(|e| ReplayError::Usage(e.to_string()))?;
         let out_dir = args.output_dir.clone().unwrap_or_else(|| {
@@ -137,6 +147,9 @@ impl ReplayPlan {
             target,
             headers,
             signin,
+            data,
+            captures: args.captures.clone(),
+            vars,
             shape,
             users,
             think: args.think_time,
@@ -186,6 +199,42 @@ async fn check_signin(
         tracing::info!("each session signs in first: {d}");
     }
     Ok(signin)
+}
+
+/// `--data` loaded, and the names the run declares; a `--capture NAME@LINE` must name an HTTP
+/// event's line, and no name may be both a column and a capture.
+fn data_and_vars(
+    args: &ReplayArgs,
+    rec: &Recording,
+) -> Result<(Option<DataSet>, Vec<Arc<str>>), ReplayError> {
+    let data = match &args.data {
+        Some(p) => Some(DataSet::load(p, args.data_mode).map_err(ReplayError::Usage)?),
+        None => None,
+    };
+    let mut vars: Vec<Arc<str>> = data.as_ref().map_or_else(Vec::new, |d| d.columns.clone());
+    for c in &args.captures {
+        if let Some(line) = c.line {
+            let http = rec
+                .events
+                .iter()
+                .any(|e| e.line == line && e.kind.is_http());
+            if !http {
+                return Err(ReplayError::Usage(format!(
+                    "--capture {}@{line}: line {line} of {} is not an HTTP request",
+                    c.name,
+                    rec.path.display()
+                )));
+            }
+        }
+        if vars.contains(&c.name) {
+            return Err(ReplayError::Usage(format!(
+                "--capture {}: the name is already a --data column or another capture",
+                c.name
+            )));
+        }
+        vars.push(c.name.clone());
+    }
+    Ok((data, vars))
 }
 
 /// The load shape the flags ask for.

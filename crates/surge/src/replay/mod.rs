@@ -13,6 +13,7 @@
 mod aggregate;
 mod drive;
 mod flags;
+mod journey;
 mod plan;
 mod player;
 mod print;
@@ -33,11 +34,13 @@ use tokio::time::Instant;
 
 pub(crate) use aggregate::Aggregate;
 pub use flags::ReplayArgs;
+pub use journey::Journey;
+pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
 pub use shape::{parse_rate, parse_stages, Shape, Stage, Stages};
 pub(crate) use summary::{from_aggregate, Head};
-pub use summary::{FailureCount, Plan, RunSummary, SessionCounts, Split};
+pub use summary::{FailureCount, JourneySummary, Plan, RunSummary, SessionCounts, Split};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.
@@ -63,6 +66,8 @@ struct Shared {
     done: AtomicU32,
     failed: AtomicU32,
     agg: Mutex<Aggregate>,
+    /// The same, per journey of a mix (empty for one recording).
+    by_journey: Mutex<Vec<journey::JourneyAgg>>,
     /// Users and arrivals over time, asked and achieved (shape.csv).
     points: Mutex<Vec<ShapePoint>>,
 }
@@ -118,6 +123,10 @@ pub async fn run(
     let loaded_end = t0 + plan.shape.end();
     let warmup_end = t0 + plan.shape.warmup();
     let counting = plan.progress;
+    let mixed = plan.journeys.len() > 1;
+    let journey_aggs = (0..plan.journeys.len())
+        .filter(|_| mixed)
+        .map(|_| Default::default());
     let sh = Arc::new(Shared {
         plan,
         start,
@@ -133,6 +142,7 @@ pub async fn run(
         done: AtomicU32::new(0),
         failed: AtomicU32::new(0),
         agg: Mutex::new(Aggregate::new()),
+        by_journey: Mutex::new(journey_aggs.collect()),
         points: Mutex::new(Vec::new()),
     });
     if counting {
@@ -157,7 +167,10 @@ pub async fn run(
     drive::push_point(&sh);
     let out_dir = &sh.plan.out_dir;
     drive::write_points(&sh)?;
-    let summary = summary::summarize(&sh, interrupted);
+    let mut summary = summary::summarize(&sh, interrupted);
+    let by_journey = sh.by_journey.lock().expect("journey aggregate lock");
+    summary.journeys = journey::summaries(&sh.plan.journeys, &by_journey);
+    drop(by_journey);
     let json = serde_json::to_string_pretty(&summary).expect("summary serialises");
     let path = out_dir.join("summary.json");
     crate::output::write_atomic(&path, format!("{json}\n").as_bytes())

@@ -3,6 +3,7 @@
 //! logger and no signal handler of its own.
 
 use super::flags::{self, ReplayArgs};
+use super::journey::{self, Journey};
 use super::shape::Shape;
 use super::ThinkTime;
 use crate::capture::Capture;
@@ -52,10 +53,10 @@ pub enum ReplayError {
 /// A checked replay: recording loaded, URL parsed, run directory prepared.
 #[derive(Debug)]
 pub struct ReplayPlan {
-    /// The recording to replay.
-    pub rec: Recording,
-    /// Request bodies of its events (`datafile`s), read once.
-    pub bodies: Vec<Option<Bytes>>,
+    /// The recordings to replay, each with its weight (one, unless a mix of journeys).
+    pub journeys: Vec<Journey>,
+    /// Their weights, in order (each session picks by them).
+    pub weights: Vec<u32>,
     /// The app's base URL as given.
     pub url: String,
     /// The app's base URL, parsed.
@@ -107,7 +108,7 @@ impl ReplayPlan {
         let url = args
             .app_url()
             .map_err(|e| ReplayError::Usage(e.to_string()))?;
-        let flag = if args.app_url.is_some() {
+        let flag = if args.url_is_positional() {
             "APP-URL"
         } else {
             "--target"
@@ -116,17 +117,17 @@ impl ReplayPlan {
         let target = target
             .with_tls(&args.tls, args.message_timeout)
             .map_err(ReplayError::Usage)?;
-        let rec = Recording::load(&args.recording)?;
+        let journeys = load_journeys(args)?;
+        let rec = &journeys[0].rec;
         if args.users == 0 {
             return Err(ReplayError::Usage("--users must be at least 1".into()));
         }
-        let shape = shape_of(args, &rec)?;
+        let shape = shape_of(args, rec)?;
         let (segment, start_at) =
             segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())
                 .map_err(ReplayError::Usage)?;
         let users = users_of(args, &shape, segment)?;
-        let bodies = load_bodies(&rec)?;
-        let (data, vars) = data_and_vars(args, &rec)?;
+        let (data, vars) = data_and_vars(args, &journeys)?;
         let mut headers =
             flags::parse_headers(&args.headers).map_err(|e| ReplayError::Usage(e.to_string()))?;
         let out_dir = args.output_dir.clone().unwrap_or_else(|| {
@@ -138,11 +139,12 @@ impl ReplayPlan {
         target.probe().await.map_err(ReplayError::Target)?;
         let signin = check_signin(args, &target, &mut headers).await?;
         output::prepare_dir(&out_dir, args.overwrite_output).map_err(ReplayError::Output)?;
-        output::copy_recording(&rec, &out_dir).map_err(ReplayError::Output)?;
+        output::copy_recording(rec, &out_dir).map_err(ReplayError::Output)?;
+        journey::copy_journeys(&journeys, &out_dir).map_err(ReplayError::Output)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);
         Ok(ReplayPlan {
-            rec,
-            bodies,
+            weights: journeys.iter().map(|j| j.weight).collect(),
+            journeys,
             url: url.to_string(),
             target,
             headers,
@@ -163,6 +165,11 @@ impl ReplayPlan {
             max_sessions: None,
             progress: true,
         })
+    }
+
+    /// The (first) recording: the run's recording.log.
+    pub fn rec(&self) -> &Recording {
+        &self.journeys[0].rec
     }
 
     /// The interval between user starts of a ramp (0 for other shapes).
@@ -201,11 +208,38 @@ async fn check_signin(
     Ok(signin)
 }
 
+/// The recordings of the run (`FILE[:WEIGHT]` each), loaded with their bodies.
+fn load_journeys(args: &ReplayArgs) -> Result<Vec<Journey>, ReplayError> {
+    let specs = args.recordings();
+    let mut parsed = Vec::new();
+    for s in &specs {
+        parsed.push(journey::parse_spec(s)?);
+    }
+    if specs.len() == 1 {
+        // One recording: its name as given (a weight means nothing alone).
+        parsed[0] = (args.recording.clone(), 1);
+    }
+    let paths: Vec<PathBuf> = parsed.iter().map(|p| p.0.clone()).collect();
+    let names = journey::names(&paths);
+    let mut out = Vec::new();
+    for ((path, weight), name) in parsed.into_iter().zip(names) {
+        let rec = Recording::load(&path)?;
+        let bodies = load_bodies(&rec)?;
+        out.push(Journey {
+            name,
+            weight,
+            rec,
+            bodies,
+        });
+    }
+    Ok(out)
+}
+
 /// `--data` loaded, and the names the run declares; a `--capture NAME@LINE` must name an HTTP
 /// event's line, and no name may be both a column and a capture.
 fn data_and_vars(
     args: &ReplayArgs,
-    rec: &Recording,
+    journeys: &[Journey],
 ) -> Result<(Option<DataSet>, Vec<Arc<str>>), ReplayError> {
     let data = match &args.data {
         Some(p) => Some(DataSet::load(p, args.data_mode).map_err(ReplayError::Usage)?),
@@ -214,15 +248,13 @@ fn data_and_vars(
     let mut vars: Vec<Arc<str>> = data.as_ref().map_or_else(Vec::new, |d| d.columns.clone());
     for c in &args.captures {
         if let Some(line) = c.line {
-            let http = rec
-                .events
-                .iter()
+            let http = (journeys.iter().flat_map(|j| &j.rec.events))
                 .any(|e| e.line == line && e.kind.is_http());
             if !http {
                 return Err(ReplayError::Usage(format!(
                     "--capture {}@{line}: line {line} of {} is not an HTTP request",
                     c.name,
-                    rec.path.display()
+                    journeys[0].rec.path.display()
                 )));
             }
         }

@@ -30,6 +30,8 @@ type Ws = WebSocketStream<crate::net::Stream>;
 /// the streaming responses (SSE) playing in the background (aborted when the session is dropped).
 pub(super) struct Player<'a> {
     pub sh: &'a ReplayPlan,
+    /// The recording this session plays (one journey of a mix).
+    pub journey: &'a super::Journey,
     pub tokens: Tokens,
     pub jar: CookieJar,
     pub http: Conn,
@@ -85,7 +87,7 @@ fn status_ok(expected: u16, got: u16) -> bool {
 impl Player<'_> {
     /// Plays the whole recording once; `at` is the recording event being played.
     pub async fn play(&mut self, log: &mut SessionLog, at: &mut Option<At>) -> Result<(), Failure> {
-        let rec = &self.sh.rec;
+        let rec = &self.journey.rec;
         let shiny = rec.is_shiny();
         if self.sh.signin.per_session() {
             let sh = self.sh;
@@ -368,7 +370,7 @@ impl Player<'_> {
         for (k, v) in &sh.headers {
             b = b.header(k, self.header_value(v)?);
         }
-        let mut body = sh.bodies[i].clone().unwrap_or_default();
+        let mut body = self.journey.bodies[i].clone().unwrap_or_default();
         if !sh.vars.is_empty() && body.windows(2).any(|w| w == b"${") {
             if let Ok(text) = std::str::from_utf8(&body) {
                 body = Bytes::from(self.substitute(text)?.into_owned());

@@ -132,12 +132,18 @@ async fn run_session(
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
     sh.running.fetch_add(1, Ordering::Relaxed);
+    let j = super::journey::pick(&sh.plan.weights, sid, sh.plan.segment);
+    let journey = &sh.plan.journeys[j];
     let mut log = SessionLog::new(sid, w, iteration);
+    if sh.plan.journeys.len() > 1 {
+        log.journey = Some(journey.name.clone());
+    }
     log.push(RowEvent::SessionCreate, 0);
     let mut at = None;
     let result = {
         let mut player = Player {
             sh: &sh.plan,
+            journey,
             tokens: session_tokens(&sh.plan, sid, rng),
             jar: CookieJar::default(),
             http: Conn::default(),
@@ -182,5 +188,9 @@ async fn run_session(
         sh.failed.fetch_add(1, Ordering::Relaxed);
     }
     (sh.agg.lock().expect("aggregate lock")).record(&log, write.is_err());
+    if let Some(a) = (sh.by_journey.lock().expect("journey aggregate lock")).get_mut(j) {
+        a.agg.record(&log, write.is_err());
+        *(if ok { &mut a.done } else { &mut a.failed }) += 1;
+    }
     ok
 }

@@ -216,3 +216,43 @@ fn a_bad_password_stops_the_run_at_once_with_the_servers_answer() {
         "surge: error: --api-key-env NO_SUCH_VAR_X: the environment variable NO_SUCH_VAR_X is not set or empty"
     );
 }
+
+/// The stand-in is honest: real shinycannon (built from source, see
+/// ../shared/reference/peer-baselines.md; its jar named by SHINYCANNON_JAR) signs in to it as
+/// Connect and as Shiny Server Pro and replays through it. A benchmark-side check: skipped, with a
+/// line saying so, when SHINYCANNON_JAR is not set.
+#[test]
+fn real_shinycannon_signs_in_to_the_stand_in() {
+    let Some(jar) = std::env::var_os("SHINYCANNON_JAR") else {
+        eprintln!("SKIPPED: real shinycannon against the sign-in stand-in (set SHINYCANNON_JAR)");
+        return;
+    };
+    let (_app, app_port) = start_shiny();
+    let tmp = TempDir::new("signin-shinycannon");
+    for mode in [Mode::Connect, Mode::ShinyServerPro] {
+        let (port, counts) = signin_support::start(mode, app_port);
+        let run = tmp.path().join(format!("{mode:?}"));
+        let out = std::process::Command::new("java")
+            .arg("-jar")
+            .arg(&jar)
+            .arg(fixture_recording())
+            .arg(format!("http://127.0.0.1:{port}/"))
+            .args(["--workers", "2", "--loaded-duration-minutes", "0"])
+            .arg("--output-dir")
+            .arg(&run)
+            .env("SHINYCANNON_USER", USER)
+            .env("SHINYCANNON_PASS", PASS)
+            .env_remove("SHINYCANNON_CONNECT_API_KEY")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{mode:?}: {stderr}");
+        let csvs = session_csvs(&run);
+        assert_eq!(csvs.len(), 2, "{mode:?}: {stderr}");
+        let done = count_rows(&run, "PLAYBACK_DONE");
+        assert!(done >= 1, "{mode:?}: {done} sessions done: {stderr}");
+        assert_eq!(counts.logins_ok.load(Ordering::Relaxed), 2, "{mode:?}");
+        assert_eq!(counts.logins_refused.load(Ordering::Relaxed), 0, "{mode:?}");
+        assert!(counts.forwarded.load(Ordering::Relaxed) > 0, "{mode:?}");
+    }
+}

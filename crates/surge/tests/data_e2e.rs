@@ -250,3 +250,45 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
         "{text}"
     );
 }
+
+/// `surge record --param date=VALUE` writes the recorded value as `${date}` straight away.
+#[test]
+fn record_param_writes_the_placeholder() {
+    let app = format!(
+        "http://127.0.0.1:{}/",
+        common::start_http(|_| Some("200 OK"))
+    );
+    let tmp = TempDir::new("record-param");
+    let out = tmp.path().join("recording.log");
+    let mut child = surge()
+        .args([
+            "record",
+            "--target",
+            &app,
+            "--listen",
+            "127.0.0.1:0",
+            "--target-type",
+        ])
+        .args(["surge/http", "--param", "date=2015-01-13", "-o"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    let proxy = (line.split_whitespace())
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    let mut rec = Proc(child);
+    assert_eq!(http_get(&proxy, "/").0, 200);
+    assert_eq!(http_get(&proxy, "/api/days/2015-01-13?count=8").0, 200);
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("\"url\":\"/api/days/${date}?count=8\""),
+        "{text}"
+    );
+    assert!(!text.contains("2015-01-13"), "{text}");
+}

@@ -215,7 +215,7 @@ fn fill(
     }
     let json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
     let path = dir.join("summary.json");
-    std::fs::write(&path, format!("{json}\n")).map_err(io(&path))
+    crate::output::write_atomic(&path, format!("{json}\n").as_bytes()).map_err(io(&path))
 }
 
 /// A session's CSV under its new id: the segment's `#` lines (the JSON one marked merged), the

@@ -70,6 +70,11 @@ struct Shared {
     by_journey: Mutex<Vec<journey::JourneyAgg>>,
     /// Users and arrivals over time, asked and achieved (shape.csv).
     points: Mutex<Vec<ShapePoint>>,
+    /// Stops the run early (as the caller's stop does): a session CSV could not be written.
+    halt: watch::Sender<bool>,
+    /// The first session CSV that could not be written (a full disk): the run stops and fails
+    /// with it, instead of logging the same error for every session after it.
+    write_error: Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
 }
 
 /// Exit status: all good.
@@ -127,6 +132,7 @@ pub async fn run(
     let journey_aggs = (0..plan.journeys.len())
         .filter(|_| mixed)
         .map(|_| Default::default());
+    let (stop_tx, stop_rx) = watch::channel(false);
     let sh = Arc::new(Shared {
         plan,
         start,
@@ -144,13 +150,14 @@ pub async fn run(
         agg: Mutex::new(Aggregate::new()),
         by_journey: Mutex::new(journey_aggs.collect()),
         points: Mutex::new(Vec::new()),
+        halt: stop_tx.clone(),
+        write_error: Mutex::new(None),
     });
     if counting {
         // Users wait for t0 on their own; this only tells the person watching.
         let start = sh.start;
         tokio::spawn(async move { start.count_down(|| false).await });
     }
-    let (stop_tx, stop_rx) = watch::channel(false);
     let stopper = tokio::spawn(async move {
         stop.await;
         let _ = stop_tx.send(true);
@@ -166,15 +173,20 @@ pub async fn run(
     let interrupted = *stop_rx.borrow();
     drive::push_point(&sh);
     let out_dir = &sh.plan.out_dir;
-    drive::write_points(&sh)?;
+    let shape_written = drive::write_points(&sh);
     let mut summary = summary::summarize(&sh, interrupted);
     let by_journey = sh.by_journey.lock().expect("journey aggregate lock");
     summary.journeys = journey::summaries(&sh.plan.journeys, &by_journey);
     drop(by_journey);
     let json = serde_json::to_string_pretty(&summary).expect("summary serialises");
     let path = out_dir.join("summary.json");
-    crate::output::write_atomic(&path, format!("{json}\n").as_bytes())
-        .map_err(|err| ReplayError::Io { path, err })?;
+    let written = crate::output::write_atomic(&path, format!("{json}\n").as_bytes());
+    let first_lost = sh.write_error.lock().expect("write error lock").take();
+    if let Some((path, err)) = first_lost {
+        return Err(ReplayError::Io { path, err });
+    }
+    shape_written?;
+    written.map_err(|err| ReplayError::Io { path, err })?;
     Ok(Outcome {
         summary,
         interrupted,

@@ -179,7 +179,16 @@ async fn run_session(
     }
     let write = log.write(&sh.plan.out_dir, &sh.plan.comment_lines);
     if let Err(e) = &write {
-        tracing::error!("{who}: session CSV {} not written: {e}", log.file_name());
+        let path = sh.plan.out_dir.join("sessions").join(log.file_name());
+        let mut first = sh.write_error.lock().expect("write error lock");
+        if first.is_none() {
+            // Once: every later session would fail the same way (a full disk, a removed run dir).
+            tracing::error!("{who}: {}: {e}; stopping the run", path.display());
+            *first = Some((path, std::io::Error::new(e.kind(), e.to_string())));
+            let _ = sh.halt.send(true);
+        } else {
+            tracing::debug!("{who}: {}: {e}", path.display());
+        }
     }
     sh.running.fetch_sub(1, Ordering::Relaxed);
     if ok {

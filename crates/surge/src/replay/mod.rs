@@ -13,6 +13,7 @@
 mod aggregate;
 mod drive;
 mod flags;
+mod journey;
 mod plan;
 mod player;
 mod print;
@@ -33,11 +34,13 @@ use tokio::time::Instant;
 
 pub(crate) use aggregate::Aggregate;
 pub use flags::ReplayArgs;
+pub use journey::Journey;
+pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
 pub use shape::{parse_rate, parse_stages, Shape, Stage, Stages};
 pub(crate) use summary::{from_aggregate, Head};
-pub use summary::{FailureCount, Plan, RunSummary, SessionCounts, Split};
+pub use summary::{FailureCount, JourneySummary, Plan, RunSummary, SessionCounts, Split};
 pub use think::ThinkTime;
 
 /// Everything users share, read-only except the counters and the aggregate.
@@ -56,11 +59,15 @@ struct Shared {
     running: AtomicU32,
     /// Users in their loop of sessions now.
     active_users: AtomicU32,
+    /// `--data-mode unique` ran out of rows: no session starts any more.
+    data_exhausted: std::sync::atomic::AtomicBool,
     /// `--arrival-rate`: arrivals not started because `--max-users` were running.
     dropped: AtomicU32,
     done: AtomicU32,
     failed: AtomicU32,
     agg: Mutex<Aggregate>,
+    /// The same, per journey of a mix (empty for one recording).
+    by_journey: Mutex<Vec<journey::JourneyAgg>>,
     /// Users and arrivals over time, asked and achieved (shape.csv).
     points: Mutex<Vec<ShapePoint>>,
     /// Stops the run early (as the caller's stop does): a session CSV could not be written.
@@ -121,6 +128,10 @@ pub async fn run(
     let loaded_end = t0 + plan.shape.end();
     let warmup_end = t0 + plan.shape.warmup();
     let counting = plan.progress;
+    let mixed = plan.journeys.len() > 1;
+    let journey_aggs = (0..plan.journeys.len())
+        .filter(|_| mixed)
+        .map(|_| Default::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let sh = Arc::new(Shared {
         plan,
@@ -133,9 +144,11 @@ pub async fn run(
         running: AtomicU32::new(0),
         active_users: AtomicU32::new(0),
         dropped: AtomicU32::new(0),
+        data_exhausted: std::sync::atomic::AtomicBool::new(false),
         done: AtomicU32::new(0),
         failed: AtomicU32::new(0),
         agg: Mutex::new(Aggregate::new()),
+        by_journey: Mutex::new(journey_aggs.collect()),
         points: Mutex::new(Vec::new()),
         halt: stop_tx.clone(),
         write_error: Mutex::new(None),
@@ -161,7 +174,10 @@ pub async fn run(
     drive::push_point(&sh);
     let out_dir = &sh.plan.out_dir;
     let shape_written = drive::write_points(&sh);
-    let summary = summary::summarize(&sh, interrupted);
+    let mut summary = summary::summarize(&sh, interrupted);
+    let by_journey = sh.by_journey.lock().expect("journey aggregate lock");
+    summary.journeys = journey::summaries(&sh.plan.journeys, &by_journey);
+    drop(by_journey);
     let json = serde_json::to_string_pretty(&summary).expect("summary serialises");
     let path = out_dir.join("summary.json");
     let written = crate::output::write_atomic(&path, format!("{json}\n").as_bytes());

@@ -59,6 +59,9 @@ pub struct RunSummary {
     pub session_duration: Summary,
     /// `--max-failure-rate` and each `--threshold`, evaluated.
     pub checks: Vec<CheckResult>,
+    /// A mix of journeys (`browse.log:70 export.log:30`): the figures above, per journey.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub journeys: BTreeMap<String, JourneySummary>,
     /// Every check passed (exit status 0 unless interrupted).
     pub ok: bool,
 }
@@ -103,6 +106,30 @@ pub struct Split {
     pub segment_users: Option<u32>,
     /// For a run made by `surge merge`: how many segments it joins; else null.
     pub merged_segments: Option<u32>,
+}
+
+/// One journey's figures in summary.json: the run's own figures, for its sessions only.
+#[derive(Serialize, JsonSchema, Debug)]
+#[schemars(deny_unknown_fields)]
+pub struct JourneySummary {
+    /// Its recording.log as given.
+    pub recording: String,
+    /// Its weight in the mix.
+    pub weight: u32,
+    /// Its sessions started, completed and failed.
+    pub sessions: SessionCounts,
+    /// failed / started (0 when none started).
+    pub failure_rate: f64,
+    /// Its failed sessions per kind of failure.
+    pub failures_by_kind: BTreeMap<FailureKind, u64>,
+    /// Its failures grouped by kind and recording line (lines of its own recording).
+    pub failures: Vec<FailureCount>,
+    /// Per event type: durations in ms.
+    pub events: BTreeMap<Kind, Summary>,
+    /// All its events together, ms.
+    pub overall: Summary,
+    /// Its whole completed sessions, ms.
+    pub session_duration: Summary,
 }
 
 /// Session counts of a run.
@@ -160,7 +187,7 @@ pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
     let warmup = p.shape.warmup();
     let head = Head {
         plan: Plan {
-            recording: p.rec.path.display().to_string(),
+            recording: p.rec().path.display().to_string(),
             target: p.url.clone(),
             users: p.shape.peak_users(),
             start_interval_ms: p.interval().as_millis() as u64,
@@ -173,7 +200,7 @@ pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
         started_at_ms: sh.start.unix_ms,
         warmup_ms: warmup.as_millis() as i64,
         finished_at_ms: timefmt::now_ms(),
-        recording_duration_ms: p.rec.duration_ms(),
+        recording_duration_ms: p.rec().duration_ms(),
         interrupted,
         split: Split {
             segment: p.segment.map(|s| s.to_string()),
@@ -276,6 +303,7 @@ pub(crate) fn from_aggregate(
         overall: stats::summarize(&agg.overall, 1.0),
         session_duration: stats::summarize(&agg.session, 1.0),
         checks: checks_out,
+        journeys: BTreeMap::new(),
         ok,
     }
 }

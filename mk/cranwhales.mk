@@ -16,9 +16,11 @@ test-cranwhales-browser: build
 # wrk vs nginx serving the same bytes, plus a single-flight check (release build).
 bench-serve: deps test-data release
 	bench/serve.sh
+	bench/serve_history.sh
 
 # Ingest of a stitched >= 10M-row day vs libdeflate/gzip decompression, Polars and DuckDB, then the
-# 78-day backfill line (--jobs 2 vs --jobs 1 vs Polars). PART=day or PART=backfill runs one of them.
+# 78-day backfill line (--jobs 2 vs --jobs 1 vs Polars), then the store line (bytes per day and per
+# row, whole-history projection). PART=day, PART=backfill or PART=store runs one of them.
 .PHONY: bench-ingest
 bench-ingest: deps test-data
 	bench/ingest.sh

@@ -28,6 +28,7 @@ FAULT_SUITES = [
     ("cranwhales", "crates/cranwhales/tests/engine_crash.rs"),
     ("cranwhales", "crates/cranwhales/tests/server_abuse.rs"),
     ("cranwhales", "crates/cranwhales/tests/server_drain.rs"),
+    ("surge", "crates/surge/tests/faults.rs"),
     ("surge", "crates/surge/tests/bench.rs"),
     ("surge", "crates/surge/tests/segments_bad_input.rs"),
     ("surge", "crates/surge/tests/report_bad_input.rs"),

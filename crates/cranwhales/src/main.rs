@@ -29,6 +29,8 @@ enum Command {
     Days(cli::DaysArgs),
     /// One package over the stored days: downloads, unique downloaders, without the whales.
     Package(cli::PackageArgs),
+    /// Bring a store written by an older cranwhales up to date, in place, showing progress.
+    Migrate(cli::MigrateArgs),
 }
 
 fn main() {
@@ -39,6 +41,7 @@ fn main() {
         Command::Show(args) => cli::show(args),
         Command::Days(args) => cli::days(args),
         Command::Package(args) => cli::package(args),
+        Command::Migrate(args) => cli::migrate(args),
     };
     if let Err(e) = result {
         if cli.verbose {

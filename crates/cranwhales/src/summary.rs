@@ -351,6 +351,21 @@ pub struct PackageDay {
     /// `downloads` minus `baseline` (not below 0); `None` without a baseline.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub adjusted: Option<u64>,
+    /// Downloads under 1,000 bytes (partial transfers and probes); `None` for a day stored
+    /// before these were counted (schema 3).
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub small: Option<u64>,
+    /// Downloads repeated by one downloader within 5 minutes of its previous download of the
+    /// package (small ones aside, so the two never overlap); `None` as for `small`.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub repeats: Option<u64>,
+    /// `downloads - small - repeats`: the filters alone.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub without_inflated: Option<u64>,
+    /// `without_whales` minus the small and repeated downloads of everyone but the top-N whales:
+    /// whales and filters together, nothing taken out twice.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub without_whales_inflated: Option<u64>,
 }
 
 /// Sums over the days of a `PackageReport`.
@@ -369,6 +384,18 @@ pub struct PackageTotals {
     /// `None` when a day in range has no baseline.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub adjusted: Option<u64>,
+    /// Sums of the days' `small`; `None` when a day in range has none.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub small: Option<u64>,
+    /// Sums of the days' `repeats`; `None` as for `small`.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub repeats: Option<u64>,
+    /// Sums of the days' `without_inflated`; `None` as for `small`.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub without_inflated: Option<u64>,
+    /// Sums of the days' `without_whales_inflated`; `None` as for `small`.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub without_whales_inflated: Option<u64>,
 }
 
 /// `GET /api/packages/{name}?from=&to=&whales=N` and `cranwhales package NAME --json`: a
@@ -390,6 +417,9 @@ pub struct PackageReport {
     pub totals: PackageTotals,
     /// How this compares with the aggregate-only correction, in words.
     pub note: String,
+    /// The two inflated-download filters, a sentence each with its threshold and how many
+    /// downloads of this package it leaves out over the range.
+    pub filters_note: String,
     /// How `days` are binned (`day`: one point per stored day).
     pub bin: Bin,
     /// True when every count in `days` is a running sum from the range's first day.

@@ -353,25 +353,37 @@ fn rewritten_day(
     file
 }
 
-/// The stored blob (`pack_whale`, by dictionary ids) decodes to exactly what packing the
-/// resolved rows (`blob::pack` over `whale_downloads`) decodes to, for every whale of real days.
+/// The stored day log (`pack_log`, by dictionary ids) decodes, for every whale of real days, to
+/// exactly its rows as the day resolved them (`whale_downloads`), and to what the reference
+/// encoder (`daylog::encode_downloads`, by interned strings) decodes to.
 #[test]
-fn whale_blobs_by_id_decode_like_resolved_rows() {
-    use cranwhales::blob;
-    use cranwhales::day::PackScratch;
+fn whale_logs_by_id_decode_like_resolved_rows() {
+    use cranwhales::blob::daylog;
+    use cranwhales::summary::Download;
     for date in ["2012-10-17", "2015-01-15"] {
         let day = cranwhales::ingest::read_day(&day_file(date), Some(date), &Silent).unwrap();
-        let mut scratch = PackScratch::default();
-        for i in 0..day.whales.len() {
-            let (n, by_id) = day.pack_whale(i, &mut scratch);
-            let (m, resolved) = blob::pack(day.whale_downloads(i));
-            assert_eq!(n, m);
-            let (a, b) = (
-                blob::unpack(&by_id).unwrap(),
-                blob::unpack(&resolved).unwrap(),
-            );
-            assert_eq!(a.len() as u64, n);
-            assert!(a == b, "{date} whale {i}");
+        let (n, log) = day.pack_log();
+        assert_eq!(n, day.whale_row_count());
+        let resolved: Vec<(u64, Vec<Download>)> = (0..day.whales.len())
+            .map(|i| {
+                let rows = day.whale_downloads(i).map(|r| Download {
+                    time: cranwhales::parse::hms(r.secs),
+                    package: r.package.to_owned(),
+                    version: r.version.map(str::to_owned),
+                    size: r.size,
+                    r_version: r.r_version.map(str::to_owned),
+                    r_arch: r.r_arch.map(str::to_owned),
+                    r_os: r.r_os.map(str::to_owned),
+                    country: r.country.map(str::to_owned),
+                });
+                (day.whales[i].ip_id, rows.collect())
+            })
+            .collect();
+        let reference = daylog::encode_downloads(&resolved);
+        for (ip, want) in &resolved {
+            let got = daylog::unpack_whale(&log, *ip).unwrap().unwrap();
+            assert!(&got == want, "{date} whale {ip}");
+            assert!(daylog::unpack_whale(&reference, *ip).unwrap().unwrap() == got);
         }
     }
 }

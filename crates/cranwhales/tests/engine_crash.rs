@@ -174,7 +174,7 @@ fn a_day_failing_in_the_batch_writer_fails_alone() {
         "hourly",
         "whales",
         "whale_hourly",
-        "whale_rows",
+        "whale_log",
         "packages",
     ] {
         let n: i64 = conn

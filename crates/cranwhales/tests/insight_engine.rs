@@ -4,6 +4,7 @@
 //! top N whales, and each day's trend numbers.
 
 mod insight_support;
+mod legacy_support;
 
 use cranwhales::ingest::ingest_path;
 use cranwhales::progress::Silent;
@@ -158,7 +159,9 @@ fn profiles_packages_and_stats_match_the_python_recount() {
 fn a_version_1_store_is_migrated_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("old.db");
-    ingest_path(&db, &day_file("2012-10-17"), &Silent).unwrap();
+    let date = "2012-10-17";
+    let day = cranwhales::ingest::read_day(&day_file(date), Some(date), &Silent).unwrap();
+    legacy_support::write_v2(&db, &[day]);
     {
         // Turn it into what version 1 wrote: no v2 columns, user_version 1.
         let c = rusqlite::Connection::open(&db).unwrap();

@@ -42,10 +42,17 @@ fn max_requests_recycles_with_no_failed_request() {
         "--stop-timeout",
         "1s",
     ]));
-    let pids: Vec<u32> = drive(&m, "/pid", 24, Duration::from_millis(40))
-        .iter()
-        .map(|b| b.trim().parse().unwrap())
-        .collect();
+    // Until three workers have served (two recycled), however slowly replacements start on a
+    // loaded machine (an old worker serves on until its replacement is ready); at most 400.
+    let mut pids: Vec<u32> = Vec::new();
+    while pids.len() < 400 {
+        let batch = drive(&m, "/pid", 8, Duration::from_millis(40));
+        pids.extend(batch.iter().map(|b| b.trim().parse::<u32>().unwrap()));
+        let distinct: std::collections::BTreeSet<&u32> = pids.iter().collect();
+        if distinct.len() >= 3 {
+            break;
+        }
+    }
     let mut served: BTreeMap<u32, usize> = BTreeMap::new();
     for p in &pids {
         *served.entry(*p).or_default() += 1;

@@ -39,6 +39,10 @@ pub enum Cause {
     Placeholder(crate::tokens::TokenError),
     /// The recording cannot be played as written (WS_SEND with no WebSocket open, a bad URL).
     Recording(String),
+    /// The session's sign-in was refused (the request, status and first line of the answer).
+    SignIn(String),
+    /// A `--capture NAME@LINE` found nothing in the response of its line.
+    Capture(String),
     /// The run was stopped (Ctrl-C) while the session was playing.
     Interrupted,
     /// A bug in surge (a background task panicked).
@@ -64,6 +68,10 @@ pub enum FailureKind {
     Placeholder,
     /// [`Cause::Recording`] (`"recording"`).
     Recording,
+    /// [`Cause::SignIn`] (`"sign_in"`).
+    SignIn,
+    /// [`Cause::Capture`] (`"capture"`).
+    Capture,
     /// [`Cause::Interrupted`] (`"interrupted"`).
     Interrupted,
     /// [`Cause::Internal`] (`"internal"`).
@@ -72,7 +80,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FailureKind; 10] = [
+    pub const ALL: [FailureKind; 12] = [
         FailureKind::Timeout,
         FailureKind::WrongStatus,
         FailureKind::Closed,
@@ -81,6 +89,8 @@ impl FailureKind {
         FailureKind::UnexpectedMessage,
         FailureKind::Placeholder,
         FailureKind::Recording,
+        FailureKind::SignIn,
+        FailureKind::Capture,
         FailureKind::Interrupted,
         FailureKind::Internal,
     ];
@@ -96,6 +106,8 @@ impl FailureKind {
             FailureKind::UnexpectedMessage => "unexpected_message",
             FailureKind::Placeholder => "placeholder",
             FailureKind::Recording => "recording",
+            FailureKind::SignIn => "sign_in",
+            FailureKind::Capture => "capture",
             FailureKind::Interrupted => "interrupted",
             FailureKind::Internal => "internal",
         }
@@ -145,6 +157,8 @@ impl Cause {
             Cause::UnexpectedMessage(_) => FailureKind::UnexpectedMessage,
             Cause::Placeholder(_) => FailureKind::Placeholder,
             Cause::Recording(_) => FailureKind::Recording,
+            Cause::SignIn(_) => FailureKind::SignIn,
+            Cause::Capture(_) => FailureKind::Capture,
             Cause::Interrupted => FailureKind::Interrupted,
             Cause::Internal(_) => FailureKind::Internal,
         }
@@ -159,7 +173,9 @@ impl fmt::Display for Cause {
             | Cause::ConnectError(s)
             | Cause::UnexpectedMessage(s)
             | Cause::Recording(s)
+            | Cause::Capture(s)
             | Cause::Internal(s) => f.write_str(s),
+            Cause::SignIn(s) => write!(f, "sign-in failed: {s}"),
             Cause::WrongStatus { expected, got } => write!(f, "status {got}, expected {expected}"),
             Cause::StreamEndedEarly { recorded } => write!(
                 f,

@@ -25,8 +25,10 @@ enum Command {
     Record(surge::record::RecordArgs),
     /// Convert a browser HAR export into recording.log
     ImportHar(surge::har::ImportArgs),
+    /// Turn recorded values into ${name} placeholders (for replay --data)
+    Parametrize(surge::parametrize::ParametrizeArgs),
     /// Replay a recording with many simulated users (shinycannon-compatible output)
-    Replay(surge::replay::ReplayArgs),
+    Replay(Box<surge::replay::ReplayArgs>),
     /// How many users an app holds within SLOs: replay steps of growing load, then bisection
     Capacity(surge::capacity::CapacityArgs),
     /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
@@ -55,7 +57,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => rt.block_on(bench(a)),
         Command::Record(a) => rt.block_on(record(a)),
         Command::ImportHar(a) => surge::har::run(a),
-        Command::Replay(a) => rt.block_on(replay(a)),
+        Command::Parametrize(a) => surge::parametrize::run(a).map_err(Into::into),
+        Command::Replay(a) => rt.block_on(replay(*a)),
         Command::Capacity(a) => rt.block_on(capacity(a)),
         Command::Merge(a) => surge::merge::run(a),
         Command::Report(a) => surge::report::run(a).map(|()| 0).map_err(Into::into),

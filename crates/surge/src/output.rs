@@ -147,6 +147,8 @@ pub struct SessionLog {
     pub rows: Vec<Row>,
     /// Why the session failed; its readable line goes into PLAYBACK_FAIL's comment column.
     pub failure: Option<Failure>,
+    /// A mix's journey this session played (the PLAYER_SESSION_CREATE row says `journey=<name>`).
+    pub journey: Option<std::sync::Arc<str>>,
 }
 
 impl SessionLog {
@@ -158,6 +160,7 @@ impl SessionLog {
             iteration,
             rows: Vec::with_capacity(64),
             failure: None,
+            journey: None,
         }
     }
 
@@ -182,12 +185,12 @@ impl SessionLog {
         s.push_str(&COLUMNS.join(","));
         s.push('\n');
         for r in &self.rows {
-            let comment = if r.event == RowEvent::Fail {
-                (self.failure.as_ref())
+            let comment = match (r.event, &self.journey) {
+                (RowEvent::Fail, _) => (self.failure.as_ref())
                     .map(|f| csv_safe(&f.to_string()))
-                    .unwrap_or_default()
-            } else {
-                String::new()
+                    .unwrap_or_default(),
+                (RowEvent::SessionCreate, Some(j)) => format!("journey={}", csv_safe(j)),
+                _ => String::new(),
             };
             let _ = writeln!(
                 s,

@@ -294,6 +294,11 @@ impl CookieJar {
         }
     }
 
+    /// Whether a cookie of this name is set (a sign-in checks for its session cookie).
+    pub fn has(&self, name: &str) -> bool {
+        self.cookies.iter().any(|(n, _)| &**n == name)
+    }
+
     /// The Cookie header value, if any cookie is set.
     pub fn header(&self) -> Option<String> {
         if self.cookies.is_empty() {

@@ -1,8 +1,10 @@
 //! shinyloadtest placeholders: `${WORKER}`, `${TOKEN}`, `${ROBUST_ID}`, `${SOCKJSID}`, `${SESSION}`,
 //! `${UPLOAD_URL}`, `${UPLOAD_JOB_ID}`. Replay fills them from live responses; record puts them back
-//! in place of the live values.
+//! in place of the live values. A run may declare more names (`--data` columns, `--capture`s),
+//! whose values each session sets; other lowercase `${…}` stay as written.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Placeholder names shinycannon accepts.
 pub const NAMES: [&str; 7] = [
@@ -19,6 +21,8 @@ pub const NAMES: [&str; 7] = [
 #[derive(Default, Debug, Clone)]
 pub struct Tokens {
     values: [Option<Box<str>>; 7],
+    /// The run's declared names (shared) and this session's values of them.
+    vars: Vec<(Arc<str>, Option<Box<str>>)>,
 }
 
 fn index(name: &str) -> Option<usize> {
@@ -34,16 +38,31 @@ impl Tokens {
         t
     }
 
-    /// Sets a placeholder's value (unknown names are ignored).
+    /// Declares the run's own names (data columns, captures): `${name}` then needs a value.
+    pub fn declare(&mut self, names: &[Arc<str>]) {
+        self.vars = names.iter().map(|n| (n.clone(), None)).collect();
+    }
+
+    /// Sets a placeholder's value (names neither built in nor declared are ignored).
     pub fn set(&mut self, name: &str, value: &str) {
         if let Some(i) = index(name) {
             self.values[i] = Some(value.into());
+        } else if let Some(v) = self.vars.iter_mut().find(|(n, _)| &**n == name) {
+            v.1 = Some(value.into());
         }
     }
 
     /// Current value of a placeholder.
     pub fn get(&self, name: &str) -> Option<&str> {
-        index(name).and_then(|i| self.values[i].as_deref())
+        match index(name) {
+            Some(i) => self.values[i].as_deref(),
+            None => self.var(name)?.as_deref(),
+        }
+    }
+
+    /// A declared name's value slot.
+    fn var(&self, name: &str) -> Option<&Option<Box<str>>> {
+        self.vars.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
     }
 
     /// Replaces every `${NAME}` in `s`; errors name the placeholder that is unknown or has no value yet.
@@ -62,17 +81,22 @@ impl Tokens {
                 break;
             };
             let name = &after[..j];
-            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
-                out.push_str("${");
-                rest = after;
-                continue;
-            }
-            match index(name) {
-                None => return Err(TokenError::Unknown(name.to_string())),
-                Some(k) => match &self.values[k] {
-                    Some(v) => out.push_str(v),
-                    None => return Err(TokenError::NoValue(name.to_string())),
-                },
+            let upper = |b: u8| b.is_ascii_uppercase() || b == b'_';
+            let slot = match index(name) {
+                Some(k) => Some(&self.values[k]),
+                None => self.var(name),
+            };
+            match slot {
+                Some(Some(v)) => out.push_str(v),
+                Some(None) => return Err(TokenError::NoValue(name.to_string())),
+                None if !name.is_empty() && name.bytes().all(upper) => {
+                    return Err(TokenError::Unknown(name.to_string()))
+                }
+                None => {
+                    out.push_str("${");
+                    rest = after;
+                    continue;
+                }
             }
             rest = &after[j + 1..];
         }
@@ -138,6 +162,9 @@ pub enum TokenError {
     /// Known, but no message of this session has given it a value yet.
     #[error("placeholder ${{{0}}} has no value yet")]
     NoValue(String),
+    /// A header's value, once its placeholders are filled, is not a valid header value.
+    #[error("header value {0:?} is not valid once filled")]
+    BadHeader(String),
 }
 
 #[cfg(test)]
@@ -161,6 +188,17 @@ mod tests {
             "unknown placeholder ${NOPE}"
         );
         assert_eq!(t.substitute("price ${5}").unwrap(), "price ${5}");
+        assert_eq!(t.substitute("${date}").unwrap(), "${date}");
+        t.declare(&["date".into(), "CSRF".into()]);
+        assert_eq!(
+            t.substitute("${CSRF}").unwrap_err().to_string(),
+            "placeholder ${CSRF} has no value yet"
+        );
+        t.set("date", "2015-01-13");
+        assert_eq!(
+            t.substitute("/d/${date}/${WORKER}").unwrap(),
+            "/d/2015-01-13/w9"
+        );
     }
 
     #[test]

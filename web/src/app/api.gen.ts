@@ -313,7 +313,26 @@ baseline: number | null,
 /**
  * `downloads` minus `baseline` (not below 0); `None` without a baseline.
  */
-adjusted: number | null, };
+adjusted: number | null, 
+/**
+ * Downloads under 1,000 bytes (partial transfers and probes); `None` for a day stored
+ * before these were counted (schema 3).
+ */
+small: number | null, 
+/**
+ * Downloads repeated by one downloader within 5 minutes of its previous download of the
+ * package (small ones aside, so the two never overlap); `None` as for `small`.
+ */
+repeats: number | null, 
+/**
+ * `downloads - small - repeats`: the filters alone.
+ */
+without_inflated: number | null, 
+/**
+ * `without_whales` minus the small and repeated downloads of everyone but the top-N whales:
+ * whales and filters together, nothing taken out twice.
+ */
+without_whales_inflated: number | null, };
 
 export type PackageTotals = { 
 /**
@@ -331,7 +350,23 @@ without_whales: number,
 /**
  * `None` when a day in range has no baseline.
  */
-adjusted: number | null, };
+adjusted: number | null, 
+/**
+ * Sums of the days' `small`; `None` when a day in range has none.
+ */
+small: number | null, 
+/**
+ * Sums of the days' `repeats`; `None` as for `small`.
+ */
+repeats: number | null, 
+/**
+ * Sums of the days' `without_inflated`; `None` as for `small`.
+ */
+without_inflated: number | null, 
+/**
+ * Sums of the days' `without_whales_inflated`; `None` as for `small`.
+ */
+without_whales_inflated: number | null, };
 
 export type Bin = "day" | "week" | "month" | "year";
 
@@ -396,6 +431,11 @@ totals: PackageTotals,
  * How this compares with the aggregate-only correction, in words.
  */
 note: string, 
+/**
+ * The two inflated-download filters, a sentence each with its threshold and how many
+ * downloads of this package it leaves out over the range.
+ */
+filters_note: string, 
 /**
  * How `days` are binned (`day`: one point per stored day).
  */

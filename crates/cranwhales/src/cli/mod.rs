@@ -1,9 +1,12 @@
 //! The `ingest`, `show`, `days` and `package` subcommands: argument types and what each one runs
-//! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`.
+//! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`, `migrate`
+//! (an older store brought up to date) in `migrate`.
 
 mod ingest;
+mod migrate;
 
 pub use ingest::{ingest, IngestArgs};
+pub use migrate::{migrate, MigrateArgs};
 
 use std::path::{Path, PathBuf};
 
@@ -268,7 +271,7 @@ fn render_package(r: &PackageReport) -> String {
     }
     let _ = writeln!(
         o,
-        "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n\n{}",
+        "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n\n{}\n{}",
         "total",
         thousands(r.totals.downloads),
         "",
@@ -276,7 +279,8 @@ fn render_package(r: &PackageReport) -> String {
         thousands(r.totals.without_whales),
         "",
         opt(r.totals.adjusted),
-        r.note
+        r.note,
+        r.filters_note
     );
     if let Some(rank) = &r.rank {
         let _ = writeln!(o, "rank among all packages over these days: {}", rank.text);

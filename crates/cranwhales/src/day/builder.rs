@@ -4,7 +4,7 @@
 use super::interner::{key_hash, same, Interner};
 use super::ips::{Ips, NONE};
 use super::COUNTRY_SHIFT;
-use super::{downloaders, rank, row_err, stats, whales};
+use super::{downloaders, filters, rank, row_err, stats, whales};
 use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, Threads, WhaleTable};
 use crate::csv::{col, Fields};
 use crate::names;
@@ -373,8 +373,18 @@ impl DayBuilder {
         for (pv, n) in self.pkgver_count.iter().enumerate() {
             pkg_downloads[pkg_of[pv] as usize] += n;
         }
-        let downloaders =
-            downloaders::unique_downloaders(&self.log, &pkg_of, &pkg_downloads, &self.ips, threads);
+        let (downloaders, filtered) = threads.join(
+            || {
+                downloaders::unique_downloaders(
+                    &self.log,
+                    &pkg_of,
+                    &pkg_downloads,
+                    &self.ips,
+                    threads,
+                )
+            },
+            || filters::count(&self.log, &pkg_of, &pkg_downloads, &ranking),
+        );
         // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
         let log = self.log;
         std::thread::spawn(move || drop(log));
@@ -401,7 +411,12 @@ impl DayBuilder {
         let whales = whales::tables(
             whale_rows, names, &ranking, &self.ips, &self.dict, &input, threads,
         );
-        let packages = package_counts(&self.dict, &whales, pkg_downloads, downloaders, pkg_whale);
+        let packages = package_counts(
+            &self.dict,
+            &whales,
+            [pkg_downloads, downloaders, pkg_whale],
+            filtered,
+        );
         let stats = stats::day_stats(&whales, &packages, no_r_rows);
 
         Some(DayTables {
@@ -428,9 +443,8 @@ impl DayBuilder {
 fn package_counts(
     dict: &Dict,
     whales: &[WhaleTable],
-    downloads: Vec<u64>,
-    downloaders: Vec<u64>,
-    whale_downloads: Vec<u64>,
+    [downloads, downloaders, whale_downloads]: [Vec<u64>; 3],
+    filtered: filters::Filtered,
 ) -> Vec<PackageCount> {
     let mut ranks: Vec<Vec<(u32, u64)>> = vec![Vec::new(); dict.packages.len()];
     for w in whales {
@@ -438,15 +452,24 @@ fn package_counts(
             ranks[p as usize].push((w.rank, u64::from(n)));
         }
     }
-    (dict.packages.iter().zip(ranks).enumerate())
-        .map(|(i, (p, whale_ranks))| PackageCount {
-            package: p.clone(),
-            downloads: downloads[i],
-            downloaders: downloaders[i],
-            whale_downloads: whale_downloads[i],
-            whale_ranks,
-        })
-        .collect()
+    let whale_filtered = filtered.whales.into_iter();
+    (dict
+        .packages
+        .iter()
+        .zip(ranks)
+        .zip(whale_filtered)
+        .enumerate())
+    .map(|(i, ((p, whale_ranks), whale_filtered))| PackageCount {
+        package: p.clone(),
+        downloads: downloads[i],
+        downloaders: downloaders[i],
+        whale_downloads: whale_downloads[i],
+        whale_ranks,
+        small: filtered.small[i],
+        repeats: filtered.repeats[i],
+        whale_filtered,
+    })
+    .collect()
 }
 
 #[cold]

@@ -6,11 +6,12 @@
 //!
 //! Modules: `builder` (the one pass), `interner` (strings → ids), `ips` (per-downloader
 //! totals), `rank` (top 100), `whales` (their tables and behaviour profiles), `downloaders`
-//! (unique downloaders per package), `stats` (day-level numbers for trends), `pack` (the whales'
-//! stored blobs).
+//! (unique downloaders per package), `filters` (small and repeated downloads per package),
+//! `stats` (day-level numbers for trends), `pack` (the whales' stored blob).
 
 mod builder;
 mod downloaders;
+pub mod filters;
 mod interner;
 mod ips;
 mod pack;
@@ -25,7 +26,6 @@ use crate::summary::{Profile, Totals};
 pub use crate::blob::DownloadRef;
 pub use builder::DayBuilder;
 pub use interner::key_hash;
-pub use pack::PackScratch;
 pub use stats::DayStats;
 
 /// How many downloaders are ranked and kept with all their rows.
@@ -159,6 +159,12 @@ pub struct PackageCount {
     /// (rank, downloads) of each top-100 whale that downloaded it, by rank: the downloads
     /// without the top N are `downloads` minus the entries of rank ≤ N.
     pub whale_ranks: Vec<(u32, u64)>,
+    /// Downloads under `filters::SMALL_BYTES` bytes.
+    pub small: u64,
+    /// Downloads repeated within `filters::REPEAT_WINDOW_SECS` (small ones aside).
+    pub repeats: u64,
+    /// (rank, small + repeated downloads) of each top-100 whale that made some, by rank.
+    pub whale_filtered: Vec<(u32, u64)>,
 }
 
 /// Everything stored for one day, computed in memory before the store's single transaction.

@@ -1,61 +1,69 @@
-//! A whale's rows packed into its stored blob straight from dictionary ids.
+//! The whales' rows packed into the day's stored blob (`blob::daylog`) straight from dictionary
+//! ids: each distinct value the whales used is numbered once for the whole day.
 
-use super::DayTables;
-use crate::blob;
+use super::{DayTables, FastMap};
+use crate::blob::daylog::{self, LogDict, LogRow};
+
+/// Not yet numbered in the day log's dictionary.
+const UNSET: u32 = u32::MAX;
 
 impl DayTables {
-    /// Whale `i`'s rows packed into one blob (see `blob`), its strings numbered through arrays
-    /// indexed by dictionary id: `blob::pack` over `whale_downloads` resolved every field in
-    /// the dictionaries and hashed its address, ~130 ns a row (190 ms for the bench day's 1.5M
-    /// whale rows).
-    pub fn pack_whale(&self, i: usize, sc: &mut PackScratch) -> (u64, Vec<u8>) {
+    /// Every whale's rows (by rank) as one format-3 blob; also the rows in it. Values are
+    /// numbered through arrays indexed by dictionary id, in order of first use.
+    pub fn pack_log(&self) -> (u64, Vec<u8>) {
         let d = &self.dict;
-        sc.stamp += 1;
-        let st = sc.stamp;
-        sc.package.resize(d.packages.len(), (0, 0));
-        sc.pkgver.resize(d.pkgvers.len(), (0, [0; 2]));
-        sc.env.resize(d.envs.len(), (0, [0; 3]));
-        sc.country.resize(d.countries.len(), (0, 0));
-        let rows = &self.whales[i].rows;
-        let mut w = blob::Writer::new(rows.len());
-        for r in rows {
-            let pv = r.pkgver as usize;
-            if sc.pkgver[pv].0 != st {
-                let (pkg, version) = &d.pkgvers[pv];
-                let p = *pkg as usize;
-                if sc.package[p].0 != st {
-                    sc.package[p] = (st, w.string(&d.packages[p]));
+        let mut dict = LogDict::default();
+        let mut package = vec![UNSET; d.packages.len()];
+        let mut pkgver = vec![UNSET; d.pkgvers.len()];
+        let mut env = vec![UNSET; d.envs.len()];
+        let mut country = vec![UNSET; d.countries.len()];
+        let mut size_ix: FastMap<(u32, u64), u32> = FastMap::default();
+        let mut lists: Vec<Vec<LogRow>> = Vec::with_capacity(self.whales.len());
+        for w in &self.whales {
+            let mut list = Vec::with_capacity(w.rows.len());
+            for r in &w.rows {
+                let pv = &mut pkgver[r.pkgver as usize];
+                if *pv == UNSET {
+                    let (p, version) = &d.pkgvers[r.pkgver as usize];
+                    let pk = &mut package[*p as usize];
+                    if *pk == UNSET {
+                        *pk = dict.packages.len() as u32;
+                        dict.packages.push(&d.packages[*p as usize]);
+                    }
+                    *pv = dict.pkgvers.len() as u32;
+                    dict.pkgvers.push((*pk, version.as_deref()));
+                    dict.sizes.push(Vec::new());
                 }
-                let v = version.as_deref().map_or(0, |v| w.string(v));
-                sc.pkgver[pv] = (st, [sc.package[p].1, v]);
-            }
-            let env = r.env as usize;
-            if sc.env[env].0 != st {
-                let mut ids = [0; 3];
-                for (id, s) in ids.iter_mut().zip(&d.envs[env]) {
-                    *id = s.as_deref().map_or(0, |s| w.string(s));
+                let e = &mut env[r.env as usize];
+                if *e == UNSET {
+                    *e = dict.envs.len() as u32;
+                    let [v, a, o] = &d.envs[r.env as usize];
+                    dict.envs.push([v.as_deref(), a.as_deref(), o.as_deref()]);
                 }
-                sc.env[env] = (st, ids);
+                let c = &mut country[r.country as usize];
+                if *c == UNSET {
+                    *c = dict.countries.len() as u32;
+                    dict.countries
+                        .push(d.countries[r.country as usize].as_deref());
+                }
+                let sizes = &mut dict.sizes[*pv as usize];
+                let size = *size_ix.entry((*pv, r.size)).or_insert_with(|| {
+                    sizes.push(r.size);
+                    sizes.len() as u32 - 1
+                });
+                list.push(LogRow {
+                    secs: r.secs,
+                    pkgver: *pv,
+                    env: *e,
+                    country: *c,
+                    size,
+                });
             }
-            let c = r.country as usize;
-            if sc.country[c].0 != st {
-                sc.country[c] = (st, d.countries[c].as_deref().map_or(0, |s| w.string(s)));
-            }
-            let ([p, v], [rv, ra, ro]) = (sc.pkgver[pv].1, sc.env[env].1);
-            w.row(r.secs, r.size, [p, v, rv, ra, ro, sc.country[c].1]);
+            lists.push(list);
         }
-        w.finish()
+        let whales: Vec<(u64, &[LogRow])> = (self.whales.iter().zip(&lists))
+            .map(|(w, l)| (w.ip_id, l.as_slice()))
+            .collect();
+        (self.whale_row_count(), daylog::encode(&dict, &whales))
     }
-}
-
-/// Reusable memory of `DayTables::pack_whale` (one per thread): blob string indexes by
-/// dictionary id, valid where the entry's stamp is the current whale's.
-#[derive(Default)]
-pub struct PackScratch {
-    stamp: u32,
-    package: Vec<(u32, u32)>,
-    /// Package and version indexes of a package+version.
-    pkgver: Vec<(u32, [u32; 2])>,
-    env: Vec<(u32, [u32; 3])>,
-    country: Vec<(u32, u32)>,
 }

@@ -20,6 +20,10 @@ pub struct DayStats {
     /// `adjustedcranlogs` estimates it): the 5% quantile of the per-package download counts,
     /// element `floor(0.05 * (m - 1))` of the m sorted counts.
     pub baseline: u64,
+    /// Downloads under `filters::SMALL_BYTES` bytes, all packages together.
+    pub small: u64,
+    /// Repeated downloads (`filters`), all packages together.
+    pub repeats: u64,
 }
 
 /// The stats of a day from its ranked whales and package counts.
@@ -51,5 +55,7 @@ pub(super) fn day_stats(
         behaviours,
         no_r_rows,
         baseline,
+        small: packages.iter().map(|p| p.small).sum(),
+        repeats: packages.iter().map(|p| p.repeats).sum(),
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
+use super::codec::{decode_ranks, WhaleCount};
 use super::{sql, Result, Store};
 use crate::date::Range;
 use crate::numfmt::thousands;
@@ -20,7 +21,9 @@ use crate::summary::{
 struct Stored {
     downloads: u64,
     downloaders: Option<u64>,
-    ranks: Vec<(u32, u64)>,
+    ranks: Vec<WhaleCount>,
+    /// (small, repeats); `None` for a day stored before they were counted.
+    filtered: Option<(u64, u64)>,
 }
 
 impl Store {
@@ -42,8 +45,13 @@ impl Store {
             whale_downloads: days.iter().map(|d| d.whale_downloads).sum(),
             without_whales: days.iter().map(|d| d.without_whales).sum(),
             adjusted: days.iter().map(|d| d.adjusted).sum(),
+            small: days.iter().map(|d| d.small).sum(),
+            repeats: days.iter().map(|d| d.repeats).sum(),
+            without_inflated: days.iter().map(|d| d.without_inflated).sum(),
+            without_whales_inflated: days.iter().map(|d| d.without_whales_inflated).sum(),
         };
         let note = note(package, whales, &days, &totals);
+        let filters_note = filters_note(package, &totals);
         Ok(Some(PackageReport {
             package: package.to_owned(),
             from,
@@ -56,6 +64,7 @@ impl Store {
             cumulative: false,
             rank: None,
             distribution: Distribution::default(),
+            filters_note,
         }))
     }
 
@@ -64,7 +73,7 @@ impl Store {
         let found = self
             .conn
             .query_row(
-                "SELECT package FROM packages WHERE package = ?1 COLLATE NOCASE LIMIT 1",
+                "SELECT package FROM package_totals WHERE package = ?1 COLLATE NOCASE LIMIT 1",
                 [package],
                 |r| r.get(0),
             )
@@ -79,13 +88,11 @@ impl Store {
         Ok(Trends { from, to, days })
     }
 
-    /// True if `package` was downloaded on any stored day (a primary-key seek per day).
+    /// True if `package` was downloaded on any stored day (one primary-key seek).
     pub fn has_package(&self, package: &str) -> Result<bool> {
         let found = self
             .conn
-            .prepare_cached(
-                "SELECT 1 FROM days d JOIN packages p ON p.date = d.date AND p.package = ?1 LIMIT 1",
-            )
+            .prepare_cached("SELECT 1 FROM package_totals WHERE package = ?1")
             .and_then(|mut st| st.exists([package]));
         found.map_err(sql(&self.path))
     }
@@ -101,11 +108,14 @@ impl Store {
     ) -> Result<Vec<PackageDay>> {
         let q = || -> rusqlite::Result<Vec<PackageDay>> {
             let mut st = self.conn.prepare_cached(
-                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks
+                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks, d.small,
+                     p.small, p.repeats
                  FROM days d LEFT JOIN packages p ON p.date = d.date AND p.package = ?1
                  WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date",
             )?;
             let rows = st.query_map(params![package, from, to], |r| {
+                // Counted on this day (schema 3): a package it did not download has 0 of each.
+                let counted = r.get::<_, Option<u64>>(5)?.is_some();
                 let stored = match r.get::<_, Option<u64>>(2)? {
                     None => None,
                     Some(downloads) => Some(Stored {
@@ -114,9 +124,13 @@ impl Store {
                         ranks: (r.get::<_, Option<Vec<u8>>>(4)?.as_deref())
                             .map(decode_ranks)
                             .unwrap_or_default(),
+                        filtered: match (r.get::<_, Option<u64>>(6)?, r.get(7)?) {
+                            (Some(s), Some(rep)) => Some((s, rep)),
+                            _ => None,
+                        },
                     }),
                 };
-                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales))
+                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales, counted))
             })?;
             rows.collect()
         };
@@ -126,9 +140,9 @@ impl Store {
     /// Every package name of the stored days with its downloads over them and on how many days.
     pub fn package_names(&self) -> Result<Vec<PackageName>> {
         let q = || -> rusqlite::Result<Vec<PackageName>> {
-            let mut st = self.conn.prepare(
-                "SELECT package, sum(downloads), count(*) FROM packages GROUP BY package",
-            )?;
+            let mut st = self
+                .conn
+                .prepare("SELECT package, downloads, days FROM package_totals")?;
             let rows = st.query_map([], |r| {
                 Ok(PackageName {
                     package: r.get(0)?,
@@ -210,42 +224,64 @@ fn note(package: &str, whales: u32, days: &[PackageDay], t: &PackageTotals) -> S
     s
 }
 
-/// One day of a package: the whales of rank ≤ `whales` taken out.
-fn package_day(date: String, s: Option<Stored>, baseline: Option<u64>, whales: u32) -> PackageDay {
+/// One day of a package: the whales of rank ≤ `whales` taken out, and the filters (`counted`:
+/// the day has them).
+fn package_day(
+    date: String,
+    s: Option<Stored>,
+    baseline: Option<u64>,
+    whales: u32,
+    counted: bool,
+) -> PackageDay {
     let s = s.unwrap_or(Stored {
         downloads: 0,
         downloaders: Some(0),
         ranks: Vec::new(),
+        filtered: counted.then_some((0, 0)),
     });
-    let whale_downloads: u64 = (s.ranks.iter())
-        .take_while(|(rank, _)| *rank <= whales)
-        .map(|(_, n)| n)
-        .sum();
+    let top = || s.ranks.iter().take_while(|(rank, _, _)| *rank <= whales);
+    let whale_downloads: u64 = top().map(|(_, n, _)| n).sum();
+    let whale_filtered: u64 = top().map(|(_, _, f)| f).sum();
+    // Saturating: a store written by other hands must not panic the server.
+    let without_whales = s.downloads.saturating_sub(whale_downloads);
     PackageDay {
         date,
         days: 1,
         downloads: s.downloads,
         downloaders: s.downloaders,
         whale_downloads,
-        without_whales: s.downloads - whale_downloads,
+        without_whales,
         baseline,
         adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
+        small: s.filtered.map(|f| f.0),
+        repeats: s.filtered.map(|f| f.1),
+        without_inflated: (s.filtered).map(|(sm, rep)| s.downloads.saturating_sub(sm + rep)),
+        without_whales_inflated: (s.filtered).map(|(sm, rep)| {
+            without_whales.saturating_sub((sm + rep).saturating_sub(whale_filtered))
+        }),
     }
 }
 
-/// Decodes `write::encode_ranks`; a malformed tail is dropped (the blob is ours).
-fn decode_ranks(b: &[u8]) -> Vec<(u32, u64)> {
-    let mut vals = Vec::new();
-    let (mut v, mut shift) = (0u64, 0u32);
-    for &byte in b {
-        v |= u64::from(byte & 0x7f) << shift.min(63);
-        shift += 7;
-        if byte & 0x80 == 0 {
-            vals.push(v);
-            (v, shift) = (0, 0);
-        }
-    }
-    vals.chunks_exact(2).map(|c| (c[0] as u32, c[1])).collect()
+/// The filters, a sentence each with its threshold, and what they leave out of `package`.
+fn filters_note(package: &str, t: &PackageTotals) -> String {
+    let (Some(small), Some(repeats)) = (t.small, t.repeats) else {
+        return "Small and repeated downloads were not counted on some of these days (stored by an \
+                older version); re-ingest them (--force) to filter them."
+            .to_owned();
+    };
+    format!(
+        "Small downloads are those under {} bytes: no package file is that small, so they are \
+         failed or partial transfers ({} of {package} here). Repeats are downloads of a package by \
+         one downloader within {} seconds after its previous download of it (small ones aside): one \
+         install retried or looped ({} here). Leaving both out keeps {} downloads; leaving out the \
+         whales too keeps {}.",
+        thousands(crate::day::filters::SMALL_BYTES),
+        thousands(small),
+        crate::day::filters::REPEAT_WINDOW_SECS,
+        thousands(repeats),
+        thousands(t.without_inflated.unwrap_or(0)),
+        thousands(t.without_whales_inflated.unwrap_or(0)),
+    )
 }
 
 /// `{"mirror": 3, …}` with every behaviour present (missing ones are 0).
@@ -259,19 +295,4 @@ fn parse_behaviours(
         out.insert(b, n);
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranks_round_trip() {
-        let ranks = vec![(1, 5), (2, 300), (100, 1 << 40)];
-        assert_eq!(
-            decode_ranks(&super::super::write::encode_ranks(&ranks)),
-            ranks
-        );
-        assert!(decode_ranks(&[]).is_empty());
-    }
 }

@@ -12,7 +12,9 @@
 //! (a day's summary and whales), `insight` (a package over days, trends), `range` (every
 //! package over a range, the calendar).
 
+mod codec;
 mod insight;
+mod migrate;
 mod range;
 mod read;
 mod schema;
@@ -26,6 +28,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::summary::{DayInfo, Totals};
 use schema::SCHEMA_VERSION;
 
+pub use migrate::Step as MigrateStep;
 pub use read::PackageDownloads;
 pub use write::PackedDay;
 
@@ -113,6 +116,15 @@ impl Store {
     /// read-only and immutable instead: `days`, `show`, `package` and `serve` read it; writing
     /// fails with `StoreError::ReadOnly`.
     pub fn open(path: &Path) -> Result<Store> {
+        Store::open_with_progress(path, &mut |_| {})
+    }
+
+    /// `open`, telling `progress` after each day an older store's migration re-encoded (all in
+    /// one transaction: a crash leaves the old store).
+    pub fn open_with_progress(
+        path: &Path,
+        progress: &mut dyn FnMut(&MigrateStep),
+    ) -> Result<Store> {
         if let Some(why) = read_only_reason(path) {
             return Store::open_read_only(path, why);
         }
@@ -127,7 +139,7 @@ impl Store {
             path: path.to_owned(),
             read_only: None,
         };
-        let found = store.init_schema().map_err(sql(path))?;
+        let found = store.init_schema(progress).map_err(sql(path))?;
         if found > SCHEMA_VERSION {
             return Err(StoreError::Version {
                 path: path.to_owned(),
@@ -196,12 +208,12 @@ impl Store {
     /// meet here: switching a new file to WAL (and the first schema write) can be refused at once
     /// with SQLITE_BUSY, without SQLite's busy handler (two ingests into a new store failed
     /// "database is locked" in 2 of 5 tries). So a busy refusal is retried for a bounded time.
-    fn init_schema(&self) -> rusqlite::Result<i64> {
+    fn init_schema(&self, progress: &mut dyn FnMut(&MigrateStep)) -> rusqlite::Result<i64> {
         let start = std::time::Instant::now();
         loop {
             match self
                 .init()
-                .and_then(|()| schema::create_or_migrate(&self.conn))
+                .and_then(|()| schema::create_or_migrate(&self.conn, progress))
             {
                 Err(rusqlite::Error::SqliteFailure(f, _))
                     if matches!(
@@ -227,6 +239,18 @@ impl Store {
         debug_assert_eq!(mode, "wal");
         // NORMAL is durable to a process crash in WAL mode; only a power cut may lose the last day.
         self.conn.execute_batch("PRAGMA synchronous=NORMAL")
+    }
+
+    /// Returns the pages an older version's tables left free to the file system (`VACUUM`,
+    /// itself all or nothing); `cranwhales migrate` runs it after migrating.
+    pub fn compact(&self) -> Result<()> {
+        self.conn.execute_batch("VACUUM").map_err(sql(&self.path))
+    }
+
+    /// The file's size in bytes as SQLite sees it (pages × page size, WAL not included).
+    pub fn file_bytes(&self) -> Result<u64> {
+        let q = "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size";
+        (self.conn.query_row(q, [], |r| r.get(0))).map_err(sql(&self.path))
     }
 
     /// The database file.

@@ -2,8 +2,9 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::codec::unpack_profile;
 use super::{sql, totals, Result, Store};
-use crate::blob;
+use crate::blob::daylog::{self, WhaleRows};
 use crate::day::TOP;
 use crate::summary::{DaySummary, Hour, Profile, Whale, WhaleDetail};
 
@@ -79,13 +80,12 @@ impl Store {
                 params![date, ip_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
-            let blob: Vec<u8> = tx.query_row(
-                "SELECT rows FROM whale_rows WHERE date = ?1 AND ip_id = ?2",
-                params![date, ip_id],
-                |r| r.get(0),
-            )?;
-            let downloads = blob::unpack(&blob).ok_or_else(|| {
-                let e = "corrupt whale_rows blob".into();
+            let log: Vec<u8> =
+                tx.query_row("SELECT log FROM whale_log WHERE date = ?1", [date], |r| {
+                    r.get(0)
+                })?;
+            let downloads = daylog::unpack_whale(&log, ip_id).flatten().ok_or_else(|| {
+                let e = format!("corrupt whale_log blob ({date}, ip_id {ip_id})").into();
                 rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, e)
             })?;
             tx.commit()?;
@@ -96,6 +96,27 @@ impl Store {
                 last,
                 downloads,
             }))
+        };
+        q().map_err(sql(&self.path))
+    }
+
+    /// Every top-100 whale's downloads of a day, (ip_id, rows) by rank; `None` if the day is not
+    /// stored. One decoding of the day's dictionary for all (tests and tools compare whole days).
+    pub fn whale_rows(&self, date: &str) -> Result<Option<Vec<WhaleRows>>> {
+        let q = || -> rusqlite::Result<Option<Vec<WhaleRows>>> {
+            let log: Option<Vec<u8>> = self
+                .conn
+                .query_row("SELECT log FROM whale_log WHERE date = ?1", [date], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            log.map(|b| {
+                daylog::unpack_all(&b).ok_or_else(|| {
+                    let e = format!("corrupt whale_log blob ({date})").into();
+                    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, e)
+                })
+            })
+            .transpose()
         };
         q().map_err(sql(&self.path))
     }
@@ -142,7 +163,7 @@ fn whales(
                 bytes: r.get(5)?,
                 packages: r.get(6)?,
                 hourly: vec![0; 24],
-                profile: parse_profile(r.get::<_, Option<String>>(7)?)?,
+                profile: parse_profile(r.get_ref(7)?)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -160,12 +181,20 @@ fn whales(
     Ok(whales)
 }
 
-/// A stored profile (JSON); `None` for a whale stored before profiles existed.
-fn parse_profile(json: Option<String>) -> rusqlite::Result<Option<Profile>> {
-    json.map(|j| {
-        serde_json::from_str(&j).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
-        })
-    })
-    .transpose()
+/// A stored profile: deflated JSON (version 3), JSON text (version 2); `None` for a whale
+/// stored before profiles existed.
+fn parse_profile(v: rusqlite::types::ValueRef<'_>) -> rusqlite::Result<Option<Profile>> {
+    use rusqlite::types::{Type, ValueRef};
+    let bad = |t: Type, e: Box<dyn std::error::Error + Send + Sync>| {
+        rusqlite::Error::FromSqlConversionFailure(7, t, e)
+    };
+    let json = match v {
+        ValueRef::Null => return Ok(None),
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Blob(b) => {
+            unpack_profile(b).ok_or_else(|| bad(Type::Blob, "corrupt profile blob".into()))?
+        }
+        _ => return Err(bad(Type::Integer, "profile is a number".into())),
+    };
+    (serde_json::from_str(&json).map(Some)).map_err(|e| bad(Type::Text, e.into()))
 }

@@ -6,36 +6,43 @@
 
 use rusqlite::{params, Transaction};
 
+use super::codec::{encode_ranks, pack_profile, WhaleCount};
 use super::schema::DAY_TABLES;
 use super::{sql, Result, Store};
-use crate::day::{DayTables, PackScratch, Threads};
+use crate::day::{DayTables, Threads};
 use crate::parse::hms;
 use crate::summary::Behaviour;
 
 /// One day written at a time per process (other processes still meet SQLite's write lock).
 static WRITERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A day ready for its transaction: the whales' rows packed, profiles as JSON, packages and
-/// whales in the order of their tables' keys.
+/// A day ready for its transaction: the whales' rows packed, profiles as deflated JSON,
+/// packages and whales in the order of their tables' keys.
 pub struct PackedDay {
     day: DayTables,
-    /// Per whale (by rank - 1): (rows, blob).
-    blobs: Vec<(u64, Vec<u8>)>,
-    profiles: Vec<String>,
+    /// All whales' rows: (rows, format-3 blob).
+    log: (u64, Vec<u8>),
+    profiles: Vec<Vec<u8>>,
     /// Indexes into `day.packages` with their encoded `whale_ranks`, by package name (the
     /// `packages` key after the date).
     packages: Vec<(u32, Option<Vec<u8>>)>,
-    /// Indexes into `day.whales`, by ip_id (the `whale_hourly` and `whale_rows` keys).
+    /// Indexes into `day.whales`, by ip_id (the `whale_hourly` key).
     whale_order: Vec<u32>,
 }
 
 impl PackedDay {
     /// Packs `day` for writing, on `threads`.
     pub fn new(day: DayTables, threads: Threads) -> PackedDay {
-        let blobs = pack_all(&day, threads);
-        let profiles = (day.whales.iter())
-            .map(|w| serde_json::to_string(&w.profile).expect("serialisable"))
-            .collect();
+        let (log, profiles) = threads.join(
+            || day.pack_log(),
+            || {
+                (day.whales.iter())
+                    .map(|w| {
+                        pack_profile(&serde_json::to_string(&w.profile).expect("serialisable"))
+                    })
+                    .collect()
+            },
+        );
         let mut by_name: Vec<(&str, u32)> = (day.packages.iter().enumerate())
             .map(|(i, p)| (p.package.as_str(), i as u32))
             .collect();
@@ -43,7 +50,7 @@ impl PackedDay {
         let packages = (by_name.into_iter())
             .map(|(_, i)| {
                 let p = &day.packages[i as usize];
-                let ranks = (!p.whale_ranks.is_empty()).then(|| encode_ranks(&p.whale_ranks));
+                let ranks = (!p.whale_ranks.is_empty()).then(|| encode_ranks(&counts(p)));
                 (i, ranks)
             })
             .collect();
@@ -51,7 +58,7 @@ impl PackedDay {
         whale_order.sort_unstable_by_key(|&i| day.whales[i as usize].ip_id);
         PackedDay {
             day,
-            blobs,
+            log,
             profiles,
             packages,
             whale_order,
@@ -81,6 +88,14 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // The day's old packages (a re-ingest) leave the totals before they leave the table.
+        tx.prepare_cached(
+            "UPDATE package_totals SET downloads = package_totals.downloads - p.downloads,
+                 days = package_totals.days - 1
+             FROM (SELECT package, downloads FROM packages WHERE date = ?1) AS p
+             WHERE package_totals.package = p.package",
+        )?
+        .execute([d])?;
         for t in DAY_TABLES {
             tx.prepare_cached(&format!("DELETE FROM {t} WHERE date = ?1"))?
                 .execute([d])?;
@@ -92,6 +107,7 @@ impl Store {
         }
         drop(st);
         packages(&tx, packed)?;
+        package_totals(&tx, packed)?;
         whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
         {
@@ -106,25 +122,31 @@ impl Store {
 /// 78-day backfill's store step: ~0.5 s → ~0.4 s of CPU).
 const PACKAGE_ROWS: usize = 64;
 
+/// Columns of a `packages` row as inserted.
+const PACKAGE_COLS: usize = 8;
+
 /// The day's `packages` rows, `PACKAGE_ROWS` per statement (the last few one by one).
 fn packages(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     let day = &packed.day;
     let sql = |n: usize| {
-        let row = "(?, ?, ?, ?, ?, ?)";
+        let row = "(?, ?, ?, ?, ?, ?, ?, ?)";
         format!(
-            "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks) VALUES {}",
+            "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks,
+                 small, repeats) VALUES {}",
             vec![row; n].join(", ")
         )
     };
     let insert = |st: &mut rusqlite::CachedStatement<'_>, rows: &[(u32, Option<Vec<u8>>)]| {
         for (k, (i, ranks)) in rows.iter().enumerate() {
-            let (p, at) = (&day.packages[*i as usize], k * 6);
+            let (p, at) = (&day.packages[*i as usize], k * PACKAGE_COLS);
             st.raw_bind_parameter(at + 1, &day.date)?;
             st.raw_bind_parameter(at + 2, &p.package)?;
             st.raw_bind_parameter(at + 3, p.downloads)?;
             st.raw_bind_parameter(at + 4, p.whale_downloads)?;
             st.raw_bind_parameter(at + 5, p.downloaders)?;
             st.raw_bind_parameter(at + 6, ranks)?;
+            st.raw_bind_parameter(at + 7, p.small)?;
+            st.raw_bind_parameter(at + 8, p.repeats)?;
         }
         st.raw_execute().map(drop)
     };
@@ -141,6 +163,23 @@ fn packages(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// The day's packages added to `package_totals` (in name order, like its key); packages no
+/// stored day has any more are dropped.
+fn package_totals(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
+    let mut st = tx.prepare_cached(
+        "INSERT INTO package_totals (package, downloads, days) VALUES (?1, ?2, 1)
+         ON CONFLICT (package) DO UPDATE SET downloads = downloads + excluded.downloads,
+             days = days + 1",
+    )?;
+    for (i, _) in &packed.packages {
+        let p = &packed.day.packages[*i as usize];
+        st.execute(params![p.package, p.downloads])?;
+    }
+    tx.prepare_cached("DELETE FROM package_totals WHERE days <= 0")?
+        .execute([])?;
+    Ok(())
+}
+
 /// The `days` row: totals and the day's stats.
 fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Result<()> {
     let (t, s) = (&day.totals, &day.stats);
@@ -150,9 +189,9 @@ fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Res
         .collect();
     tx.execute(
         "INSERT INTO days (date, downloads, downloaders, bytes, packages, skipped_rows, rows, source,
-             ingested_at, top1, top6, top25, top100, behaviours, no_r_rows, baseline)
+             ingested_at, top1, top6, top25, top100, behaviours, no_r_rows, baseline, small, repeats)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
-             ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         params![
             day.date,
             t.downloads,
@@ -168,13 +207,15 @@ fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Res
             s.top[3],
             serde_json::Value::Object(behaviours).to_string(),
             s.no_r_rows,
-            s.baseline
+            s.baseline,
+            s.small,
+            s.repeats
         ],
     )?;
     Ok(())
 }
 
-/// The whales' rows in `whales`, `whale_hourly` and `whale_rows`, each table in its key order.
+/// The whales' rows in `whales`, `whale_hourly` and `whale_log`, each table in its key order.
 fn whales(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     let day = &packed.day;
     let d = day.date.as_str();
@@ -208,52 +249,21 @@ fn whales(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
             hour.execute(params![d, w.ip_id, h, n])?;
         }
     }
-    let mut rows = tx.prepare_cached("INSERT INTO whale_rows VALUES (?1, ?2, ?3, ?4)")?;
-    for &i in &packed.whale_order {
-        let (n, blob) = &packed.blobs[i as usize];
-        rows.execute(params![d, day.whales[i as usize].ip_id, n, blob])?;
-    }
+    let (n, log) = &packed.log;
+    tx.prepare_cached("INSERT INTO whale_log (date, rows, log) VALUES (?1, ?2, ?3)")?
+        .execute(params![d, n, log])?;
     Ok(())
 }
 
-/// (rank, downloads) pairs as LEB128 varints, ranks ascending.
-pub(super) fn encode_ranks(ranks: &[(u32, u64)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(ranks.len() * 3);
-    for &(r, n) in ranks {
-        for mut v in [u64::from(r), n] {
-            while v >= 0x80 {
-                out.push(v as u8 | 0x80);
-                v >>= 7;
-            }
-            out.push(v as u8);
-        }
-    }
-    out
-}
-
-/// Every whale's rows packed (see `DayTables::pack_whale`); on two threads with `Threads::Two`
-/// (the reading thread is done by now).
-fn pack_all(day: &DayTables, threads: Threads) -> Vec<(u64, Vec<u8>)> {
-    let n = day.whales.len();
-    let pack = |from: usize| {
-        let mut scratch = PackScratch::default();
-        (from..n)
-            .step_by(2)
-            .map(|i| day.pack_whale(i, &mut scratch))
-            .collect::<Vec<_>>()
-    };
-    if threads == Threads::One {
-        let mut scratch = PackScratch::default();
-        return (0..n).map(|i| day.pack_whale(i, &mut scratch)).collect();
-    }
-    let (even, odd) = threads.join(|| pack(0), || pack(1));
-    let mut out = Vec::with_capacity(n);
-    let mut odd = odd.into_iter();
-    for e in even {
-        out.push(e);
-        out.extend(odd.next());
-    }
-    out
+/// A package's whales: (rank, downloads, small + repeated downloads), by rank.
+fn counts(p: &crate::day::PackageCount) -> Vec<WhaleCount> {
+    let mut filtered = p.whale_filtered.iter().peekable();
+    (p.whale_ranks.iter())
+        .map(|&(rank, n)| {
+            let f = filtered.next_if(|(r, _)| *r == rank).map_or(0, |(_, f)| *f);
+            (rank, n, f)
+        })
+        .collect()
 }
 
 /// Fault injection for the crash test: with `CRANWHALES_TEST_HOLD_TXN` set, announce on stderr

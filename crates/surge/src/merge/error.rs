@@ -34,6 +34,9 @@ pub enum MergeError {
         /// serde's reason.
         err: serde_json::Error,
     },
+    /// A segment's per-journey figures cannot be read back (names the file and field).
+    #[error("{0}")]
+    Journeys(String),
     /// sessions/ without CSVs.
     #[error("{}: no session files (*.csv)", .0.display())]
     NoSessions(PathBuf),

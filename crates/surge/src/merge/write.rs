@@ -34,13 +34,25 @@ pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, 
         }
     }
     let (max_failure_rate, thresholds) = checks_of(&parts[0])?;
-    Ok(rundir::from_aggregate(
+    let mut merged = rundir::from_aggregate(
         head(parts, sessions),
         &agg,
         (done, failed),
         failures(parts)?,
         (max_failure_rate, &thresholds),
-    ))
+    );
+    let summaries: Vec<&Value> = parts.iter().map(|p| &p.summary).collect();
+    let rows = sessions.iter().map(|s| {
+        let journey = s
+            .rows
+            .first()
+            .and_then(|r| crate::replay::journey_of_row(r));
+        let completed = s.failure.is_none() && s.done;
+        (journey, s.events.as_slice(), completed, s.failure.is_some())
+    });
+    merged.journeys =
+        crate::replay::merged_journeys(&summaries, rows).map_err(MergeError::Journeys)?;
+    Ok(merged)
 }
 
 /// The segments' failures grouped again by (kind, recording line): counts added, the detail of
@@ -175,6 +187,21 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> MergeError + '_ {
     }
 }
 
+/// A mix's `journeys/<name>/` recordings, copied as they are.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), MergeError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))? {
+        let src = e.map_err(io(from))?.path();
+        let dst = to.join(src.file_name().unwrap_or_default());
+        if src.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(io(&src))?;
+        }
+    }
+    Ok(())
+}
+
 fn fill(
     dir: &Path,
     parts: &[Part],
@@ -188,6 +215,9 @@ fn fill(
         let name = src.file_name().unwrap_or_default();
         if src.is_file() && name != rundir::SUMMARY_JSON {
             std::fs::copy(&src, dir.join(name)).map_err(io(&src))?;
+        }
+        if src.is_dir() && name == "journeys" {
+            copy_tree(&src, &dir.join(name))?;
         }
     }
     for (id, s) in sessions.iter().enumerate() {

@@ -50,9 +50,34 @@ pub struct RecordArgs {
     /// Target type header: auto (detect Shiny), R/Shiny, or surge/http
     #[arg(long, default_value = "auto")]
     pub target_type: String,
+    /// NAME=VALUE: write every VALUE of URLs and WebSocket messages as ${NAME}, for replay --data
+    /// (repeatable; the same as surge parametrize afterwards)
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
     /// TLS and address flags for an https:// target (the browser side stays http)
     #[command(flatten)]
     pub tls: crate::net::TlsArgs,
+}
+
+/// `--param NAME=VALUE`s as placeholders known from the start (the few names live as long as
+/// the recorder).
+fn params(raw: &[String]) -> anyhow::Result<Placeholders> {
+    let mut p = Placeholders::default();
+    for r in raw {
+        let (name, value) = r
+            .split_once('=')
+            .filter(|(n, v)| {
+                !n.is_empty()
+                    && !v.is_empty()
+                    && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            })
+            .ok_or_else(|| {
+                anyhow::anyhow!("--param {r}: expected NAME=VALUE (NAME: letters, digits, _)")
+            })?;
+        let placeholder: &'static str = Box::leak(format!("${{{name}}}").into_boxed_str());
+        p.add(value, placeholder);
+    }
+    Ok(p)
 }
 
 /// A recording ready to start: target checked (TLS probe, Shiny detected), proxy listening,
@@ -109,7 +134,7 @@ impl RecordPlan {
                 homes_open: 0,
                 held: Vec::new(),
             }),
-            tokens: Mutex::new(Placeholders::default()),
+            tokens: Mutex::new(params(&args.params)?),
             posts: AtomicU32::new(0),
             events: AtomicU32::new(0),
             next_req: AtomicU64::new(0),

@@ -13,13 +13,16 @@ use std::time::Duration;
 /// surge's own spellings (`--target`, `--users`, `--loaded-duration 5m`, `--start-interval 2s`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReplayArgs {
-    /// recording.log to replay (from `surge record`, `surge import-har` or shinyloadtest)
+    /// recording.log to replay (from `surge record`, `surge import-har` or shinyloadtest); with
+    /// more recordings, FILE:WEIGHT (browse.log:70): a weighted mix of journeys
+    #[arg(value_name = "RECORDING[:WEIGHT]")]
     pub recording: PathBuf,
-    /// Base URL of the app under test, e.g. http://127.0.0.1:3838/ (or --target)
-    #[arg(value_name = "APP-URL")]
-    pub app_url: Option<String>,
+    /// More FILE:WEIGHT recordings of the mix (each session plays one, split by weight), then the
+    /// base URL of the app under test, e.g. http://127.0.0.1:3838/ (or --target)
+    #[arg(value_name = "MORE... APP-URL")]
+    pub app_url: Vec<String>,
     /// Base URL of the app under test (instead of APP-URL)
-    #[arg(long, value_name = "URL", conflicts_with = "app_url")]
+    #[arg(long, value_name = "URL")]
     pub target: Option<String>,
     /// Number of simulated users (shinycannon's --workers)
     #[arg(long, visible_alias = "workers", default_value_t = 1)]
@@ -88,18 +91,52 @@ pub struct ReplayArgs {
     /// TLS and address flags for an https:// target
     #[command(flatten)]
     pub tls: crate::net::TlsArgs,
+    /// Fill ${column} placeholders (URLs, -H headers, POST bodies, WS_SEND messages) from this
+    /// CSV: the header row names the columns, each session takes one row (see --data-mode)
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Which --data row a session takes: sequential (session i takes row i, wrapping), random,
+    /// or unique (never reused; no session starts once the rows run out)
+    #[arg(long, value_enum, default_value_t = crate::data::DataMode::Sequential)]
+    pub data_mode: crate::data::DataMode,
+    /// Take a value from a live response and send it as ${NAME} later in the same session:
+    /// NAME=REGEX (group 1, else the match; every HTTP response and WebSocket message, the latest
+    /// match wins), NAME@LINE=REGEX (only the response of that recording line; no match fails the
+    /// session), or json:/pointer instead of REGEX (repeatable)
+    #[arg(long = "capture", value_name = "NAME[@LINE]=REGEX")]
+    pub captures: Vec<crate::capture::Capture>,
+    /// Sign-in flags (shinycannon's SHINYCANNON_* variables need none)
+    #[command(flatten)]
+    pub signin: crate::signin::SignInArgs,
 }
 
 impl ReplayArgs {
     /// The app's base URL, from APP-URL or --target.
     pub fn app_url(&self) -> anyhow::Result<&str> {
-        match (&self.app_url, &self.target) {
-            (Some(u), _) => Ok(u),
+        let positional = self.app_url.last().filter(|u| u.contains("://"));
+        match (positional, &self.target) {
+            (Some(u), Some(_)) => anyhow::bail!(
+                "the app's URL is given twice: {u} (after the recordings) and --target"
+            ),
+            (Some(u), None) => Ok(u),
             (None, Some(t)) => Ok(t),
             (None, None) => anyhow::bail!(
                 "no app to replay against: give its URL after the recording (APP-URL) or as --target URL"
             ),
         }
+    }
+
+    /// Whether the app's URL came after the recordings (else `--target`).
+    pub fn url_is_positional(&self) -> bool {
+        self.app_url.last().is_some_and(|u| u.contains("://"))
+    }
+
+    /// The recordings of the run, each `FILE[:WEIGHT]` as given.
+    pub fn recordings(&self) -> Vec<String> {
+        let mut out = vec![self.recording.display().to_string()];
+        let n = self.app_url.len() - usize::from(self.url_is_positional());
+        out.extend(self.app_url[..n].iter().cloned());
+        out
     }
 
     /// The loaded phase: --loaded-duration or --loaded-duration-minutes (default 0).

@@ -12,6 +12,7 @@
 
 mod drive;
 mod flags;
+mod journey;
 mod plan;
 mod player;
 mod print;
@@ -31,8 +32,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-pub use crate::rundir::{FailureCount, Plan, RunSummary, SessionCounts, Split};
+pub use crate::rundir::{FailureCount, JourneySummary, Plan, RunSummary, SessionCounts, Split};
 pub use flags::ReplayArgs;
+pub use journey::Journey;
+pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
 pub use shape::{parse_rate, parse_stages, Shape, Stage, Stages};
@@ -54,13 +57,22 @@ struct Shared {
     running: AtomicU32,
     /// Users in their loop of sessions now.
     active_users: AtomicU32,
+    /// `--data-mode unique` ran out of rows: no session starts any more.
+    data_exhausted: std::sync::atomic::AtomicBool,
     /// `--arrival-rate`: arrivals not started because `--max-users` were running.
     dropped: AtomicU32,
     done: AtomicU32,
     failed: AtomicU32,
     agg: Mutex<Aggregate>,
+    /// The same, per journey of a mix (empty for one recording).
+    by_journey: Mutex<Vec<journey::JourneyAgg>>,
     /// Users and arrivals over time, asked and achieved (shape.csv).
     points: Mutex<Vec<ShapePoint>>,
+    /// Stops the run early (as the caller's stop does): a session CSV could not be written.
+    halt: watch::Sender<bool>,
+    /// The first session CSV that could not be written (a full disk): the run stops and fails
+    /// with it, instead of logging the same error for every session after it.
+    write_error: Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
 }
 
 /// Exit status: all good.
@@ -114,6 +126,11 @@ pub async fn run(
     let loaded_end = t0 + plan.shape.end();
     let warmup_end = t0 + plan.shape.warmup();
     let counting = plan.progress;
+    let mixed = plan.journeys.len() > 1;
+    let journey_aggs = (0..plan.journeys.len())
+        .filter(|_| mixed)
+        .map(|_| Default::default());
+    let (stop_tx, stop_rx) = watch::channel(false);
     let sh = Arc::new(Shared {
         plan,
         start,
@@ -125,17 +142,20 @@ pub async fn run(
         running: AtomicU32::new(0),
         active_users: AtomicU32::new(0),
         dropped: AtomicU32::new(0),
+        data_exhausted: std::sync::atomic::AtomicBool::new(false),
         done: AtomicU32::new(0),
         failed: AtomicU32::new(0),
         agg: Mutex::new(Aggregate::new()),
+        by_journey: Mutex::new(journey_aggs.collect()),
         points: Mutex::new(Vec::new()),
+        halt: stop_tx.clone(),
+        write_error: Mutex::new(None),
     });
     if counting {
         // Users wait for t0 on their own; this only tells the person watching.
         let start = sh.start;
         tokio::spawn(async move { start.count_down(|| false).await });
     }
-    let (stop_tx, stop_rx) = watch::channel(false);
     let stopper = tokio::spawn(async move {
         stop.await;
         let _ = stop_tx.send(true);
@@ -151,10 +171,18 @@ pub async fn run(
     let interrupted = *stop_rx.borrow();
     drive::push_point(&sh);
     let out_dir = &sh.plan.out_dir;
-    drive::write_points(&sh)?;
-    let summary = summary::summarize(&sh, interrupted);
-    crate::rundir::write_summary(out_dir, &summary)
-        .map_err(|(path, err)| ReplayError::Io { path, err })?;
+    let shape_written = drive::write_points(&sh);
+    let mut summary = summary::summarize(&sh, interrupted);
+    let by_journey = sh.by_journey.lock().expect("journey aggregate lock");
+    summary.journeys = journey::summaries(&sh.plan.journeys, &by_journey);
+    drop(by_journey);
+    let written = crate::rundir::write_summary(out_dir, &summary);
+    let first_lost = sh.write_error.lock().expect("write error lock").take();
+    if let Some((path, err)) = first_lost {
+        return Err(ReplayError::Io { path, err });
+    }
+    shape_written?;
+    written.map_err(|(path, err)| ReplayError::Io { path, err })?;
     Ok(Outcome {
         summary,
         interrupted,

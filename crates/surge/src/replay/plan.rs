@@ -3,17 +3,22 @@
 //! logger and no signal handler of its own.
 
 use super::flags::{self, ReplayArgs};
+use super::journey::{self, Journey};
 use super::shape::Shape;
 use super::ThinkTime;
+use crate::capture::Capture;
 use crate::checks::Threshold;
+use crate::data::DataSet;
 use crate::output;
 use crate::recording::{Recording, RecordingError};
 use crate::segment::{self, Segment, SegmentError};
-use crate::target::Target;
+use crate::signin::SignIn;
+use crate::target::{Conn, CookieJar, Target};
 use crate::timefmt;
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Why a replay could not start or finish. Each message is one line naming the flag or file.
@@ -43,6 +48,10 @@ pub enum ReplayError {
         /// What is wrong with it.
         err: Box<crate::target::TargetError>,
     },
+    /// The first sign-in failed: the request, the server's status and the first line of its
+    /// answer (never a secret).
+    #[error("sign-in failed: {0}")]
+    SignIn(String),
     /// A file could not be read or written.
     #[error("{path}: {err}")]
     Io {
@@ -56,16 +65,25 @@ pub enum ReplayError {
 /// A checked replay: recording loaded, URL parsed, run directory prepared.
 #[derive(Debug)]
 pub struct ReplayPlan {
-    /// The recording to replay.
-    pub rec: Recording,
-    /// Request bodies of its events (`datafile`s), read once.
-    pub bodies: Vec<Option<Bytes>>,
+    /// The recordings to replay, each with its weight (one, unless a mix of journeys).
+    pub journeys: Vec<Journey>,
+    /// Their weights, in order (each session picks by them).
+    pub weights: Vec<u32>,
     /// The app's base URL as given.
     pub url: String,
     /// The app's base URL, parsed.
     pub target: Target,
-    /// `-H` headers.
+    /// `-H` headers, then the sign-in's (sensitive: never printed).
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// What each session does before its first request to sign in (shinycannon's variables or
+    /// surge's sign-in flags).
+    pub signin: SignIn,
+    /// `--data`: per-session values of `${column}` placeholders.
+    pub data: Option<DataSet>,
+    /// `--capture`s.
+    pub captures: Vec<Capture>,
+    /// Placeholder names the run declares (data columns, then captures), set per session.
+    pub vars: Vec<Arc<str>>,
     /// How users are started and stopped.
     pub shape: Shape,
     /// Users of this process (a segment's share of a ramp; every slot otherwise).
@@ -102,7 +120,7 @@ impl ReplayPlan {
         let url = args
             .app_url()
             .map_err(|e| ReplayError::Usage(e.to_string()))?;
-        let flag = if args.app_url.is_some() {
+        let flag = if args.url_is_positional() {
             "APP-URL"
         } else {
             "--target"
@@ -112,16 +130,17 @@ impl ReplayPlan {
             err: Box::new(e),
         })?;
         let target = target.with_tls(&args.tls, args.message_timeout)?;
-        let rec = Recording::load(&args.recording)?;
+        let journeys = load_journeys(args)?;
+        let rec = &journeys[0].rec;
         if args.users == 0 {
             return Err(ReplayError::Usage("--users must be at least 1".into()));
         }
-        let shape = shape_of(args, &rec)?;
+        let shape = shape_of(args, rec)?;
         let (segment, start_at) =
             segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())?;
         let users = users_of(args, &shape, segment)?;
-        let bodies = load_bodies(&rec)?;
-        let headers =
+        let (data, vars) = data_and_vars(args, &journeys)?;
+        let mut headers =
             flags::parse_headers(&args.headers).map_err(|e| ReplayError::Usage(e.to_string()))?;
         let out_dir = args.output_dir.clone().unwrap_or_else(|| {
             PathBuf::from(format!(
@@ -130,15 +149,21 @@ impl ReplayPlan {
             ))
         });
         target.probe().await?;
+        let signin = check_signin(args, &target, &mut headers).await?;
         output::prepare_dir(&out_dir, args.overwrite_output)?;
-        output::copy_recording(&rec, &out_dir)?;
+        output::copy_recording(rec, &out_dir)?;
+        journey::copy_journeys(&journeys, &out_dir)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);
         Ok(ReplayPlan {
-            rec,
-            bodies,
+            weights: journeys.iter().map(|j| j.weight).collect(),
+            journeys,
             url: url.to_string(),
             target,
             headers,
+            signin,
+            data,
+            captures: args.captures.clone(),
+            vars,
             shape,
             users,
             think: args.think_time,
@@ -154,6 +179,11 @@ impl ReplayPlan {
         })
     }
 
+    /// The (first) recording: the run's recording.log.
+    pub fn rec(&self) -> &Recording {
+        &self.journeys[0].rec
+    }
+
     /// The interval between user starts of a ramp (0 for other shapes).
     pub fn interval(&self) -> Duration {
         match &self.shape {
@@ -161,6 +191,94 @@ impl ReplayPlan {
             _ => Duration::ZERO,
         }
     }
+}
+
+/// The run's sign-in, tried once before the run directory is touched: a refused sign-in stops
+/// the run here with the server's answer instead of failing every session. Its headers join
+/// `headers`.
+async fn check_signin(
+    args: &ReplayArgs,
+    target: &Target,
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+) -> Result<SignIn, ReplayError> {
+    let env = |v: &str| std::env::var(v).ok();
+    let timeout = args.message_timeout;
+    let signin = SignIn::resolve(&args.signin, &env, target, headers, timeout)
+        .await
+        .map_err(ReplayError::Usage)?;
+    headers.extend(signin.headers.iter().cloned());
+    if signin.per_session() {
+        let (mut conn, mut jar) = (Conn::default(), CookieJar::default());
+        (signin
+            .sign_in(target, &mut conn, &mut jar, headers, timeout)
+            .await)
+            .map_err(ReplayError::SignIn)?;
+    }
+    if let Some(d) = &signin.description {
+        tracing::info!("each session signs in first: {d}");
+    }
+    Ok(signin)
+}
+
+/// The recordings of the run (`FILE[:WEIGHT]` each), loaded with their bodies.
+fn load_journeys(args: &ReplayArgs) -> Result<Vec<Journey>, ReplayError> {
+    let specs = args.recordings();
+    let mut parsed = Vec::new();
+    for s in &specs {
+        parsed.push(journey::parse_spec(s)?);
+    }
+    if specs.len() == 1 {
+        // One recording: its name as given (a weight means nothing alone).
+        parsed[0] = (args.recording.clone(), 1);
+    }
+    let paths: Vec<PathBuf> = parsed.iter().map(|p| p.0.clone()).collect();
+    let names = journey::names(&paths);
+    let mut out = Vec::new();
+    for ((path, weight), name) in parsed.into_iter().zip(names) {
+        let rec = Recording::load(&path)?;
+        let bodies = load_bodies(&rec)?;
+        out.push(Journey {
+            name,
+            weight,
+            rec,
+            bodies,
+        });
+    }
+    Ok(out)
+}
+
+/// `--data` loaded, and the names the run declares; a `--capture NAME@LINE` must name an HTTP
+/// event's line, and no name may be both a column and a capture.
+fn data_and_vars(
+    args: &ReplayArgs,
+    journeys: &[Journey],
+) -> Result<(Option<DataSet>, Vec<Arc<str>>), ReplayError> {
+    let data = match &args.data {
+        Some(p) => Some(DataSet::load(p, args.data_mode).map_err(ReplayError::Usage)?),
+        None => None,
+    };
+    let mut vars: Vec<Arc<str>> = data.as_ref().map_or_else(Vec::new, |d| d.columns.clone());
+    for c in &args.captures {
+        if let Some(line) = c.line {
+            let http = (journeys.iter().flat_map(|j| &j.rec.events))
+                .any(|e| e.line == line && e.kind.is_http());
+            if !http {
+                return Err(ReplayError::Usage(format!(
+                    "--capture {}@{line}: line {line} of {} is not an HTTP request",
+                    c.name,
+                    journeys[0].rec.path.display()
+                )));
+            }
+        }
+        if vars.contains(&c.name) {
+            return Err(ReplayError::Usage(format!(
+                "--capture {}: the name is already a --data column or another capture",
+                c.name
+            )));
+        }
+        vars.push(c.name.clone());
+    }
+    Ok((data, vars))
 }
 
 /// The load shape the flags ask for.

@@ -3,6 +3,7 @@
 
 use super::stream::play_stream;
 use super::ReplayPlan;
+use crate::capture::Capture;
 use crate::failure::{At, Cause, Failure};
 use crate::output::{RowEvent, SessionLog};
 use crate::recording::{Event, Kind, StreamEnd};
@@ -29,6 +30,8 @@ type Ws = WebSocketStream<crate::net::Stream>;
 /// the streaming responses (SSE) playing in the background (aborted when the session is dropped).
 pub(super) struct Player<'a> {
     pub sh: &'a ReplayPlan,
+    /// The recording this session plays (one journey of a mix).
+    pub journey: &'a super::Journey,
     pub tokens: Tokens,
     pub jar: CookieJar,
     pub http: Conn,
@@ -40,8 +43,13 @@ pub(super) struct Player<'a> {
 /// Most unmatched messages kept per session (older ones are dropped).
 const PENDING_MAX: usize = 64;
 
+/// Most bytes of a response body a `--capture` looks at.
+const CAPTURE_BODY_MAX: usize = 1024 * 1024;
+
+/// A received frame: queued for expectations, and looked at by every `--capture` without a line.
 fn on_frame(
     pending: &mut VecDeque<Received>,
+    caps: (&[Capture], &mut Tokens),
     m: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
 ) -> Result<(), Cause> {
     match m {
@@ -50,6 +58,12 @@ fn on_frame(
             t.as_str()
         ))),
         Some(Ok(Message::Text(t))) => {
+            let (captures, tokens) = caps;
+            for c in captures.iter().filter(|c| c.line.is_none()) {
+                if let Some(v) = c.find(t.as_str()) {
+                    tokens.set(&c.name, &v);
+                }
+            }
             for r in shiny::receive(t.as_str()) {
                 if pending.len() == PENDING_MAX {
                     pending.pop_front();
@@ -73,8 +87,21 @@ fn status_ok(expected: u16, got: u16) -> bool {
 impl Player<'_> {
     /// Plays the whole recording once; `at` is the recording event being played.
     pub async fn play(&mut self, log: &mut SessionLog, at: &mut Option<At>) -> Result<(), Failure> {
-        let rec = &self.sh.rec;
+        let rec = &self.journey.rec;
         let shiny = rec.is_shiny();
+        if self.sh.signin.per_session() {
+            let sh = self.sh;
+            (sh.signin)
+                .sign_in(
+                    &sh.target,
+                    &mut self.http,
+                    &mut self.jar,
+                    &sh.headers,
+                    sh.message_timeout,
+                )
+                .await
+                .map_err(Cause::SignIn)?;
+        }
         let mut prev_begin: Option<i64> = None;
         for (i, ev) in rec.events.iter().enumerate() {
             if let Some(done) = self.streams.try_join_next() {
@@ -134,7 +161,7 @@ impl Player<'_> {
             };
             tokio::select! {
                 _ = sleep_until(deadline) => return Ok(()),
-                m = ws.next() => on_frame(&mut self.pending, m)?,
+                m = ws.next() => on_frame(&mut self.pending, (&self.sh.captures, &mut self.tokens), m)?,
             }
         }
     }
@@ -166,7 +193,7 @@ impl Player<'_> {
                         self.sh.message_timeout
                     )));
                 }
-                m = ws.next() => on_frame(&mut self.pending, m)?,
+                m = ws.next() => on_frame(&mut self.pending, (&self.sh.captures, &mut self.tokens), m)?,
             }
         }
     }
@@ -224,7 +251,9 @@ impl Player<'_> {
             .map_err(detail)?;
         self.jar.store(resp.headers());
         let status = resp.status().as_u16();
+        let captures = self.sh.captures.iter().any(|c| c.applies_to(ev.line));
         let keep = match ev.kind {
+            _ if captures => CAPTURE_BODY_MAX,
             Kind::ReqHome => 512 * 1024,
             Kind::ReqTok => 4096,
             _ => 0,
@@ -238,6 +267,9 @@ impl Player<'_> {
                 got: status,
             }));
         }
+        if captures {
+            self.capture(ev, &body).map_err(detail)?;
+        }
         match ev.kind {
             Kind::ReqHome => {
                 if let Some(w) = shiny::worker_id(&body) {
@@ -249,6 +281,25 @@ impl Player<'_> {
                     .set("TOKEN", String::from_utf8_lossy(&body).trim());
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// Runs the `--capture`s that look at this event's response; one bound to its line that finds
+    /// nothing fails the session.
+    fn capture(&mut self, ev: &Event, body: &[u8]) -> Result<(), Cause> {
+        let text = String::from_utf8_lossy(body);
+        for c in self.sh.captures.iter().filter(|c| c.applies_to(ev.line)) {
+            match c.find(&text) {
+                Some(v) => self.tokens.set(&c.name, &v),
+                None if c.line.is_some() => {
+                    return Err(Cause::Capture(format!(
+                        "--capture {}@{}: {c} found nothing in the response",
+                        c.name, ev.line
+                    )))
+                }
+                None => {}
+            }
         }
         Ok(())
     }
@@ -317,13 +368,32 @@ impl Player<'_> {
             b = b.header(hyper::header::COOKIE, c);
         }
         for (k, v) in &sh.headers {
-            b = b.header(k, v);
+            b = b.header(k, self.header_value(v)?);
         }
-        let body = sh.bodies[i].clone().unwrap_or_default();
+        let mut body = self.journey.bodies[i].clone().unwrap_or_default();
+        if !sh.vars.is_empty() && body.windows(2).any(|w| w == b"${") {
+            if let Ok(text) = std::str::from_utf8(&body) {
+                body = Bytes::from(self.substitute(text)?.into_owned());
+            }
+        }
         let req = b
             .body(Full::new(body))
             .map_err(|e| Cause::Recording(format!("bad request {method} {path}: {e}")))?;
         Ok((method, path, req))
+    }
+
+    /// A `-H` header's value with this session's `--data`/`--capture` placeholders filled.
+    fn header_value(&self, v: &HeaderValue) -> Result<HeaderValue, Cause> {
+        let text = match v.to_str() {
+            Ok(t) if !self.sh.vars.is_empty() && t.contains("${") => t,
+            _ => return Ok(v.clone()),
+        };
+        let filled = self.substitute(text)?;
+        let mut out = HeaderValue::from_str(&filled).map_err(|_| {
+            Cause::Placeholder(crate::tokens::TokenError::BadHeader(text.to_string()))
+        })?;
+        out.set_sensitive(v.is_sensitive());
+        Ok(out)
     }
 
     async fn ws_open(&mut self, ev: &Event) -> Result<(), Failure> {
@@ -348,7 +418,7 @@ impl Player<'_> {
             }
         }
         for (k, v) in &sh.headers {
-            h.insert(k, v.clone());
+            h.insert(k, self.header_value(v).map_err(detail)?);
         }
         let tcp = target::connect(&sh.target).await.map_err(detail)?;
         // Small buffers: thousands of idle users must stay cheap.

@@ -32,6 +32,18 @@ pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
         r.failure_rate * 100.0,
         if r.interrupted { "  [interrupted]" } else { "" }
     );
+    for (name, j) in &r.journeys {
+        let _ = writeln!(
+            s,
+            "  journey {name} (weight {}): {} started, {} failed ({:.1}%), session p50 {} ms, p90 {} ms",
+            j.weight,
+            j.sessions.started,
+            j.sessions.failed,
+            j.failure_rate * 100.0,
+            j.session_duration.p50,
+            j.session_duration.p90
+        );
+    }
     if !r.failures_by_kind.is_empty() {
         let kinds: Vec<String> = (r.failures_by_kind.iter())
             .map(|(k, n)| format!("{} {n}", k.name()))

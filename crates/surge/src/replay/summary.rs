@@ -14,7 +14,7 @@ pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
     let warmup = p.shape.warmup();
     let head = Head {
         plan: Plan {
-            recording: p.rec.path.display().to_string(),
+            recording: p.rec().path.display().to_string(),
             target: p.url.clone(),
             users: p.shape.peak_users(),
             start_interval_ms: p.interval().as_millis() as u64,
@@ -27,7 +27,7 @@ pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
         started_at_ms: sh.start.unix_ms,
         warmup_ms: warmup.as_millis() as i64,
         finished_at_ms: timefmt::now_ms(),
-        recording_duration_ms: p.rec.duration_ms(),
+        recording_duration_ms: p.rec().duration_ms(),
         interrupted,
         split: Split {
             segment: p.segment.map(|s| s.to_string()),

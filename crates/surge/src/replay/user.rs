@@ -36,7 +36,7 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
     sh.active_users.fetch_add(1, Ordering::AcqRel);
     let mut rng = (u64::from(w) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ timefmt::now_ms() as u64;
     let mut iteration = 0;
-    while let Some(sid) = next_session(&sh) {
+    while let Some(sid) = next_session(&sh, &mut rng) {
         let ok = run_session(&sh, sid, w, iteration, &mut rng, &mut stop).await;
         iteration += 1;
         if *stop.borrow() || !keeps(&sh, w) {
@@ -60,15 +60,18 @@ pub(super) async fn worker(sh: Arc<Shared>, w: u32, mut stop: watch::Receiver<bo
 /// An open model's arrival: one session, then gone (counted as active by the caller).
 pub(super) async fn one_session(sh: Arc<Shared>, k: u32, mut stop: watch::Receiver<bool>) {
     let mut rng = (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ timefmt::now_ms() as u64;
-    if let Some(sid) = next_session(&sh) {
+    if let Some(sid) = next_session(&sh, &mut rng) {
         run_session(&sh, sid, k, 0, &mut rng, &mut stop).await;
     }
     sh.active_users.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// The next session's id, or None when the plan's session budget (a capacity step: sessions
-/// started after the warm-up) is spent.
-fn next_session(sh: &Shared) -> Option<u32> {
+/// started after the warm-up) or `--data-mode unique`'s rows are spent.
+fn next_session(sh: &Shared, rng: &mut u64) -> Option<u32> {
+    if sh.data_exhausted.load(Ordering::Relaxed) {
+        return None;
+    }
     if let Some(max) = sh.plan.max_sessions {
         if Instant::now() >= sh.warmup_end
             && sh.loaded_sessions.fetch_add(1, Ordering::Relaxed) >= max
@@ -76,7 +79,34 @@ fn next_session(sh: &Shared) -> Option<u32> {
             return None;
         }
     }
-    Some(sh.next_session.fetch_add(1, Ordering::Relaxed))
+    let sid = sh.next_session.fetch_add(1, Ordering::Relaxed);
+    if let Some(d) = &sh.plan.data {
+        if d.row(sid, sh.plan.segment, rng).is_none() {
+            if !sh.data_exhausted.swap(true, Ordering::Relaxed) {
+                eprintln!("{}", d.exhausted_line());
+                tracing::warn!("{}", d.exhausted_line());
+            }
+            return None;
+        }
+    }
+    Some(sid)
+}
+
+/// A new session's placeholder values: fresh ids, the run's declared names, its `--data` row.
+fn session_tokens(plan: &super::ReplayPlan, sid: u32, rng: &mut u64) -> Tokens {
+    let mut tokens = Tokens::new_session(rng);
+    if plan.vars.is_empty() {
+        return tokens;
+    }
+    tokens.declare(&plan.vars);
+    if let Some(d) = &plan.data {
+        if let Some(row) = d.row(sid, plan.segment, rng) {
+            for (c, v) in d.columns.iter().zip(row) {
+                tokens.set(c, v);
+            }
+        }
+    }
+    tokens
 }
 
 /// Whether user `w` goes on with another session: before the loaded phase's end, and for
@@ -102,13 +132,19 @@ async fn run_session(
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
     sh.running.fetch_add(1, Ordering::Relaxed);
+    let j = super::journey::pick(&sh.plan.weights, sid, sh.plan.segment);
+    let journey = &sh.plan.journeys[j];
     let mut log = SessionLog::new(sid, w, iteration);
+    if sh.plan.journeys.len() > 1 {
+        log.journey = Some(journey.name.clone());
+    }
     log.push(RowEvent::SessionCreate, 0);
     let mut at = None;
     let result = {
         let mut player = Player {
             sh: &sh.plan,
-            tokens: Tokens::new_session(rng),
+            journey,
+            tokens: session_tokens(&sh.plan, sid, rng),
             jar: CookieJar::default(),
             http: Conn::default(),
             ws: None,
@@ -143,7 +179,16 @@ async fn run_session(
     }
     let write = log.write(&sh.plan.out_dir, &sh.plan.comment_lines);
     if let Err(e) = &write {
-        tracing::error!("{who}: session CSV {} not written: {e}", log.file_name());
+        let path = sh.plan.out_dir.join("sessions").join(log.file_name());
+        let mut first = sh.write_error.lock().expect("write error lock");
+        if first.is_none() {
+            // Once: every later session would fail the same way (a full disk, a removed run dir).
+            tracing::error!("{who}: {}: {e}; stopping the run", path.display());
+            *first = Some((path, std::io::Error::new(e.kind(), e.to_string())));
+            let _ = sh.halt.send(true);
+        } else {
+            tracing::debug!("{who}: {}: {e}", path.display());
+        }
     }
     sh.running.fetch_sub(1, Ordering::Relaxed);
     if ok {
@@ -152,5 +197,9 @@ async fn run_session(
         sh.failed.fetch_add(1, Ordering::Relaxed);
     }
     (sh.agg.lock().expect("aggregate lock")).record(&log, write.is_err());
+    if let Some(a) = (sh.by_journey.lock().expect("journey aggregate lock")).get_mut(j) {
+        a.agg.record(&log, write.is_err());
+        *(if ok { &mut a.done } else { &mut a.failed }) += 1;
+    }
     ok
 }

@@ -27,7 +27,8 @@ mod summary;
 
 pub use aggregate::Aggregate;
 pub use summary::{
-    from_aggregate, FailureCount, Head, Percentiles, Plan, RunSummary, SessionCounts, Split,
+    from_aggregate, FailureCount, Head, JourneySummary, Percentiles, Plan, RunSummary,
+    SessionCounts, Split,
 };
 
 /// The file name of a run's summary.

@@ -53,6 +53,9 @@ pub struct RunSummary {
     pub percentiles: Percentiles,
     /// `--max-failure-rate` and each `--threshold`, evaluated.
     pub checks: Vec<CheckResult>,
+    /// A mix of journeys (`browse.log:70 export.log:30`): the figures above, per journey.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub journeys: BTreeMap<String, JourneySummary>,
     /// Every check passed (exit status 0 unless interrupted).
     pub ok: bool,
 }
@@ -125,6 +128,30 @@ pub struct Split {
     pub segment_users: Option<u32>,
     /// For a run made by `surge merge`: how many segments it joins; else null.
     pub merged_segments: Option<u32>,
+}
+
+/// One journey's figures in summary.json: the run's own figures, for its sessions only.
+#[derive(Serialize, JsonSchema, Debug)]
+#[schemars(deny_unknown_fields)]
+pub struct JourneySummary {
+    /// Its recording.log as given.
+    pub recording: String,
+    /// Its weight in the mix.
+    pub weight: u32,
+    /// Its sessions started, completed and failed.
+    pub sessions: SessionCounts,
+    /// failed / started (0 when none started).
+    pub failure_rate: f64,
+    /// Its failed sessions per kind of failure.
+    pub failures_by_kind: BTreeMap<FailureKind, u64>,
+    /// Its failures grouped by kind and recording line (lines of its own recording).
+    pub failures: Vec<FailureCount>,
+    /// Per event type: durations in ms.
+    pub events: BTreeMap<Kind, Summary>,
+    /// All its events together, ms.
+    pub overall: Summary,
+    /// Its whole completed sessions, ms.
+    pub session_duration: Summary,
 }
 
 /// Session counts of a run.
@@ -251,6 +278,7 @@ pub fn from_aggregate(
         failures,
         percentiles: agg.percentiles(),
         checks: checks_out,
+        journeys: BTreeMap::new(),
         ok,
     }
 }

@@ -10,6 +10,11 @@
 //! (zigzag), `size`, and the 1-based string indexes of package, version, r_version, r_arch, r_os,
 //! country (0: missing).
 //! Format 1: `u32 nstrings, (u16 len, utf8)*, u32 nrows, (u32 secs, u64 size, u32 ids[6])*`.
+//!
+//! Since schema 3 the store keeps all whales of a day in one format-3 blob (`daylog`); formats 1
+//! and 2 are read to migrate older stores.
+
+pub mod daylog;
 
 use std::collections::HashMap;
 

@@ -1,0 +1,149 @@
+//! A store as schema version 2 wrote it (one format-2 blob per whale in `whale_rows`, profiles
+//! as JSON text, `whale_ranks` as varint pairs), written here from a read day with its own SQL,
+//! so the migration tests start from the old encoding without an old binary.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use cranwhales::blob;
+use cranwhales::day::DayTables;
+use cranwhales::parse::hms;
+use cranwhales::summary::Behaviour;
+use rusqlite::{params, Connection};
+
+/// Version 2's tables, as its `schema.rs` created them.
+pub const SCHEMA_V2: &str = "
+CREATE TABLE days (date TEXT PRIMARY KEY, downloads INTEGER NOT NULL, downloaders INTEGER NOT NULL,
+    bytes INTEGER NOT NULL, packages INTEGER NOT NULL, skipped_rows INTEGER NOT NULL,
+    rows INTEGER NOT NULL, source TEXT NOT NULL, ingested_at TEXT NOT NULL,
+    top1 INTEGER, top6 INTEGER, top25 INTEGER, top100 INTEGER,
+    behaviours TEXT, no_r_rows INTEGER, baseline INTEGER) WITHOUT ROWID;
+CREATE TABLE hourly (date TEXT NOT NULL, hour INTEGER NOT NULL, downloads INTEGER NOT NULL,
+    PRIMARY KEY (date, hour)) WITHOUT ROWID;
+CREATE TABLE whales (date TEXT NOT NULL, rank INTEGER NOT NULL, ip_id INTEGER NOT NULL,
+    name TEXT NOT NULL, country TEXT, downloads INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    packages INTEGER NOT NULL, first_time TEXT NOT NULL, last_time TEXT NOT NULL,
+    behaviour TEXT, profile TEXT,
+    PRIMARY KEY (date, rank), UNIQUE (date, ip_id), UNIQUE (date, name)) WITHOUT ROWID;
+CREATE TABLE whale_hourly (date TEXT NOT NULL, ip_id INTEGER NOT NULL, hour INTEGER NOT NULL,
+    downloads INTEGER NOT NULL, PRIMARY KEY (date, ip_id, hour)) WITHOUT ROWID;
+CREATE TABLE whale_rows (date TEXT NOT NULL, ip_id INTEGER NOT NULL, n INTEGER NOT NULL,
+    rows BLOB NOT NULL, PRIMARY KEY (date, ip_id)) WITHOUT ROWID;
+CREATE TABLE packages (date TEXT NOT NULL, package TEXT NOT NULL, downloads INTEGER NOT NULL,
+    whale_downloads INTEGER NOT NULL, downloaders INTEGER, whale_ranks BLOB,
+    PRIMARY KEY (date, package)) WITHOUT ROWID;
+PRAGMA user_version = 2;
+";
+
+/// Writes `days` into the version-2 store at `db` (created if new).
+pub fn write_v2(db: &Path, days: &[DayTables]) {
+    let mut c = Connection::open(db).unwrap();
+    let version: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    if version == 0 {
+        c.execute_batch("PRAGMA page_size=16384; PRAGMA journal_mode=WAL;")
+            .unwrap();
+        c.execute_batch(SCHEMA_V2).unwrap();
+    }
+    let tx = c.transaction().unwrap();
+    for day in days {
+        write_day(&tx, day);
+    }
+    tx.commit().unwrap();
+}
+
+fn varints(pairs: &[(u32, u64)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &(r, n) in pairs {
+        for mut v in [u64::from(r), n] {
+            while v >= 0x80 {
+                out.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        }
+    }
+    out
+}
+
+fn write_day(tx: &Connection, day: &DayTables) {
+    let (t, s, d) = (&day.totals, &day.stats, day.date.as_str());
+    let behaviours: serde_json::Map<String, serde_json::Value> = (Behaviour::ALL.iter())
+        .zip(s.behaviours)
+        .map(|(b, n)| (b.key().to_owned(), n.into()))
+        .collect();
+    tx.execute(
+        "INSERT INTO days VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'legacy', '2020-01-01T00:00:00Z',
+             ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            d,
+            t.downloads,
+            t.downloaders,
+            t.bytes,
+            t.packages,
+            t.skipped_rows,
+            day.rows,
+            s.top[0],
+            s.top[1],
+            s.top[2],
+            s.top[3],
+            serde_json::Value::Object(behaviours).to_string(),
+            s.no_r_rows,
+            s.baseline
+        ],
+    )
+    .unwrap();
+    for (h, n) in day.hourly.iter().enumerate() {
+        tx.execute("INSERT INTO hourly VALUES (?1, ?2, ?3)", params![d, h, n])
+            .unwrap();
+    }
+    for p in &day.packages {
+        let ranks = (!p.whale_ranks.is_empty()).then(|| varints(&p.whale_ranks));
+        tx.execute(
+            "INSERT INTO packages VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                d,
+                p.package,
+                p.downloads,
+                p.whale_downloads,
+                p.downloaders,
+                ranks
+            ],
+        )
+        .unwrap();
+    }
+    for (i, w) in day.whales.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO whales VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                d,
+                w.rank,
+                w.ip_id,
+                w.name,
+                w.country,
+                w.downloads,
+                w.bytes,
+                w.packages,
+                hms(w.first),
+                hms(w.last),
+                w.profile.behaviour.key(),
+                serde_json::to_string(&w.profile).unwrap()
+            ],
+        )
+        .unwrap();
+        for (h, n) in w.hourly.iter().enumerate().filter(|(_, &n)| n > 0) {
+            tx.execute(
+                "INSERT INTO whale_hourly VALUES (?1, ?2, ?3, ?4)",
+                params![d, w.ip_id, h, n],
+            )
+            .unwrap();
+        }
+        let (n, b) = blob::pack(day.whale_downloads(i));
+        tx.execute(
+            "INSERT INTO whale_rows VALUES (?1, ?2, ?3, ?4)",
+            params![d, w.ip_id, n, b],
+        )
+        .unwrap();
+    }
+}

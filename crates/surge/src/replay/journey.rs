@@ -1,0 +1,267 @@
+//! A weighted mix of journeys: `surge replay browse.log:70 export.log:30 URL` replays several
+//! recordings in one run, each session playing one of them. The pick is deterministic and
+//! interleaved: the plan's session i (a segment's sessions keep their plan-wide index) takes the
+//! bucket of `(i × STRIDE) mod total weight`, so every block of `total` sessions splits exactly by
+//! the weights. Sessions say their journey in their CSV (`journey=<name>` on the
+//! PLAYER_SESSION_CREATE row), and summary.json splits every figure by journey.
+
+use super::ReplayError;
+use crate::failure::FailureKind;
+use crate::output::RowEvent;
+use crate::recording::Recording;
+use crate::rundir::{Aggregate, FailureCount, JourneySummary, SessionCounts};
+use crate::segment::Segment;
+use crate::stats;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Spreads consecutive sessions over the buckets (a prime: coprime with any sane total).
+const STRIDE: u64 = 7919;
+
+/// One recording of the mix.
+#[derive(Debug)]
+pub struct Journey {
+    /// Its name: the file's stem (`browse` for browse.log), made unique.
+    pub name: Arc<str>,
+    /// Its share of sessions (`:WEIGHT`, default 1).
+    pub weight: u32,
+    /// The recording.
+    pub rec: Recording,
+    /// Request bodies of its events (`datafile`s), read once.
+    pub bodies: Vec<Option<Bytes>>,
+}
+
+/// `FILE[:WEIGHT]`: the path and weight (a `:digits` suffix is a weight unless the whole name is
+/// a file).
+pub fn parse_spec(spec: &str) -> Result<(PathBuf, u32), ReplayError> {
+    if let Some((file, w)) = spec.rsplit_once(':') {
+        if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) && !Path::new(spec).exists() {
+            let weight: u32 = w.parse().map_err(|_| usage(spec, "weight too large"))?;
+            if weight == 0 {
+                return Err(usage(spec, "a weight is at least 1"));
+            }
+            return Ok((PathBuf::from(file), weight));
+        }
+    }
+    Ok((PathBuf::from(spec), 1))
+}
+
+fn usage(spec: &str, what: &str) -> ReplayError {
+    ReplayError::Usage(format!("{spec}: {what}"))
+}
+
+/// A name for each journey: file stems, with `-2`, `-3` … when two are the same.
+pub fn names(paths: &[PathBuf]) -> Vec<Arc<str>> {
+    let mut out: Vec<Arc<str>> = Vec::new();
+    for p in paths {
+        let stem = p
+            .file_stem()
+            .map_or("journey".into(), |s| s.to_string_lossy());
+        let mut name = stem.to_string();
+        let mut n = 1;
+        while out.iter().any(|o| **o == *name) {
+            n += 1;
+            name = format!("{stem}-{n}");
+        }
+        out.push(name.into());
+    }
+    out
+}
+
+/// The journey (index into the weights) of the plan's session `sid` (this process's count; see
+/// the module doc).
+pub fn pick(weights: &[u32], sid: u32, segment: Option<Segment>) -> usize {
+    if weights.len() < 2 {
+        return 0;
+    }
+    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+    let (k, of) = segment.map_or((0, 1), |s| (u64::from(s.index - 1), u64::from(s.count)));
+    let i = u64::from(sid) * of + k;
+    let stride = if total % STRIDE == 0 { 1 } else { STRIDE };
+    let mut pos = (i * stride) % total;
+    for (n, &w) in weights.iter().enumerate() {
+        if pos < u64::from(w) {
+            return n;
+        }
+        pos -= u64::from(w);
+    }
+    weights.len() - 1
+}
+
+/// One journey's results while the run goes.
+#[derive(Default)]
+pub(crate) struct JourneyAgg {
+    pub agg: Aggregate,
+    pub done: u64,
+    pub failed: u64,
+}
+
+/// The per-journey part of summary.json (empty for a run of one recording).
+pub(crate) fn summaries(
+    journeys: &[Journey],
+    aggs: &[JourneyAgg],
+) -> BTreeMap<String, JourneySummary> {
+    if journeys.len() < 2 {
+        return BTreeMap::new();
+    }
+    (journeys.iter().zip(aggs))
+        .map(|(j, a)| {
+            let failures = (a.agg.failures.iter())
+                .map(|(&(kind, line), (f, count))| FailureCount {
+                    kind,
+                    line,
+                    event: f.at.map(|x| x.kind),
+                    url: f.url.clone(),
+                    reason: f.to_string(),
+                    count: *count,
+                })
+                .collect();
+            let recording = j.rec.path.display().to_string();
+            (
+                j.name.to_string(),
+                summary_of(recording, j.weight, a, failures),
+            )
+        })
+        .collect()
+}
+
+/// One journey's figures from its aggregate and its failures.
+fn summary_of(
+    recording: String,
+    weight: u32,
+    a: &JourneyAgg,
+    mut failures: Vec<FailureCount>,
+) -> JourneySummary {
+    let started = a.done + a.failed;
+    failures.sort_by_key(|f| std::cmp::Reverse(f.count));
+    let mut by_kind = BTreeMap::new();
+    for f in &failures {
+        *by_kind.entry(f.kind).or_insert(0) += f.count;
+    }
+    JourneySummary {
+        recording,
+        weight,
+        sessions: SessionCounts {
+            started,
+            completed: a.done,
+            failed: a.failed,
+            unwritten: a.agg.write_errors,
+        },
+        failure_rate: if started == 0 {
+            0.0
+        } else {
+            a.failed as f64 / started as f64
+        },
+        failures_by_kind: by_kind,
+        failures,
+        events: (a.agg.per_kind.iter())
+            .map(|(k, v)| (*k, stats::exact(v)))
+            .collect(),
+        overall: stats::exact(&a.agg.overall()),
+        session_duration: stats::exact(&a.agg.session),
+    }
+}
+
+/// The journey a session CSV row names (`journey=<name>` on PLAYER_SESSION_CREATE), given the
+/// row without its session_id: `worker,iteration,event,timestamp,line,comment`.
+pub(crate) fn of_row(row: &str) -> Option<&str> {
+    row.splitn(6, ',').nth(5)?.strip_prefix("journey=")
+}
+
+/// summary.json's `journeys` of a merged run: histograms and counts from every session's rows
+/// (`(journey, rows, completed, failed)`), names, recordings and weights from the first
+/// segment's summary, failures summed from every segment's.
+pub(crate) fn merged<'a>(
+    segment_summaries: &[&serde_json::Value],
+    sessions: impl Iterator<Item = (Option<&'a str>, &'a [(RowEvent, i64)], bool, bool)>,
+) -> Result<BTreeMap<String, JourneySummary>, String> {
+    let Some(first) = segment_summaries
+        .first()
+        .and_then(|s| s["journeys"].as_object())
+    else {
+        return Ok(BTreeMap::new());
+    };
+    let mut aggs: BTreeMap<&str, JourneyAgg> = first
+        .keys()
+        .map(|k| (k.as_str(), JourneyAgg::default()))
+        .collect();
+    for (name, rows, completed, failed) in sessions {
+        let Some(a) = name.and_then(|n| aggs.get_mut(n)) else {
+            continue;
+        };
+        a.agg.add_session(rows.iter().copied(), completed);
+        a.done += u64::from(completed);
+        a.failed += u64::from(failed);
+    }
+    let mut out = BTreeMap::new();
+    for (name, a) in &aggs {
+        let mut by: BTreeMap<(FailureKind, u32), FailureCount> = BTreeMap::new();
+        for s in segment_summaries {
+            let list = s["journeys"][*name]["failures"].clone();
+            let list: Vec<FailureCount> = serde_json::from_value(list)
+                .map_err(|e| format!("summary.json: journeys.{name}.failures: {e}"))?;
+            for f in list {
+                match by.get_mut(&(f.kind, f.line)) {
+                    Some(g) => g.count += f.count,
+                    None => {
+                        by.insert((f.kind, f.line), f);
+                    }
+                }
+            }
+        }
+        let j = &first[*name];
+        let recording = j["recording"].as_str().unwrap_or_default().to_string();
+        let weight = j["weight"].as_u64().unwrap_or(1) as u32;
+        let s = summary_of(recording, weight, a, by.into_values().collect());
+        out.insert(name.to_string(), s);
+    }
+    Ok(out)
+}
+
+/// Copies every journey after the first into `journeys/<name>/` of the run directory (the first
+/// is the run's recording.log, as for a single recording).
+pub fn copy_journeys(
+    journeys: &[Journey],
+    out_dir: &Path,
+) -> Result<(), crate::output::OutputError> {
+    for j in journeys.iter().skip(1) {
+        let dir = out_dir.join("journeys").join(&*j.name);
+        std::fs::create_dir_all(&dir).map_err(|err| crate::output::OutputError::Io {
+            doing: "creating",
+            path: dir.clone(),
+            err,
+        })?;
+        crate::output::copy_recording(&j.rec, &dir)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_names_and_an_exact_interleaved_split() {
+        let (p, w) = parse_spec("browse.log:70").unwrap();
+        assert_eq!((p, w), (PathBuf::from("browse.log"), 70));
+        assert_eq!(parse_spec("x.log").unwrap().1, 1);
+        assert!(parse_spec("x.log:0").is_err());
+        let n = names(&["a/b.log".into(), "c/b.log".into()]);
+        assert_eq!((&*n[0], &*n[1]), ("b", "b-2"));
+        let js = [70, 30];
+        let picks: Vec<usize> = (0..100).map(|i| pick(&js, i, None)).collect();
+        assert_eq!(picks.iter().filter(|&&p| p == 0).count(), 70);
+        // Interleaved: the first 10 sessions already mix both journeys.
+        assert!(
+            picks[..10].contains(&0) && picks[..10].contains(&1),
+            "{picks:?}"
+        );
+        // Two segments together take the plan's picks.
+        let s1 = Some(Segment { index: 1, count: 2 });
+        let s2 = Some(Segment { index: 2, count: 2 });
+        assert_eq!(pick(&js, 3, s1), picks[6]);
+        assert_eq!(pick(&js, 3, s2), picks[7]);
+    }
+}

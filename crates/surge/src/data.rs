@@ -35,8 +35,11 @@ pub struct DataSet {
 impl DataSet {
     /// Reads the CSV (header row = names, at least one row); errors are one line naming the
     /// file and the line.
-    pub fn load(path: &Path, mode: DataMode) -> Result<DataSet, String> {
-        let at = |what: String| format!("--data {}: {what}", path.display());
+    pub fn load(path: &Path, mode: DataMode) -> Result<DataSet, DataError> {
+        let at = |what: String| DataError {
+            path: path.to_owned(),
+            what,
+        };
         let mut r = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
             .from_path(path)
@@ -102,6 +105,16 @@ impl DataSet {
     }
 }
 
+/// Why a `--data` file cannot be used: the file and what is wrong with it, on one line.
+#[derive(Debug, thiserror::Error)]
+#[error("--data {}: {what}", path.display())]
+pub struct DataError {
+    /// The file given to `--data`.
+    pub path: std::path::PathBuf,
+    /// What is wrong (with its line where there is one).
+    pub what: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,11 +134,14 @@ mod tests {
         assert_eq!(&*d.row(0, seg, &mut rng).unwrap()[1], "b");
         assert!(d.row(1, seg, &mut rng).is_none());
         std::fs::write(&p, "date,bad-name\n1,2\n").unwrap();
-        let e = DataSet::load(&p, DataMode::Sequential).unwrap_err();
+        let e = DataSet::load(&p, DataMode::Sequential)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 1: column name \"bad-name\""), "{e}");
         std::fs::write(&p, "date\n").unwrap();
         assert!(DataSet::load(&p, DataMode::Sequential)
             .unwrap_err()
+            .to_string()
             .ends_with("no rows after the header"));
         std::fs::remove_dir_all(&dir).unwrap();
     }

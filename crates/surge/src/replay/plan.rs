@@ -51,7 +51,14 @@ pub enum ReplayError {
     /// The first sign-in failed: the request, the server's status and the first line of its
     /// answer (never a secret).
     #[error("sign-in failed: {0}")]
-    SignIn(String),
+    SignIn(crate::signin::SignInError),
+    /// The sign-in flags or their environment variables are wrong, or the target cannot be
+    /// asked what it is.
+    #[error(transparent)]
+    SignInSetup(crate::signin::SignInError),
+    /// The `--data` file cannot be used.
+    #[error(transparent)]
+    Data(#[from] crate::data::DataError),
     /// A file could not be read or written.
     #[error("{path}: {err}")]
     Io {
@@ -205,7 +212,7 @@ async fn check_signin(
     let timeout = args.message_timeout;
     let signin = SignIn::resolve(&args.signin, &env, target, headers, timeout)
         .await
-        .map_err(ReplayError::Usage)?;
+        .map_err(ReplayError::SignInSetup)?;
     headers.extend(signin.headers.iter().cloned());
     if signin.per_session() {
         let (mut conn, mut jar) = (Conn::default(), CookieJar::default());
@@ -254,7 +261,7 @@ fn data_and_vars(
     journeys: &[Journey],
 ) -> Result<(Option<DataSet>, Vec<Arc<str>>), ReplayError> {
     let data = match &args.data {
-        Some(p) => Some(DataSet::load(p, args.data_mode).map_err(ReplayError::Usage)?),
+        Some(p) => Some(DataSet::load(p, args.data_mode)?),
         None => None,
     };
     let mut vars: Vec<Arc<str>> = data.as_ref().map_or_else(Vec::new, |d| d.columns.clone());

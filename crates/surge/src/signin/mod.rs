@@ -109,6 +109,36 @@ struct Reply {
     body: Vec<u8>,
 }
 
+/// Why a sign-in could not be made; one line, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignInError {
+    /// A sign-in flag or the environment variable it names is wrong (the message names both).
+    #[error("{0}")]
+    Flag(String),
+    /// The server answered a sign-in request, but not with success (or without the session
+    /// cookie): the request, the status and the first line of its answer.
+    #[error("{request} answered {status}: {detail}")]
+    Refused {
+        /// `POST /__login__`.
+        request: String,
+        /// The HTTP status.
+        status: u16,
+        /// The answer's first line (escaped, cut), or what was missing.
+        detail: String,
+    },
+    /// The request could not be made or answered in time (connection, timeout, protocol).
+    #[error("{request}: {reason}")]
+    Exchange {
+        /// `GET /app/`.
+        request: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A protected app on a server that shinycannon's variables cannot sign in to.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
 impl SignIn {
     /// The sign-in the flags and the environment ask for (`env` reads a variable); a server that
     /// must be asked what it is (shinycannon's variables) is asked once here, with `headers`.
@@ -118,22 +148,22 @@ impl SignIn {
         target: &Target,
         headers: &[(HeaderName, HeaderValue)],
         timeout: Duration,
-    ) -> Result<SignIn, String> {
-        let need = |var: &str, flag: &str| -> Result<Secret, String> {
+    ) -> Result<SignIn, SignInError> {
+        let need = |var: &str, flag: &str| -> Result<Secret, SignInError> {
             match env(var) {
                 Some(v) if !v.is_empty() => Ok(Secret(v.into())),
-                _ => Err(format!(
+                _ => Err(SignInError::Flag(format!(
                     "{flag} {var}: the environment variable {var} is not set or empty"
-                )),
+                ))),
             }
         };
         let mut s = SignIn::default();
         for h in &args.header_env {
-            let (name, var) = h
-                .split_once(':')
-                .ok_or_else(|| format!("--header-env \"{h}\": expected 'Name: VAR'"))?;
+            let (name, var) = h.split_once(':').ok_or_else(|| {
+                SignInError::Flag(format!("--header-env \"{h}\": expected 'Name: VAR'"))
+            })?;
             let name = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|e| format!("--header-env \"{h}\": {e}"))?;
+                .map_err(|e| SignInError::Flag(format!("--header-env \"{h}\": {e}")))?;
             let value = need(var.trim(), "--header-env")?;
             s.headers
                 .push((name, sensitive(value.expose(), "--header-env")?));
@@ -164,7 +194,7 @@ impl SignIn {
         target: &Target,
         headers: &[(HeaderName, HeaderValue)],
         timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), SignInError> {
         let get = |v: &str| env(v).filter(|s| !s.is_empty()).map(|s| Secret(s.into()));
         let key = get(ENV_API_KEY);
         let creds = get(ENV_USER).zip(get(ENV_PASS));
@@ -176,8 +206,7 @@ impl SignIn {
         let first = exchange(
             target, &mut conn, &mut jar, headers, "GET", &app, None, timeout,
         )
-        .await
-        .map_err(|e| format!("sign-in: {e}"))?;
+        .await?;
         let server = detect::served_by(&target.endpoint.host, &first.headers, &first.body);
         if let Some(key) = key {
             if server != ServerType::Connect {
@@ -198,10 +227,10 @@ impl SignIn {
             ServerType::Connect => Exchange::Connect { user, pass },
             ServerType::ShinyServer => Exchange::ShinyServer { user, pass },
             other => {
-                return Err(format!(
-                    "sign-in: {app} answered {} (protected) but looks like {other}: {ENV_USER}/{ENV_PASS} sign in to Posit Connect or Shiny Server Pro only (see --login-form)",
+                return Err(SignInError::Unsupported(format!(
+                    "{app} answered {} (protected) but looks like {other}: {ENV_USER}/{ENV_PASS} sign in to Posit Connect or Shiny Server Pro only (see --login-form)",
                     first.status
-                ))
+                )))
             }
         });
         self.description = Some(format!("{server} as {ENV_USER}"));
@@ -222,7 +251,7 @@ impl SignIn {
         jar: &mut CookieJar,
         headers: &[(HeaderName, HeaderValue)],
         timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), SignInError> {
         let Some(ex) = &self.exchange else {
             return Ok(());
         };
@@ -271,10 +300,13 @@ impl SignIn {
             Some(c) => {
                 expect_status(&r, "POST", &path, &[200, 302])?;
                 if !jar.has(c) {
-                    return Err(format!(
-                        "POST {path} answered {} but set no {c} cookie (the session cookie shinycannon expects)",
-                        r.status
-                    ));
+                    return Err(SignInError::Refused {
+                        request: format!("POST {path}"),
+                        status: r.status,
+                        detail: format!(
+                            "no {c} cookie set (the session cookie shinycannon expects)"
+                        ),
+                    });
                 }
                 Ok(())
             }
@@ -285,15 +317,15 @@ impl SignIn {
 }
 
 /// shinycannon's check (`getCookiesPost`: 200 or 302), as one line with the server's answer.
-fn expect_status(r: &Reply, method: &str, path: &str, ok: &[u16]) -> Result<(), String> {
+fn expect_status(r: &Reply, method: &str, path: &str, ok: &[u16]) -> Result<(), SignInError> {
     if ok.contains(&r.status) {
         return Ok(());
     }
-    Err(format!(
-        "{method} {path} answered {}: {}",
-        r.status,
-        form::first_line(&r.body)
-    ))
+    Err(SignInError::Refused {
+        request: format!("{method} {path}"),
+        status: r.status,
+        detail: form::first_line(&r.body),
+    })
 }
 
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -309,21 +341,21 @@ fn form_body(page: &Reply, user: &Secret, pass: &Secret) -> String {
 }
 
 /// `Authorization: Key <key>`, marked sensitive.
-fn key_header(key: &Secret) -> Result<(HeaderName, HeaderValue), String> {
+fn key_header(key: &Secret) -> Result<(HeaderName, HeaderValue), SignInError> {
     let v = sensitive(&format!("Key {}", key.expose()), "the API key")?;
     Ok((hyper::header::AUTHORIZATION, v))
 }
 
 /// A header value that hyper and our Debug never show; the error names `what`, not the value.
-fn sensitive(value: &str, what: &str) -> Result<HeaderValue, String> {
+fn sensitive(value: &str, what: &str) -> Result<HeaderValue, SignInError> {
     let mut v = HeaderValue::from_str(value)
-        .map_err(|_| format!("{what}: the value is not a valid header value"))?;
+        .map_err(|_| SignInError::Flag(format!("{what}: the value is not a valid header value")))?;
     v.set_sensitive(true);
     Ok(v)
 }
 
 /// `--login-form`'s path: a path as given, or a URL on the target's scheme, host and port.
-fn same_target_path(url: &str, target: &Target) -> Result<String, String> {
+fn same_target_path(url: &str, target: &Target) -> Result<String, SignInError> {
     if url.starts_with('/') {
         return Ok(url.to_string());
     }
@@ -334,9 +366,9 @@ fn same_target_path(url: &str, target: &Target) -> Result<String, String> {
         } else {
             rest.into()
         }),
-        _ => Err(format!(
+        _ => Err(SignInError::Flag(format!(
             "--login-form {url}: must be a path or a URL on the target ({origin})"
-        )),
+        ))),
     }
 }
 
@@ -351,7 +383,11 @@ async fn exchange(
     path: &str,
     body: Option<(&str, String)>,
     timeout: Duration,
-) -> Result<Reply, String> {
+) -> Result<Reply, SignInError> {
+    let fail = |reason: String| SignInError::Exchange {
+        request: format!("{method} {path}"),
+        reason,
+    };
     let mut b = Request::builder()
         .method(method)
         .uri(path)
@@ -373,19 +409,17 @@ async fn exchange(
         }
         None => Bytes::new(),
     };
-    let req = b
-        .body(Full::new(bytes))
-        .map_err(|e| format!("{method} {path}: {e}"))?;
+    let req = b.body(Full::new(bytes)).map_err(|e| fail(e.to_string()))?;
     let resp = tokio::time::timeout(timeout, conn.send(target, req))
         .await
-        .map_err(|_| format!("{method} {path}: no answer within {timeout:?}"))?
-        .map_err(|e| format!("{method} {path}: {e}"))?;
+        .map_err(|_| fail(format!("no answer within {timeout:?}")))?
+        .map_err(|e| fail(e.to_string()))?;
     jar.store(resp.headers());
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
     let body = target::read_body(body, BODY_MAX, timeout)
         .await
-        .map_err(|e| format!("{method} {path}: {e}"))?;
+        .map_err(|e| fail(e.to_string()))?;
     Ok(Reply {
         status,
         headers: parts.headers,

@@ -40,7 +40,7 @@ pub enum Cause {
     /// The recording cannot be played as written (WS_SEND with no WebSocket open, a bad URL).
     Recording(String),
     /// The session's sign-in was refused (the request, status and first line of the answer).
-    SignIn(crate::signin::SignInError),
+    SignIn(String),
     /// A `--capture NAME@LINE` found nothing in the response of its line.
     Capture(String),
     /// The run was stopped (Ctrl-C) while the session was playing.

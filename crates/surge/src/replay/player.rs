@@ -100,7 +100,7 @@ impl Player<'_> {
                     sh.message_timeout,
                 )
                 .await
-                .map_err(Cause::SignIn)?;
+                .map_err(|e| Cause::SignIn(e.to_string()))?;
         }
         let mut prev_begin: Option<i64> = None;
         for (i, ev) in rec.events.iter().enumerate() {

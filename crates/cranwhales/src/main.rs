@@ -53,32 +53,9 @@ fn main() {
     }
 }
 
-/// A command line clap refuses: help and version print as clap has them; anything else is one
-/// line, `PROGRAM: error: WHAT` (the convention of all three programs, docs/testing.md), exit 2.
-fn parse_or_exit<P: Parser>(program: &str) -> P {
-    use clap::error::ErrorKind;
-    let e = match P::try_parse() {
-        Ok(p) => return p,
-        Err(e) => e,
-    };
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
-        let _ = e.print();
-        std::process::exit(if e.use_stderr() { 2 } else { 0 });
-    }
-    let text = e.render().to_string();
-    // The first paragraph, on one line (a missing argument's name is on the line after).
-    let para: Vec<&str> = (text.lines().map(str::trim))
-        .skip_while(|l| l.is_empty())
-        .take_while(|l| !l.is_empty())
-        .collect();
-    eprintln!("{program}: {}", para.join(" "));
-    std::process::exit(2);
-}
+#[path = "../../cli_usage.rs"]
+mod cli_usage;
+use cli_usage::parse_or_exit;
 
 /// `cranwhales serve`: bind, print the URL, serve until a signal, drain.
 fn serve(args: server::ServeArgs) -> anyhow::Result<()> {

@@ -2,6 +2,8 @@
 //! exit status, the first words of the error, and what reached the network or the terminal.
 
 mod engine_support;
+#[path = "../../../tests/mounts.rs"]
+mod mounts;
 
 use std::net::TcpListener;
 use std::process::{Command, Output};
@@ -9,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use engine_support::*;
+use mounts::{ReadOnlyMount, Tmpfs};
 
 fn cranwhales(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cranwhales"))
@@ -324,34 +327,6 @@ fn a_partial_file_left_by_kill_9_is_removed_at_the_next_download() {
     assert_eq!(partial_files(&cache), vec![live]);
 }
 
-/// A read-only bind mount of `dir` (unmounted on drop), or `None` where this process may not
-/// mount (not root, or no mount namespace rights).
-struct ReadOnlyMount(std::path::PathBuf);
-
-impl ReadOnlyMount {
-    fn of(dir: &std::path::Path, at: &std::path::Path) -> Option<ReadOnlyMount> {
-        std::fs::create_dir_all(at).unwrap();
-        let run = |args: &[&str]| {
-            Command::new("mount")
-                .args(args)
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        let (d, a) = (dir.to_str().unwrap(), at.to_str().unwrap());
-        if !run(&["--bind", d, a]) {
-            return None;
-        }
-        let m = ReadOnlyMount(at.to_owned());
-        run(&["-o", "remount,ro,bind", a]).then_some(m)
-    }
-}
-
-impl Drop for ReadOnlyMount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).output();
-    }
-}
-
 /// A store on a read-only mount: `days` and `show` read it (the same answers as from the
 /// writable original), `serve` serves it and says once that it is read-only, and `ingest` fails
 /// with one line saying why, before touching anything.
@@ -445,27 +420,6 @@ fn a_read_only_store_is_read_and_says_so() {
         )),
         "{err}"
     );
-}
-
-/// A small tmpfs (unmounted on drop), or `None` where this process may not mount.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        ok.then(|| Tmpfs(at.to_owned()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).output();
-    }
 }
 
 /// A full disk: ingesting more days than fit stores what fits, whole, and nothing half. Each day

@@ -38,10 +38,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return usage_error(e),
-    };
+    let cli: Cli = cli_usage::parse_or_exit("surge");
     // bench runs its connections on threads of its own (`--threads`): its loop here only waits.
     let rt = match &cli.command {
         Command::Bench(_) => tokio::runtime::Builder::new_current_thread()
@@ -66,28 +63,8 @@ fn main() -> ExitCode {
     surge::exit_code(result, cli.verbose)
 }
 
-/// A command line clap refuses: help and version print as clap has them; a bad flag is one
-/// line (`surge: error: invalid value ... for '--stages <STAGES>': ...`) and exit status 2.
-fn usage_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
-        let _ = e.print();
-        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-    }
-    let text = e.render().to_string();
-    // The first paragraph, on one line (a missing argument's name is on the line after).
-    let para: Vec<&str> = (text.lines().map(str::trim))
-        .skip_while(|l| l.is_empty())
-        .take_while(|l| !l.is_empty())
-        .collect();
-    eprintln!("surge: {}", para.join(" "));
-    ExitCode::from(2)
-}
+#[path = "../../cli_usage.rs"]
+mod cli_usage;
 
 /// The command line as the session CSVs record it (after `surge replay`).
 fn argv() -> Vec<String> {

@@ -2,34 +2,15 @@
 //! line naming the file, and what is (not) left in the run directory.
 
 mod common;
+#[path = "../../../tests/mounts.rs"]
+mod mounts;
 mod segments_support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
+use mounts::Tmpfs;
 use segments_support::*;
-
-/// A small tmpfs (unmounted on drop), or `None` where this process may not mount.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        ok.then(|| Tmpfs(at.to_owned()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).output();
-    }
-}
 
 /// Every file under `dir`, recursively.
 fn files(dir: &Path) -> Vec<PathBuf> {

@@ -17,16 +17,34 @@ struct Cli {
     verbose: bool,
 }
 
+/// `surge replay`'s flags: the replay's own and the live dashboard's.
+#[derive(clap::Args)]
+struct ReplayCmd {
+    #[command(flatten)]
+    replay: surge::replay::ReplayArgs,
+    #[command(flatten)]
+    dashboard: surge::dashboard::DashboardArgs,
+}
+
+/// `surge bench`'s flags: the bench's own and the live dashboard's.
+#[derive(clap::Args)]
+struct BenchCmd {
+    #[command(flatten)]
+    bench: surge::bench::BenchArgs,
+    #[command(flatten)]
+    dashboard: surge::dashboard::DashboardArgs,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Load one URL (closed model; --rate for an open model without coordinated omission)
-    Bench(surge::bench::BenchArgs),
+    Bench(BenchCmd),
     /// Record a browser session through a reverse proxy into recording.log
     Record(surge::record::RecordArgs),
     /// Convert a browser HAR export into recording.log
     ImportHar(surge::har::ImportArgs),
     /// Replay a recording with many simulated users (shinycannon-compatible output)
-    Replay(surge::replay::ReplayArgs),
+    Replay(ReplayCmd),
     /// How many users an app holds within SLOs: replay steps of growing load, then bisection
     Capacity(surge::capacity::CapacityArgs),
     /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
@@ -52,7 +70,7 @@ fn main() -> ExitCode {
         Err(e) => return surge::exit_code(Err(e.into()), cli.verbose),
     };
     let result = match cli.command {
-        Command::Bench(a) => rt.block_on(surge::bench::run(a)),
+        Command::Bench(a) => rt.block_on(bench(a)),
         Command::Record(a) => rt.block_on(surge::record::run(a)),
         Command::ImportHar(a) => surge::har::run(a),
         Command::Replay(a) => rt.block_on(replay(a)),
@@ -100,13 +118,45 @@ async fn ctrl_c() {
     }
 }
 
-/// `surge replay`: plan from the flags, logger, Ctrl-C, the run, then its text or JSON summary.
-async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
-    let plan = surge::replay::ReplayPlan::from_args(&args, &argv()).await?;
+/// `surge bench`, with its dashboard when asked (`/metrics`: the request histogram).
+async fn bench(cmd: BenchCmd) -> anyhow::Result<u8> {
+    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &[])
+        .await
+        .map_err(anyhow::Error::msg)?;
+    if let Some(d) = &dash {
+        d.show_title(&format!("surge bench {}", cmd.bench.url));
+    }
+    let live = dash.as_ref().map(|d| d.metrics.clone());
+    let code = surge::bench::run_with(cmd.bench, live).await;
+    if let Some(d) = dash {
+        d.finish(None).await;
+    }
+    code
+}
+
+/// `surge replay`: plan from the flags, logger, Ctrl-C, the dashboard, the run, then its text or
+/// JSON summary (and, with the dashboard, report.html in the run directory).
+async fn replay(cmd: ReplayCmd) -> anyhow::Result<u8> {
+    let args = cmd.replay;
+    let mut plan = surge::replay::ReplayPlan::from_args(&args, &argv()).await?;
     let debug_log = (args.debug_log).then(|| plan.out_dir.join(surge::logging::DEBUG_LOG));
     surge::logging::init(args.log_level, debug_log.as_deref()).map_err(anyhow::Error::msg)?;
     let out_dir = plan.out_dir.clone();
+    let kinds: Vec<&'static str> = surge::recording::Kind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &kinds)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    if let Some(d) = &dash {
+        plan.live = Some(d.metrics.clone());
+        d.show(&out_dir, &format!("surge replay {}", plan.url));
+    }
     let outcome = surge::replay::run(plan, ctrl_c()).await?;
+    if let Some(d) = dash {
+        d.finish(Some(&out_dir)).await;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
     } else {
@@ -119,6 +169,11 @@ async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
 /// answer line goes to stdout.
 async fn capacity(args: surge::capacity::CapacityArgs) -> anyhow::Result<u8> {
     surge::logging::init(surge::logging::LogLevel::Error, None).map_err(anyhow::Error::msg)?;
+    if !args.workers.is_empty() {
+        let scaling = surge::capacity::run_scaling(args, ctrl_c()).await?;
+        print!("{}", scaling.table);
+        return Ok(scaling.exit_code());
+    }
     let result = surge::capacity::run(args, ctrl_c()).await?;
     println!("{}", result.answer);
     Ok(result.exit_code())

@@ -200,7 +200,9 @@ async fn stages_are_achieved() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[]).await.unwrap();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+        .await
+        .unwrap();
     let outcome = surge::replay::run(plan, std::future::pending())
         .await
         .unwrap();
@@ -255,7 +257,9 @@ async fn arrival_rate_starts_the_asked_sessions() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[]).await.unwrap();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+        .await
+        .unwrap();
     let outcome = surge::replay::run(plan, std::future::pending())
         .await
         .unwrap();

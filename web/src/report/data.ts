@@ -52,6 +52,8 @@ export interface RunModel {
   lines: number[][];
   /** shape.csv each second: [ms since run start, users asked, users, arrivals asked (-1: closed), arrivals] */
   shape?: number[][];
+  /** manifold.csv each second (--manifold): [ms since run start, ready, busy, starting, queue, saturation × 1000] */
+  manifold?: number[][];
 }
 
 /** A capacity search (capacity.json of `surge capacity`). */

@@ -132,7 +132,17 @@ const LATE: Duration = Duration::from_millis(10);
 /// Runs the benchmark and prints the report; exit status 1 when more requests than
 /// `--max-error-rate` were not ok (no answer, or a status other than 2xx/3xx / `--expect-status`).
 pub async fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    let plan = Arc::new(make_plan(&args)?);
+    run_with(args, None).await
+}
+
+/// [`run`], feeding `live` (`--dashboard`'s metrics) with every request.
+pub async fn run_with(
+    args: BenchArgs,
+    live: Option<Arc<crate::metrics::LiveMetrics>>,
+) -> anyhow::Result<u8> {
+    let mut plan = make_plan(&args)?;
+    plan.live = live;
+    let plan = Arc::new(plan);
     if plan.dialer.insecure() {
         eprintln!(
             "surge bench: warning: --insecure: the certificate of {} is not verified",
@@ -483,10 +493,14 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
         let c = conn.as_mut().expect("connected above");
         let result = exchange_within(c, &plan, timer.as_mut(), sent).await;
         now = Instant::now();
+        let answered = matches!(result, Some(Ok(_)));
         match result {
             Some(Ok(r)) => {
                 let us = now.saturating_duration_since(start).as_micros() as u64;
                 let _ = hist.record(us.max(1));
+                if let Some(l) = &plan.live {
+                    l.bench_request(Some(us));
+                }
                 statuses[usize::from(r.status).min(999)] += 1;
                 st.bytes += r.body_bytes;
                 if !plan.keepalive || !r.keep_alive {
@@ -501,6 +515,9 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 *st.errors.entry("timeout".into()).or_insert(0) += 1;
                 conn = None;
             }
+        }
+        if let (Some(l), false) = (&plan.live, answered) {
+            l.bench_request(None);
         }
         plan.done.fetch_add(1, Ordering::Relaxed);
         if closed_over(&plan, now) {

@@ -14,6 +14,8 @@ use tokio::time::Instant;
 
 /// One bench run's fixed inputs and shared counters, read by every connection task.
 pub(super) struct Plan {
+    /// `--dashboard`'s metrics: every request's latency or failure.
+    pub(super) live: Option<std::sync::Arc<crate::metrics::LiveMetrics>>,
     pub(super) uri: Uri,
     /// Host, port, TLS; connected through `dialer` (the run's one TLS config, `--resolve`).
     pub(super) endpoint: net::Endpoint,
@@ -97,6 +99,7 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     let (segment, start) = schedule(args)?;
     let t0 = start.t0;
     Ok(Plan {
+        live: None,
         uri: request_uri,
         endpoint,
         dialer,

@@ -88,6 +88,10 @@ pub struct ReplayArgs {
     /// TLS and address flags for an https:// target
     #[command(flatten)]
     pub tls: crate::net::TlsArgs,
+    /// manifold in front of the app, http://host:port: its workers (ready, busy, starting),
+    /// queue and saturation are polled every second into manifold.csv, charted by the report
+    #[arg(long, value_name = "URL")]
+    pub manifold: Option<String>,
 }
 
 impl ReplayArgs {

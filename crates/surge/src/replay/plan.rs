@@ -79,6 +79,10 @@ pub struct ReplayPlan {
     pub max_sessions: Option<u32>,
     /// Print the progress line on stderr (off for capacity steps, which print their own).
     pub progress: bool,
+    /// `--dashboard`'s metrics, fed as users start and sessions end.
+    pub live: Option<std::sync::Arc<crate::metrics::LiveMetrics>>,
+    /// `--manifold`'s status URL, polled into manifold.csv during the run.
+    pub manifold: Option<String>,
 }
 
 impl ReplayPlan {
@@ -98,6 +102,10 @@ impl ReplayPlan {
         let target = Target::parse(url).map_err(|e| ReplayError::Usage(format!("{flag} {e}")))?;
         let target = target
             .with_tls(&args.tls, args.message_timeout)
+            .map_err(ReplayError::Usage)?;
+        let manifold = (args.manifold.as_deref())
+            .map(crate::manifold_poll::status_url)
+            .transpose()
             .map_err(ReplayError::Usage)?;
         let rec = Recording::load(&args.recording)?;
         if args.users == 0 {
@@ -139,6 +147,8 @@ impl ReplayPlan {
             comment_lines,
             max_sessions: None,
             progress: true,
+            live: None,
+            manifold,
         })
     }
 

@@ -152,5 +152,6 @@ async fn run_session(
         sh.failed.fetch_add(1, Ordering::Relaxed);
     }
     (sh.agg.lock().expect("aggregate lock")).record(&log, write.is_err());
+    sh.observe(&log, ok);
     ok
 }

@@ -90,6 +90,10 @@ pub struct RunModel {
     /// arrivals asked (-1: closed model), arrivals]`; absent for runs without shape.csv.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shape: Vec<[i64; 5]>,
+    /// manifold's pool each second (manifold.csv, `--manifold`): `[ms since run start, ready,
+    /// busy, starting, queue, saturation × 1000]`; absent for runs that did not poll it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub manifold: Vec<[i64; 6]>,
 }
 
 /// Sessions as columns.
@@ -241,5 +245,21 @@ fn run_model(run: &Run, sum: &RunSummary, recording: usize) -> RunModel {
             [p.at_ms - sum.start_ms, au, u, asked, p.arrivals as i64]
         })
         .collect(),
+        manifold: (crate::manifold_poll::read(&run.dir).and_then(Result::ok))
+            .unwrap_or_default()
+            .iter()
+            .map(|(t, p)| {
+                let n = |v: u32| i64::from(v);
+                let sat = (p.saturation * 1000.0).round() as i64;
+                [
+                    t - sum.start_ms,
+                    n(p.ready),
+                    n(p.busy),
+                    n(p.starting),
+                    n(p.queue),
+                    sat,
+                ]
+            })
+            .collect(),
     }
 }

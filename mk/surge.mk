@@ -12,6 +12,14 @@ test-surge-report: build
 bench-report: deps web
 	bench/report.sh
 
+# surge replay --dashboard in headless Chromium during a real run: two successive live states
+# differ (sessions, charts redrawn), the ended run links to its final report; screenshots in
+# artifacts/surge-dashboard/.
+.PHONY: test-surge-dashboard
+TEST_TARGETS += test-surge-dashboard
+test-surge-dashboard: build
+	node web/e2e/surge-dashboard.mjs
+
 # deploy/ checked offline: the Containerfile (COPY sources, stages, the Makefile's commands) and the
 # Kubernetes manifests (API schemas via kubernetes-validate in .venv, cross-references); the Job
 # scripts run as pods would, with the real surge against a Shiny app on loopback, then merged.

@@ -493,14 +493,11 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
         let c = conn.as_mut().expect("connected above");
         let result = exchange_within(c, &plan, timer.as_mut(), sent).await;
         now = Instant::now();
-        let answered = matches!(result, Some(Ok(_)));
+        let us = now.saturating_duration_since(start).as_micros() as u64;
+        plan.observe(matches!(result, Some(Ok(_))).then_some(us));
         match result {
             Some(Ok(r)) => {
-                let us = now.saturating_duration_since(start).as_micros() as u64;
                 let _ = hist.record(us.max(1));
-                if let Some(l) = &plan.live {
-                    l.bench_request(Some(us));
-                }
                 statuses[usize::from(r.status).min(999)] += 1;
                 st.bytes += r.body_bytes;
                 if !plan.keepalive || !r.keep_alive {
@@ -515,9 +512,6 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
                 *st.errors.entry("timeout".into()).or_insert(0) += 1;
                 conn = None;
             }
-        }
-        if let (Some(l), false) = (&plan.live, answered) {
-            l.bench_request(None);
         }
         plan.done.fetch_add(1, Ordering::Relaxed);
         if closed_over(&plan, now) {

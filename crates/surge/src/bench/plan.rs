@@ -185,3 +185,12 @@ fn serialize_request(method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8
     r.extend_from_slice(body);
     r
 }
+
+impl Plan {
+    /// Tells `--dashboard`'s metrics about one request: answered in `us`, or not (None).
+    pub(super) fn observe(&self, us: Option<u64>) {
+        if let Some(l) = &self.live {
+            l.bench_request(us);
+        }
+    }
+}

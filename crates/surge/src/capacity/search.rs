@@ -122,11 +122,11 @@ pub(super) async fn search(
         if load >= args.max_load {
             break;
         }
-        load = grow(&args, load);
+        load = grow(args, load);
     }
     // Down: bisect between the last good and the first bad step.
     while let (Some(lo), Some(hi)) = (good, bad) {
-        let Some(mid) = middle(&args, lo, hi) else {
+        let Some(mid) = middle(args, lo, hi) else {
             break;
         };
         let ok = step(&at, &mut res, mid).await?;

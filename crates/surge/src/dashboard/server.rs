@@ -57,6 +57,8 @@ pub(super) async fn serve(
         .route("/events", get(events))
         .route("/metrics", get(metrics_text))
         .route("/report.html", get(final_report))
+        // Browsers ask for it; an empty answer keeps their consoles clean.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .with_state(app);
     if let Err(e) = axum::serve(listener, router).await {
         eprintln!("surge: dashboard: {e}");

@@ -69,7 +69,7 @@ impl Window {
             // `now` holds every value `old` did, so the subtraction cannot fail.
             let _ = recent.subtract(old);
         }
-        self.current = (recent.len() > 0).then(|| {
+        self.current = (!recent.is_empty()).then(|| {
             (
                 recent.value_at_quantile(0.5),
                 recent.value_at_quantile(0.95),

@@ -30,8 +30,9 @@ pub struct CapacityArgs {
     /// Base URL of the app under test, e.g. http://127.0.0.1:3838/
     #[arg(value_name = "APP-URL")]
     pub app_url: String,
-    /// Objective every step must meet, METRIC:pNN<DURATION with METRIC page_load, session, all or
-    /// an event type, e.g. 'page_load:p95<2s' (repeatable; at least one)
+    /// Objective every step must meet, METRIC:pNN<DURATION with METRIC page_load, session, all,
+    /// until@LINE (home page start to the end of recording line LINE) or an event type, e.g.
+    /// 'page_load:p95<2s' (repeatable; at least one)
     #[arg(long = "slo", required = true, value_name = "SLO")]
     pub slos: Vec<Slo>,
     /// Highest acceptable share of failed sessions in a step (0.01 or 1%)
@@ -87,7 +88,7 @@ pub struct CapacityArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     pub workers: Vec<u32>,
     /// Shell command starting manifold for one worker count, {workers} replaced by the count,
-    /// e.g. 'manifold --listen 127.0.0.1:9000 --min {workers} --max {workers} --shiny app/';
+    /// e.g. 'manifold shiny app/ --listen 127.0.0.1:9000 --min {workers} --max {workers}';
     /// started before each search (ready when --manifold shows that many ready workers), stopped
     /// after it
     #[arg(long, value_name = "CMD")]

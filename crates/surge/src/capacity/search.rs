@@ -177,6 +177,15 @@ pub(super) fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
     }
     let rec = Recording::load(&args.recording).map_err(ReplayError::from)?;
     for s in &args.slos {
+        if let super::Metric::Until(line) = s.metric {
+            if !rec.events.iter().any(|e| e.line == line) {
+                return usage(format!(
+                    "--slo \"{}\": {} has no event at line {line}",
+                    s.text,
+                    args.recording.display()
+                ));
+            }
+        }
         let needs = match s.metric {
             super::Metric::PageLoad => Some(Kind::ReqHome),
             super::Metric::Kind(k) => Some(k),

@@ -312,3 +312,55 @@ fn capacity_scaling_table_over_worker_counts() {
         "manifold still up"
     );
 }
+
+/// `surge bench --dashboard`: `/metrics` carries the request histogram (every request of the
+/// run counted once), and `/` serves the page without a run directory.
+#[test]
+fn bench_dashboard_serves_the_request_histogram() {
+    let app = common::start_http(|_| Some("200 OK"));
+    let dash = free_port();
+    let child = surge()
+        .arg("bench")
+        .arg(format!("http://127.0.0.1:{app}/"))
+        .args([
+            "-c",
+            "4",
+            "-n",
+            "300",
+            "--dashboard",
+            &format!("127.0.0.1:{dash}"),
+        ])
+        .args(["--dashboard-linger", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Proc(child);
+    assert!(wait_port(dash, Duration::from_secs(30)), "no dashboard");
+    let t = Instant::now();
+    let mut text = String::new();
+    while t.elapsed() < Duration::from_secs(30) {
+        text = get(dash, "/metrics");
+        if text.contains("surge_bench_request_duration_seconds_count 300") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        text.contains("surge_bench_request_duration_seconds_count 300"),
+        "{text}"
+    );
+    assert!(
+        text.contains("surge_bench_request_duration_seconds_bucket{le=\"+Inf\"} 300"),
+        "{text}"
+    );
+    assert!(text.contains("surge_bench_errors_total 0"), "{text}");
+    assert!(get(dash, "/").contains("surge bench"));
+    // Ctrl-C ends the linger (long before its 30 s).
+    let t = Instant::now();
+    assert_eq!(
+        common::interrupt(&mut child, Duration::from_secs(10)),
+        Some(0)
+    );
+    assert!(t.elapsed() < Duration::from_secs(10));
+}

@@ -82,6 +82,10 @@ const LIVE_BODY: &str = "<body data-live=\"/events\"><div id=\"live-strip\">conn
 
 async fn page(State(app): State<Arc<App>>) -> Response {
     let dir = app.view.borrow().run_dir.clone();
+    let waiting = match &dir {
+        Some(_) => "The report appears here once the first session has ended.",
+        None => "This run writes no run directory (surge bench): its counts are above, its latency histogram at /metrics.",
+    };
     let built = match dir {
         Some(d) => tokio::task::spawn_blocking(move || report::build(&report_args(&d)).ok())
             .await
@@ -94,7 +98,7 @@ async fn page(State(app): State<Arc<App>>) -> Response {
         // No session has ended yet (or a bench run): the strip, then a reload with the first.
         None => format!(
             "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>surge live</title></head>\
-             {LIVE_BODY}<main><p>Waiting for the first session to end…</p></main><script>{}</script></body></html>",
+             {LIVE_BODY}<main><p>{waiting}</p></main><script>{}</script></body></html>",
             report::runtime().unwrap_or("").replace("</script", "<\\/script")
         ),
     };

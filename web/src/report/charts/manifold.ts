@@ -46,7 +46,7 @@ export function manifoldView(runs: Run[]): void {
         { type: "value", min: 0, max: lMax, name: "event p95", nameLocation: "middle", nameGap: 48, splitLine: { show: false }, axisLabel: { formatter: (v: number) => fmtMs(v) } },
       ],
       series: [
-        { name: "queued", type: "bar", data: at(4), barWidth: "60%", itemStyle: { color: "rgba(214,39,40,0.35)" } },
+        { name: "queued", type: "bar", data: at(4), barMaxWidth: 12, itemStyle: { color: "rgba(214,39,40,0.35)" } },
         { name: "ready", type: "line", step: "end", symbol: "none", data: at(1), lineStyle: { color: "#3b6fb6", width: 2 }, itemStyle: { color: "#3b6fb6" } },
         { name: "busy", type: "line", step: "end", symbol: "none", data: at(2), lineStyle: { color: "#f0a030", width: 2 }, itemStyle: { color: "#f0a030" } },
         { name: "starting", type: "line", step: "end", symbol: "none", data: at(3), lineStyle: { color: "#8ec1ea", width: 1, type: "dashed" }, itemStyle: { color: "#8ec1ea" } },

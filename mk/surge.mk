@@ -40,3 +40,10 @@ image:
 # a 10,000-user replay's memory per session.
 bench-surge: deps test-data web
 	bench/surge.sh
+
+# How many processes the original R app needs: surge capacity on R sync behind manifold at 1, 2, 4
+# workers (first-plot p95 < LIMIT, default 2s), the scaling table and --audience's workers. Needs
+# CRANWHALES_R_DIR (a clone of rstudio/cranwhales); a benchmark, not part of `make test`.
+.PHONY: capacity-scaling
+capacity-scaling: deps test-data web
+	bench/capacity-scaling.sh

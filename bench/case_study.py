@@ -341,6 +341,8 @@ def main(argv):
                 continue
             names[n] = names.get(n, 0) + 1
         print(", ".join(f"{n} x{k}" for n, k in sorted(names.items())) or "none")
+    elif len(argv) == 2 and argv[0] == "chart":
+        print(chart_line(read_recording(argv[1])))
     elif len(argv) >= 2 and argv[0] == "stop":
         stop_sessions({int(s) for s in argv[1:]})
     elif len(argv) == 2 and argv[0] == "sessions":

@@ -12,6 +12,14 @@ test-surge-report: build
 bench-report: deps web
 	bench/report.sh
 
+# surge replay --dashboard in headless Chromium during a real run: two successive live states
+# differ (sessions, charts redrawn), the ended run links to its final report; screenshots in
+# artifacts/surge-dashboard/.
+.PHONY: test-surge-dashboard
+TEST_TARGETS += test-surge-dashboard
+test-surge-dashboard: build
+	node web/e2e/surge-dashboard.mjs
+
 # deploy/ checked offline: the Containerfile (COPY sources, stages, the Makefile's commands) and the
 # Kubernetes manifests (API schemas via kubernetes-validate in .venv, cross-references); the Job
 # scripts run as pods would, with the real surge against a Shiny app on loopback, then merged.
@@ -32,3 +40,10 @@ image:
 # a 10,000-user replay's memory per session.
 bench-surge: deps test-data web
 	bench/surge.sh
+
+# How many processes the original R app needs: surge capacity on R sync behind manifold at 1, 2, 4
+# workers (first-plot p95 < LIMIT, default 2s), the scaling table and --audience's workers. Needs
+# CRANWHALES_R_DIR (a clone of rstudio/cranwhales); a benchmark, not part of `make test`.
+.PHONY: capacity-scaling
+capacity-scaling: deps test-data web
+	bench/capacity-scaling.sh

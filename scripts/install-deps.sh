@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on a fresh machine; skips whatever is already there.
 set -euo pipefail
-APT_PACKAGES=(chromium r-base-core r-cran-shiny r-cran-shinydashboard r-cran-plumber r-cran-vroom nginx-light wrk unzip time fonts-dejavu-core python3 python3-venv libisal-dev haproxy)
+APT_PACKAGES=(chromium r-base-core r-cran-shiny r-cran-shinydashboard r-cran-plumber r-cran-vroom nginx-light wrk unzip time fonts-dejavu-core python3 python3-venv libisal-dev haproxy prometheus)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

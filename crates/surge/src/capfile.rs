@@ -58,6 +58,13 @@ pub struct CapacityResult {
     pub answer: String,
     /// Stopped (Ctrl-C) before the answer was found.
     pub interrupted: bool,
+    /// With `--manifold`: manifold's ready workers during the step that held (median of its
+    /// polls); null without it.
+    #[serde(default)]
+    pub ready_workers: Option<u32>,
+    /// `holds` / `ready_workers`: the users (or sessions/s) one ready worker held.
+    #[serde(default)]
+    pub per_worker: Option<f64>,
 }
 
 impl CapacityResult {

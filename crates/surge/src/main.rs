@@ -17,10 +17,28 @@ struct Cli {
     verbose: bool,
 }
 
+/// `surge replay`'s flags: the replay's own and the live dashboard's.
+#[derive(clap::Args)]
+struct ReplayCmd {
+    #[command(flatten)]
+    replay: surge::replay::ReplayArgs,
+    #[command(flatten)]
+    dashboard: surge::dashboard::DashboardArgs,
+}
+
+/// `surge bench`'s flags: the bench's own and the live dashboard's.
+#[derive(clap::Args)]
+struct BenchCmd {
+    #[command(flatten)]
+    bench: surge::bench::BenchArgs,
+    #[command(flatten)]
+    dashboard: surge::dashboard::DashboardArgs,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Load one URL (closed model; --rate for an open model without coordinated omission)
-    Bench(surge::bench::BenchArgs),
+    Bench(BenchCmd),
     /// Record a browser session through a reverse proxy into recording.log
     Record(surge::record::RecordArgs),
     /// Convert a browser HAR export into recording.log
@@ -28,7 +46,7 @@ enum Command {
     /// Turn recorded values into ${name} placeholders (for replay --data)
     Parametrize(surge::parametrize::ParametrizeArgs),
     /// Replay a recording with many simulated users (shinycannon-compatible output)
-    Replay(Box<surge::replay::ReplayArgs>),
+    Replay(Box<ReplayCmd>),
     /// How many users an app holds within SLOs: replay steps of growing load, then bisection
     Capacity(surge::capacity::CapacityArgs),
     /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
@@ -84,13 +102,29 @@ async fn ctrl_c() {
     eprintln!("surge: interrupted, finishing partial results");
 }
 
-/// `surge replay`: plan from the flags, logger, Ctrl-C, the run, then its text or JSON summary.
-async fn replay(args: surge::replay::ReplayArgs) -> anyhow::Result<u8> {
-    let plan = surge::replay::ReplayPlan::from_args(&args, &argv()).await?;
+/// `surge replay`: plan from the flags, logger, Ctrl-C, the dashboard, the run, then its text or
+/// JSON summary (and, with the dashboard, report.html in the run directory).
+async fn replay(cmd: ReplayCmd) -> anyhow::Result<u8> {
+    let args = cmd.replay;
+    let mut plan = surge::replay::ReplayPlan::from_args(&args, &argv()).await?;
     let debug_log = (args.debug_log).then(|| plan.out_dir.join(surge::logging::DEBUG_LOG));
     surge::logging::init(args.log_level, debug_log.as_deref())?;
     let out_dir = plan.out_dir.clone();
+    let kinds: Vec<&'static str> = surge::recording::Kind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &kinds)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    if let Some(d) = &dash {
+        plan.live = Some(d.metrics.clone());
+        d.show(&out_dir, &format!("surge replay {}", plan.url));
+    }
     let outcome = surge::replay::run(plan, ctrl_c()).await?;
+    if let Some(d) = dash {
+        d.finish(Some(&out_dir)).await;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
     } else {
@@ -121,12 +155,26 @@ async fn record(args: surge::record::RecordArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// `surge bench`: plan from the flags, Ctrl-C, the run, then its text or JSON; exit status 1
-/// (with one line saying why) when more requests than `--max-error-rate` were not ok.
-async fn bench(args: surge::bench::BenchArgs) -> anyhow::Result<u8> {
-    let mut plan = surge::bench::BenchPlan::from_args(&args).await?;
+/// `surge bench`: plan from the flags, the dashboard when asked (`/metrics`: the request
+/// histogram), Ctrl-C, the run, then its text or JSON; exit status 1 (with one line saying why)
+/// when more requests than `--max-error-rate` were not ok.
+async fn bench(cmd: BenchCmd) -> anyhow::Result<u8> {
+    let args = cmd.bench;
+    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &[])
+        .await
+        .map_err(anyhow::Error::msg)?;
+    if let Some(d) = &dash {
+        d.show_title(&format!("surge bench {}", args.url));
+    }
+    let live = dash.as_ref().map(|d| d.metrics.clone());
+    let mut plan = surge::bench::BenchPlan::from_args(&args)
+        .await?
+        .with_live(live);
     plan.progress = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let report = surge::bench::run(plan, sigint()).await;
+    if let Some(d) = dash {
+        d.finish(None).await;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -145,6 +193,11 @@ async fn bench(args: surge::bench::BenchArgs) -> anyhow::Result<u8> {
 /// answer line goes to stdout.
 async fn capacity(args: surge::capacity::CapacityArgs) -> anyhow::Result<u8> {
     surge::logging::init(surge::logging::LogLevel::Error, None)?;
+    if !args.workers.is_empty() {
+        let scaling = surge::capacity::run_scaling(args, ctrl_c()).await?;
+        print!("{}", scaling.table);
+        return Ok(scaling.exit_code());
+    }
     let result = surge::capacity::run(args, ctrl_c()).await?;
     println!("{}", result.answer);
     Ok(result.exit_code())

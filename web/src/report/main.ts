@@ -1,13 +1,16 @@
 // surge report runtime: reads the data model inlined in the page (#surge-data) and draws every
-// view. No network: everything it needs is in the page.
+// view. No network: everything it needs is in the page, except on a live dashboard page
+// (`--dashboard`, body[data-live]), which redraws from the models its Server-Sent Events bring.
 import { decode, type Model } from "./data";
-import { CLASS_COLORS, FAIL, PHASE_FILL, resizeAll } from "./charts/common";
+import { CLASS_COLORS, FAIL, PHASE_FILL, disposeAll, resizeAll } from "./charts/common";
 import { ganttAligned, ganttByRunTime } from "./charts/gantt";
 import { durationView, latencyView } from "./charts/scatter";
 import { waterfallView } from "./charts/waterfall";
 import { linesView } from "./charts/lines";
 import { concurrencyView } from "./charts/concurrency";
 import { capacityView } from "./charts/capacity";
+import { manifoldView } from "./charts/manifold";
+import { live } from "./live";
 
 function legend(model: Model): void {
   const el = document.getElementById("legend");
@@ -20,10 +23,8 @@ function legend(model: Model): void {
   el.innerHTML = `Colours in every chart: ${parts.join("")}`;
 }
 
-function main(): void {
-  const el = document.getElementById("surge-data");
-  if (!el || !el.textContent) return;
-  const model = JSON.parse(el.textContent) as Model;
+/** Draws every view of `model` into the page's sections. */
+export function draw(model: Model): void {
   const runs = decode(model);
   legend(model);
   capacityView(model);
@@ -34,6 +35,23 @@ function main(): void {
   latencyView(model, runs);
   linesView(runs);
   concurrencyView(runs);
+  manifoldView(runs);
+}
+
+/** A live page's update: the new tables (`main`) replace the old, then the charts are redrawn. */
+function redraw(main: string, model: Model): void {
+  disposeAll();
+  const el = document.querySelector("main");
+  if (el) el.innerHTML = main;
+  draw(model);
+}
+
+function main(): void {
+  const el = document.getElementById("surge-data");
+  const model = el && el.textContent ? (JSON.parse(el.textContent) as Model) : null;
+  if (model) draw(model);
+  const src = document.body.dataset.live;
+  if (src) live(src, model !== null, redraw);
   let t = 0;
   window.addEventListener("resize", () => {
     clearTimeout(t);

@@ -122,7 +122,12 @@ lines: number[][],
  * The load shape each second (shape.csv): `[ms since run start, users asked, users,
  * arrivals asked (-1: closed model), arrivals]`; empty for runs without shape.csv.
  */
-shape: number[][], };
+shape: number[][], 
+/**
+ * manifold's pool each second (manifold.csv, `--manifold`): `[ms since run start, ready,
+ * busy, starting, queue, saturation × 1000]`; empty for runs that did not poll it.
+ */
+manifold: number[][], };
 
 export type RunStats = { 
 /**
@@ -328,7 +333,16 @@ answer: string,
 /**
  * Stopped (Ctrl-C) before the answer was found.
  */
-interrupted: boolean, };
+interrupted: boolean, 
+/**
+ * With `--manifold`: manifold's ready workers during the step that held (median of its
+ * polls); null without it.
+ */
+ready_workers: number | null, 
+/**
+ * `holds` / `ready_workers`: the users (or sessions/s) one ready worker held.
+ */
+per_worker: number | null, };
 
 export type StepResult = { 
 /**

@@ -169,6 +169,14 @@ impl BenchPlan {
             progress: false,
         })
     }
+
+    /// Feeds `live` (`--dashboard`'s metrics) with every request.
+    pub fn with_live(mut self, live: Option<Arc<crate::metrics::LiveMetrics>>) -> BenchPlan {
+        if let Some(p) = Arc::get_mut(&mut self.plan) {
+            p.live = live;
+        }
+        self
+    }
 }
 
 /// Runs the benchmark until its duration or request count is reached, or `stop` resolves (then
@@ -514,9 +522,10 @@ async fn conn_loop(plan: Arc<Plan>, id: usize) -> ConnStats {
         let c = conn.as_mut().expect("connected above");
         let result = exchange_within(c, &plan, timer.as_mut(), sent).await;
         now = Instant::now();
+        let us = now.saturating_duration_since(start).as_micros() as u64;
+        plan.observe(matches!(result, Some(Ok(_))).then_some(us));
         match result {
             Some(Ok(r)) => {
-                let us = now.saturating_duration_since(start).as_micros() as u64;
                 let _ = hist.record(us.max(1));
                 statuses[usize::from(r.status).min(999)] += 1;
                 st.bytes += r.body_bytes;

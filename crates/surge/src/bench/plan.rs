@@ -14,6 +14,8 @@ use tokio::time::Instant;
 
 /// One bench run's fixed inputs and shared counters, read by every connection task.
 pub(super) struct Plan {
+    /// `--dashboard`'s metrics: every request's latency or failure.
+    pub(super) live: Option<std::sync::Arc<crate::metrics::LiveMetrics>>,
     pub(super) uri: Uri,
     /// Host, port, TLS; connected through `dialer` (the run's one TLS config, `--resolve`).
     pub(super) endpoint: net::Endpoint,
@@ -96,6 +98,7 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     let (segment, start) = schedule(args)?;
     let t0 = start.t0;
     Ok(Plan {
+        live: None,
         uri: request_uri,
         endpoint,
         dialer,
@@ -180,4 +183,13 @@ fn serialize_request(method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8
     r.extend_from_slice(b"\r\n");
     r.extend_from_slice(body);
     r
+}
+
+impl Plan {
+    /// Tells `--dashboard`'s metrics about one request: answered in `us`, or not (None).
+    pub(super) fn observe(&self, us: Option<u64>) {
+        if let Some(l) = &self.live {
+            l.bench_request(us);
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //!
 //! Modules: `slo` (parsing and measuring a step), `search` (the step sequence and capacity.json).
 
+pub mod scaling;
 pub mod search;
 pub mod slo;
 
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
+pub use scaling::{run_scaling, Scaling};
 pub use search::{run, CapacityError};
 pub use slo::{Metric, Slo};
 
@@ -28,8 +30,9 @@ pub struct CapacityArgs {
     /// Base URL of the app under test, e.g. http://127.0.0.1:3838/
     #[arg(value_name = "APP-URL")]
     pub app_url: String,
-    /// Objective every step must meet, METRIC:pNN<DURATION with METRIC page_load, session, all or
-    /// an event type, e.g. 'page_load:p95<2s' (repeatable; at least one)
+    /// Objective every step must meet, METRIC:pNN<DURATION with METRIC page_load, session, all,
+    /// until@LINE (home page start to the end of recording line LINE) or an event type, e.g.
+    /// 'page_load:p95<2s' (repeatable; at least one)
     #[arg(long = "slo", required = true, value_name = "SLO")]
     pub slos: Vec<Slo>,
     /// Highest acceptable share of failed sessions in a step (0.01 or 1%)
@@ -76,4 +79,25 @@ pub struct CapacityArgs {
     /// Replace the directory if it exists
     #[arg(long)]
     pub overwrite_output: bool,
+    /// manifold in front of the app, http://host:port: its workers are polled into each step's
+    /// manifold.csv and the answer adds the users one ready worker holds
+    #[arg(long, value_name = "URL")]
+    pub manifold: Option<String>,
+    /// Repeat the search with manifold at each of these worker counts (e.g. 1,2,4; needs
+    /// --manifold-cmd and --manifold) and print the scaling table
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub workers: Vec<u32>,
+    /// Shell command starting manifold for one worker count, {workers} replaced by the count,
+    /// e.g. 'manifold shiny app/ --listen 127.0.0.1:9000 --min {workers} --max {workers}';
+    /// started before each search (ready when --manifold shows that many ready workers), stopped
+    /// after it
+    #[arg(long, value_name = "CMD")]
+    pub manifold_cmd: Option<String>,
+    /// With --workers: the workers this many concurrent users need, from the largest count's
+    /// users per worker
+    #[arg(long, value_name = "USERS")]
+    pub audience: Option<u32>,
+    /// Live dashboard and Prometheus metrics during the search
+    #[command(flatten)]
+    pub dashboard: crate::dashboard::DashboardArgs,
 }

@@ -5,6 +5,7 @@
 use super::slo::{self, fmt_ms, Slo};
 use super::CapacityArgs;
 use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
+use crate::dashboard::Dashboard;
 use crate::recording::{Kind, Recording};
 use crate::replay::{self, ReplayArgs, ReplayError, ReplayPlan};
 use crate::report::{load, ReportError};
@@ -39,18 +40,50 @@ pub enum CapacityError {
 }
 
 /// Runs the search until it has its answer or `stop` resolves; writes the steps and
-/// capacity.json under the output directory. Installs no logger and no signal handler.
+/// capacity.json under the output directory (and serves `--dashboard` meanwhile). Installs no
+/// logger and no signal handler.
 pub async fn run(
     args: CapacityArgs,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<CapacityResult, CapacityError> {
     check(&args)?;
     let dir = prepare(&args)?;
+    let stop_rx = stop_watch(stop);
+    let dash = start_dashboard(&args).await?;
+    let res = search(&args, &dir, &stop_rx, dash.as_ref()).await;
+    if let Some(d) = dash {
+        d.finish(res.is_ok().then_some(dir.as_path())).await;
+    }
+    res
+}
+
+/// A watch that turns true once `stop` resolves.
+pub(super) fn stop_watch(stop: impl Future<Output = ()> + Send + 'static) -> watch::Receiver<bool> {
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         stop.await;
         let _ = stop_tx.send(true);
     });
+    stop_rx
+}
+
+/// `--dashboard`, with the recording's event types as histogram labels.
+pub(super) async fn start_dashboard(
+    args: &CapacityArgs,
+) -> Result<Option<Dashboard>, CapacityError> {
+    let kinds: Vec<&'static str> = Kind::ALL.iter().map(|k| k.name()).collect();
+    Dashboard::start(&args.dashboard, &kinds)
+        .await
+        .map_err(CapacityError::Usage)
+}
+
+/// One search into `dir` (created): steps up, then bisection; the answer in capacity.json.
+pub(super) async fn search(
+    args: &CapacityArgs,
+    dir: &Path,
+    stop_rx: &watch::Receiver<bool>,
+    dash: Option<&Dashboard>,
+) -> Result<CapacityResult, CapacityError> {
     let mut res = CapacityResult {
         unit: if args.open { "sessions/s" } else { "users" }.into(),
         recording: args.recording.display().to_string(),
@@ -64,14 +97,22 @@ pub async fn run(
         breaks: None,
         answer: String::new(),
         interrupted: false,
+        ready_workers: None,
+        per_worker: None,
+    };
+    let at = Ctx {
+        args,
+        dir,
+        stop: stop_rx,
+        dash,
     };
     let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
     let mut load = args.start;
     // Up: grow until a step breaks (or --max-load holds).
     loop {
-        let ok = step(&args, &dir, &mut res, load, &stop_rx).await?;
+        let ok = step(&at, &mut res, load).await?;
         if res.interrupted {
-            return finish(&args, &dir, res, good, bad);
+            return finish(args, dir, res, good, bad);
         }
         if !ok {
             bad = Some(load);
@@ -81,14 +122,14 @@ pub async fn run(
         if load >= args.max_load {
             break;
         }
-        load = grow(&args, load);
+        load = grow(args, load);
     }
     // Down: bisect between the last good and the first bad step.
     while let (Some(lo), Some(hi)) = (good, bad) {
-        let Some(mid) = middle(&args, lo, hi) else {
+        let Some(mid) = middle(args, lo, hi) else {
             break;
         };
-        let ok = step(&args, &dir, &mut res, mid, &stop_rx).await?;
+        let ok = step(&at, &mut res, mid).await?;
         if res.interrupted {
             break;
         }
@@ -98,11 +139,19 @@ pub async fn run(
             bad = Some(mid);
         }
     }
-    finish(&args, &dir, res, good, bad)
+    finish(args, dir, res, good, bad)
+}
+
+/// What every step of one search shares.
+struct Ctx<'a> {
+    args: &'a CapacityArgs,
+    dir: &'a Path,
+    stop: &'a watch::Receiver<bool>,
+    dash: Option<&'a Dashboard>,
 }
 
 /// Refuses bad combinations before any load is made.
-fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
+pub(super) fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
     let usage = |m: String| Err(CapacityError::Usage(m));
     if !(args.start > 0.0 && args.start.is_finite()) || (!args.open && args.start.fract() != 0.0) {
         return usage(format!(
@@ -120,11 +169,23 @@ fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
             args.max_load, args.start
         ));
     }
+    if args.manifold_cmd.is_some() && args.workers.is_empty() {
+        return usage("--manifold-cmd needs --workers (the counts to start it with)".into());
+    }
     if args.step_sessions == 0 {
         return usage("--step-sessions must be at least 1".into());
     }
     let rec = Recording::load(&args.recording).map_err(ReplayError::from)?;
     for s in &args.slos {
+        if let super::Metric::Until(line) = s.metric {
+            if !rec.events.iter().any(|e| e.line == line) {
+                return usage(format!(
+                    "--slo \"{}\": {} has no event at line {line}",
+                    s.text,
+                    args.recording.display()
+                ));
+            }
+        }
         let needs = match s.metric {
             super::Metric::PageLoad => Some(Kind::ReqHome),
             super::Metric::Kind(k) => Some(k),
@@ -153,7 +214,7 @@ fn unit_word(args: &CapacityArgs) -> &'static str {
 }
 
 /// The capacity directory, created empty.
-fn prepare(args: &CapacityArgs) -> Result<PathBuf, CapacityError> {
+pub(super) fn prepare(args: &CapacityArgs) -> Result<PathBuf, CapacityError> {
     let dir = args.output_dir.clone().unwrap_or_else(|| {
         let t = crate::timefmt::format_iso(crate::timefmt::now_ms()).replace(':', "-");
         PathBuf::from(format!("capacity-{t}"))
@@ -237,6 +298,9 @@ fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, C
     if args.tls.insecure {
         v.push("--insecure".into());
     }
+    if let Some(m) = &args.manifold {
+        v.extend(["--manifold".into(), m.clone()]);
+    }
     v.extend(["--output-dir".into(), dir.display().to_string()]);
     Step::try_parse_from(&v)
         .map(|s| s.replay)
@@ -244,13 +308,8 @@ fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, C
 }
 
 /// Runs one step at `load`, judges it, records it in `res` and capacity.json; true if it held.
-async fn step(
-    args: &CapacityArgs,
-    dir: &Path,
-    res: &mut CapacityResult,
-    load: f64,
-    stop: &watch::Receiver<bool>,
-) -> Result<bool, CapacityError> {
+async fn step(at: &Ctx<'_>, res: &mut CapacityResult, load: f64) -> Result<bool, CapacityError> {
+    let (args, dir, stop) = (at.args, at.dir, at.stop);
     let n = res.steps.len() + 1;
     let name = format!("step-{n:02}");
     let step_dir = dir.join(&name);
@@ -258,6 +317,11 @@ async fn step(
     let argv = vec![format!("(surge capacity step {n}: {load} {})", res.unit)];
     let mut plan = ReplayPlan::from_args(&replay_args, &argv).await?;
     plan.progress = false;
+    if let Some(d) = at.dash {
+        plan.live = Some(d.metrics.clone());
+        let what = format!("surge capacity, step {n}: {} {}", fmt_load(load), res.unit);
+        d.show(&step_dir, &what);
+    }
     plan.max_sessions = Some(if args.open {
         (f64::from(args.step_sessions) / 0.9).ceil() as u32
     } else {
@@ -393,11 +457,42 @@ fn finish(
         ),
         _ => "interrupted before any step finished".to_string(),
     };
+    if let Some(g) = good.filter(|_| args.manifold.is_some()) {
+        per_worker(dir, &mut res, g);
+    }
     if res.interrupted && !res.steps.is_empty() {
         res.answer = format!("interrupted; so far: {}", res.answer);
     }
     write_json(dir, &res)?;
     Ok(res)
+}
+
+/// The ready workers of the step that held at `good` (median of its manifold.csv) and the load
+/// one of them held, added to the answer: `; 5.5 users per ready worker (4 ready)`.
+fn per_worker(dir: &Path, res: &mut CapacityResult, good: f64) {
+    let Some(step) = res.steps.iter().rev().find(|s| s.load == good) else {
+        return;
+    };
+    let Some(Ok(points)) = crate::manifold_poll::read(&dir.join(&step.dir)) else {
+        return;
+    };
+    let Some(ready) = crate::manifold_poll::median_ready(&points, i64::MIN, i64::MAX) else {
+        return;
+    };
+    res.ready_workers = Some(ready);
+    if ready > 0 {
+        let per = good / f64::from(ready);
+        res.per_worker = Some(per);
+        let unit = if res.unit == "users" {
+            "users"
+        } else {
+            "sessions/s"
+        };
+        res.answer = format!(
+            "{}; {per:.1} {unit} per ready worker ({ready} ready)",
+            res.answer
+        );
+    }
 }
 
 fn write_json(dir: &Path, res: &CapacityResult) -> Result<(), CapacityError> {

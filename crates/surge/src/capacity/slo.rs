@@ -22,6 +22,10 @@ pub enum Metric {
     All,
     /// Events of one type (`WS_RECV`, `REQ_GET`, ...).
     Kind(Kind),
+    /// `until@LINE`: from the home page's start to the end of recording line LINE (e.g. the
+    /// WS_RECV bringing the first plot), the event times summed without the replay's pauses, as
+    /// page load is; a session that did not reach the line is not counted (it failed).
+    Until(u32),
 }
 
 impl fmt::Display for Metric {
@@ -31,6 +35,7 @@ impl fmt::Display for Metric {
             Metric::Session => f.write_str("session"),
             Metric::All => f.write_str("all"),
             Metric::Kind(k) => f.write_str(k.name()),
+            Metric::Until(line) => write!(f, "until@{line}"),
         }
     }
 }
@@ -50,7 +55,7 @@ pub struct Slo {
 
 /// A `--slo` that does not parse: its text and what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("--slo \"{text}\": {why}; expected METRIC:pNN<DURATION, METRIC page_load, session, all or an event type (e.g. page_load:p95<2s)")]
+#[error("--slo \"{text}\": {why}; expected METRIC:pNN<DURATION, METRIC page_load, session, all, until@LINE or an event type (e.g. page_load:p95<2s)")]
 pub struct SloError {
     /// As given.
     pub text: String,
@@ -70,6 +75,11 @@ impl FromStr for Slo {
             "page_load" => Metric::PageLoad,
             "session" => Metric::Session,
             "all" => Metric::All,
+            u if u.starts_with("until@") => Metric::Until(
+                u["until@".len()..]
+                    .parse()
+                    .map_err(|_| bad("until@ needs a recording line number, e.g. until@12"))?,
+            ),
             k => {
                 Metric::Kind(Kind::parse(k).ok_or_else(|| bad(&format!("unknown metric \"{k}\"")))?)
             }
@@ -151,6 +161,7 @@ fn values_of(run: &Run, kept: &[&Session], metric: Metric) -> Vec<i64> {
             Metric::PageLoad => v.extend(stats::page_load(s, rec)),
             Metric::Session if s.outcome == Outcome::Done => v.push(s.end - s.start),
             Metric::Session => {}
+            Metric::Until(line) => v.extend(until(s, rec, line)),
             Metric::All | Metric::Kind(_) => {
                 for e in s.events.iter().filter(|e| !e.failed) {
                     let kind = rec.get(e.line).map(|l| l.kind);
@@ -162,6 +173,26 @@ fn values_of(run: &Run, kept: &[&Session], metric: Metric) -> Vec<i64> {
         }
     }
     v
+}
+
+/// A session's time from its home page's start to the end of recording line `line`: the
+/// durations of the events between summed (the replay's pauses left out, as page load's);
+/// None when it did not get there.
+fn until(s: &Session, rec: &crate::report::lines::Lines, line: u32) -> Option<i64> {
+    let first = (s.events.iter())
+        .position(|e| rec.get(e.line).map(|l| l.kind) == Some(Kind::ReqHome))
+        .unwrap_or(0);
+    let mut total = 0;
+    for e in &s.events[first..] {
+        if e.failed {
+            return None;
+        }
+        total += e.end - e.start;
+        if e.line == line {
+            return Some(total);
+        }
+    }
+    None
 }
 
 /// `1.41 s`, `450 ms`: a latency as the answer line prints it.
@@ -185,6 +216,12 @@ mod tests {
             (s.metric, s.limit_ms, s.name()),
             (Metric::PageLoad, 2000.0, "page_load p95".into())
         );
+        let s: Slo = "until@12:p95<2s".parse().unwrap();
+        assert_eq!(
+            (s.metric, s.name()),
+            (Metric::Until(12), "until@12 p95".into())
+        );
+        assert!("until@x:p95<2s".parse::<Slo>().is_err());
         let s: Slo = "WS_RECV:p99.9<3s".parse().unwrap();
         assert_eq!(
             (s.metric, s.name()),

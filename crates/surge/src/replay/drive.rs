@@ -110,6 +110,9 @@ pub(super) async fn sample(sh: Arc<Shared>) {
     loop {
         tick.tick().await;
         push_point(&sh);
+        if let Some(m) = &sh.plan.live {
+            m.set_users(sh.active_users.load(Ordering::Relaxed));
+        }
     }
 }
 

@@ -108,6 +108,10 @@ pub struct ReplayArgs {
     /// Sign-in flags (shinycannon's SHINYCANNON_* variables need none)
     #[command(flatten)]
     pub signin: crate::signin::SignInArgs,
+    /// manifold in front of the app, http://host:port: its workers (ready, busy, starting),
+    /// queue and saturation are polled every second into manifold.csv, charted by the report
+    #[arg(long, value_name = "URL")]
+    pub manifold: Option<String>,
 }
 
 impl ReplayArgs {

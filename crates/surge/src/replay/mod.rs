@@ -75,6 +75,28 @@ struct Shared {
     write_error: Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
 }
 
+impl Shared {
+    /// Tells `--dashboard`'s metrics about a session that ended: each event's duration (a
+    /// `<TYPE>_START` .. `<TYPE>_END` pair, as the aggregate pairs them) and its outcome.
+    fn observe(&self, log: &crate::output::SessionLog, ok: bool) {
+        use crate::output::RowEvent;
+        let Some(m) = &self.plan.live else { return };
+        let mut open = None;
+        for r in &log.rows {
+            match (r.event, open) {
+                (RowEvent::Start(k), _) => open = Some((k, r.ts)),
+                (RowEvent::End(k), Some((o, start))) if k == o => {
+                    m.event(k.name(), (r.ts - start).max(0) as u64);
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        m.session(ok);
+        m.set_users(self.active_users.load(std::sync::atomic::Ordering::Relaxed));
+    }
+}
+
 /// Exit status: all good.
 pub const EXIT_OK: u8 = 0;
 /// Exit status: a check failed (failure rate or threshold).
@@ -161,11 +183,19 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     let progress = counting.then(|| tokio::spawn(progress::progress(sh.clone())));
+    let poller = match &sh.plan.manifold {
+        Some(url) => {
+            let p = crate::manifold_poll::Poller::new(url).map_err(ReplayError::Usage)?;
+            let (dir, live) = (sh.plan.out_dir.clone(), sh.plan.live.clone());
+            Some(tokio::spawn(p.run(dir, live)))
+        }
+        None => None,
+    };
     let sampler = tokio::spawn(drive::sample(sh.clone()));
     drive::drive(&sh, stop_rx.clone()).await;
     sampler.abort();
-    if let Some(p) = progress {
-        p.abort();
+    for task in [progress, poller].into_iter().flatten() {
+        task.abort();
     }
     stopper.abort();
     let interrupted = *stop_rx.borrow();

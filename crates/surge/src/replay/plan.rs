@@ -116,6 +116,10 @@ pub struct ReplayPlan {
     pub max_sessions: Option<u32>,
     /// Print the progress line on stderr (off for capacity steps, which print their own).
     pub progress: bool,
+    /// `--dashboard`'s metrics, fed as users start and sessions end.
+    pub live: Option<std::sync::Arc<crate::metrics::LiveMetrics>>,
+    /// `--manifold`'s status URL, polled into manifold.csv during the run.
+    pub manifold: Option<String>,
 }
 
 impl ReplayPlan {
@@ -137,6 +141,10 @@ impl ReplayPlan {
             err: Box::new(e),
         })?;
         let target = target.with_tls(&args.tls, args.message_timeout)?;
+        let manifold = (args.manifold.as_deref())
+            .map(crate::manifold_poll::status_url)
+            .transpose()
+            .map_err(ReplayError::Usage)?;
         let journeys = load_journeys(args)?;
         let rec = &journeys[0].rec;
         if args.users == 0 {
@@ -183,6 +191,8 @@ impl ReplayPlan {
             comment_lines,
             max_sessions: None,
             progress: true,
+            live: None,
+            manifold,
         })
     }
 

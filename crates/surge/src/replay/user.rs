@@ -201,5 +201,6 @@ async fn run_session(
         a.agg.record(&log, write.is_err());
         *(if ok { &mut a.done } else { &mut a.failed }) += 1;
     }
+    sh.observe(&log, ok);
     ok
 }

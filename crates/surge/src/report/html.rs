@@ -271,6 +271,8 @@ const SECTIONS: &[(&str, &str, &str)] = &[
      "Box plots (min, quartiles, max) of each recording line, slowest lines first (by p90). The label is the line's URL or message."),
     ("concurrency", "Concurrency and throughput",
      "Active sessions (line) and completed events per second (bars) over the run; for a run with a load shape (shape.csv), the users it asked for (dashed) and had (thin line), or for an open model the arrivals per second asked and achieved."),
+    ("manifold", "Processes (manifold)",
+     "manifold's workers polled every second during the run (--manifold): ready and busy workers, requests waiting in its queue (bars), and beside them the p95 of the events that ended in each interval (right axis)."),
 ];
 
 /// Renders the full page. `data_json` is the serialised model; `runtime_js` the chart runtime.
@@ -300,6 +302,9 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
     }
     h.push_str("<a href=\"#summary\">Summary</a>");
     for (id, t, _) in SECTIONS {
+        if *id == "manifold" && m.runs.iter().all(|r| r.manifold.is_empty()) {
+            continue;
+        }
         let _ = write!(h, "<a href=\"#{id}\">{t}</a>");
     }
     h.push_str("</nav></header><main>");
@@ -332,6 +337,9 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         failures(m)
     );
     for (id, t, explain) in SECTIONS {
+        if *id == "manifold" && m.runs.iter().all(|r| r.manifold.is_empty()) {
+            continue;
+        }
         let _ = write!(
             h,
             "<section id=\"{id}\"><h2>{t}</h2><p class=\"explain\">{explain}</p><div class=\"charts\" id=\"charts-{id}\"></div></section>"

@@ -113,6 +113,8 @@ pub struct Built {
     pub sessions: Vec<usize>,
     /// Events per run.
     pub events: Vec<usize>,
+    /// The data model as JSON (the page inlines it; `--dashboard` sends it to a live page).
+    pub model: String,
 }
 
 /// Loads the runs and renders the report in memory (no file written).
@@ -183,7 +185,7 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     m.capacity = capacity;
     let json = serde_json::to_string(&m).expect("model serialises");
     let content = if args.json {
-        json
+        json.clone()
     } else {
         html::render(&m, &json, runtime_js)
     };
@@ -191,6 +193,7 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
         content,
         sessions: summaries.iter().map(|s| s.sessions).collect(),
         events: summaries.iter().map(|s| s.events).collect(),
+        model: json,
     })
 }
 

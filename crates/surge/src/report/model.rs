@@ -105,6 +105,10 @@ pub struct RunModel {
     /// arrivals asked (-1: closed model), arrivals]`; empty for runs without shape.csv.
     #[cfg_attr(test, ts(type = "number[][]"))]
     pub shape: Vec<[i64; 5]>,
+    /// manifold's pool each second (manifold.csv, `--manifold`): `[ms since run start, ready,
+    /// busy, starting, queue, saturation × 1000]`; empty for runs that did not poll it.
+    #[cfg_attr(test, ts(type = "number[][]"))]
+    pub manifold: Vec<[i64; 6]>,
 }
 
 /// Sessions as columns.
@@ -263,6 +267,22 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
             [p.at_ms - sum.start_ms, au, u, asked, p.arrivals as i64]
         })
         .collect(),
+        manifold: (crate::manifold_poll::read(&run.dir).and_then(Result::ok))
+            .unwrap_or_default()
+            .iter()
+            .map(|(t, p)| {
+                let n = |v: u32| i64::from(v);
+                let sat = (p.saturation * 1000.0).round() as i64;
+                [
+                    t - sum.start_ms,
+                    n(p.ready),
+                    n(p.busy),
+                    n(p.starting),
+                    n(p.queue),
+                    sat,
+                ]
+            })
+            .collect(),
     }
 }
 

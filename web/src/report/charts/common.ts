@@ -60,6 +60,14 @@ export function chart(parent: HTMLElement, height: number): echarts.ECharts {
   return c;
 }
 
+/** Disposes every chart (a live page redraws them all from a new model). */
+export function disposeAll(): void {
+  for (const c of charts) c.dispose();
+  charts.length = 0;
+  pending = 0;
+  delete document.documentElement.dataset.ready;
+}
+
 export function resizeAll(): void {
   for (const c of charts) c.resize();
 }

@@ -199,11 +199,15 @@ fn payload(app: &App, view: &View, build: Option<&Build>, sent: u64) -> (String,
         "finished": view.finished,
         "report": view.report.as_ref().map(|_| "/report.html"),
     });
-    let mut id = sent;
-    if let Some(b) = build.filter(|b| b.id != sent) {
-        v["main"] = b.main.clone().into();
-        v["model"] = serde_json::from_str(&b.model).unwrap_or_default();
-        id = b.id;
-    }
-    (v.to_string(), id)
+    let Some(b) = build.filter(|b| b.id != sent) else {
+        return (v.to_string(), sent);
+    };
+    v["main"] = b.main.clone().into();
+    // The model is JSON already: spliced in as it is rather than parsed and written again.
+    let mut text = v.to_string();
+    text.pop();
+    text.push_str(",\"model\":");
+    text.push_str(&b.model);
+    text.push('}');
+    (text, b.id)
 }

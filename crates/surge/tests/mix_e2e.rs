@@ -112,6 +112,38 @@ fn a_mix_splits_sessions_and_figures_by_weight_and_merges() {
         "the total is the sum of the journeys"
     );
     assert!(run.join("journeys/export/recording.log").is_file());
+    // The report splits the same figures by journey: its model's rows equal summary.json's, and
+    // the page has a row per journey.
+    let m = common::report_model(&common::report_args(vec![run.clone()], &[]));
+    let rows = m["runs"][0]["journeys"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["browse", "export"]);
+    for r in rows {
+        let js = &s["journeys"][r["name"].as_str().unwrap()];
+        assert_eq!(r["sessions"][0], js["sessions"]["started"]);
+        assert_eq!(r["sessions"][2], js["sessions"]["failed"]);
+        assert_eq!(r["weight"], js["weight"]);
+        assert_eq!(r["events"]["p95"], js["overall"]["p95"]);
+        assert_eq!(r["session"]["p50"], js["session_duration"]["p50"]);
+    }
+    let html = tmp.path().join("mix.html");
+    let out = surge()
+        .args([
+            "report",
+            run.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    for name in ["browse", "export"] {
+        assert!(
+            page.contains(&format!("data-journey=\"{name}\"")),
+            "{name} row in the report"
+        );
+    }
 
     // Two segments of the same plan, merged: the same split, the journeys kept.
     let mut dirs = Vec::new();

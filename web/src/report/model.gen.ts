@@ -127,7 +127,34 @@ shape: number[][],
  * manifold's pool each second (manifold.csv, `--manifold`): `[ms since run start, ready,
  * busy, starting, queue, saturation × 1000]`; empty for runs that did not poll it.
  */
-manifold: number[][], };
+manifold: number[][], 
+/**
+ * A mix of journeys (`replay a.log:70 b.log:30`): summary.json's figures per journey, in
+ * name order; empty for a run of one recording (or without summary.json: shinycannon's).
+ */
+journeys: Array<JourneyRow>, };
+
+export type JourneyRow = { 
+/**
+ * Its name (the recording's file stem).
+ */
+name: string, 
+/**
+ * Its weight in the mix.
+ */
+weight: number, 
+/**
+ * Sessions started, completed and failed.
+ */
+sessions: number[], 
+/**
+ * Its completed sessions' durations, ms.
+ */
+session: Summary, 
+/**
+ * All its events, ms.
+ */
+events: Summary, };
 
 export type RunStats = { 
 /**

@@ -153,6 +153,40 @@ fn summary_table(m: &Model) -> String {
     h
 }
 
+/// A mixed run's figures per journey (summary.json's split): sessions, failures, session and
+/// event percentiles; empty when no run mixed journeys.
+fn journey_table(m: &Model) -> String {
+    if m.runs.iter().all(|r| r.journeys.is_empty()) {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<table class=\"classes\" id=\"journey-table\"><thead><tr><th>Journey</th><th>Run</th>\
+         <th>weight</th><th>sessions</th><th>failed</th><th>session p50</th><th>session p95</th>\
+         <th>events p50</th><th>events p95</th><th>events p99</th></tr></thead><tbody>",
+    );
+    for (i, r) in m.runs.iter().enumerate() {
+        for j in &r.journeys {
+            let _ = write!(
+                h,
+                "<tr data-run=\"{i}\" data-journey=\"{}\"><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&j.name),
+                esc(&j.name),
+                esc(&r.name),
+                j.weight,
+                j.sessions[0],
+                j.sessions[2],
+                cell(j.session.p50 as i64, true),
+                cell(j.session.p95 as i64, true),
+                cell(j.events.p50 as i64, true),
+                cell(j.events.p95 as i64, true),
+                cell(j.events.p99 as i64, true),
+            );
+        }
+    }
+    h.push_str("</tbody></table>");
+    h
+}
+
 fn class_table(m: &Model) -> String {
     let mut h = String::from(
         "<table class=\"classes\" id=\"class-table\"><thead><tr><th>Event class</th><th>Run</th>\
@@ -327,13 +361,14 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
     }
     let _ = write!(
         h,
-        "<section id=\"summary\"><h2>Summary</h2>{}<div class=\"cols{}\"><div>{}</div><div>{}{}</div></div>\
+        "<section id=\"summary\"><h2>Summary</h2>{}<div class=\"cols{}\"><div>{}</div><div>{}{}{}</div></div>\
          <div class=\"legend\" id=\"legend\"></div></section>",
         overview(m),
         // Beyond 3 runs the two tables no longer fit side by side: one above the other.
         if m.runs.len() > 3 { " stack" } else { "" },
         summary_table(m),
         class_table(m),
+        journey_table(m),
         failures(m)
     );
     for (id, t, explain) in SECTIONS {

@@ -7,6 +7,7 @@
 //! which keeps the numbers short. Events are grouped by session, `sessions.n[i]` of them each.
 
 use crate::recording::Kind;
+use crate::stats::Summary;
 use serde::Serialize;
 
 use super::{
@@ -109,6 +110,47 @@ pub struct RunModel {
     /// busy, starting, queue, saturation × 1000]`; empty for runs that did not poll it.
     #[cfg_attr(test, ts(type = "number[][]"))]
     pub manifold: Vec<[i64; 6]>,
+    /// A mix of journeys (`replay a.log:70 b.log:30`): summary.json's figures per journey, in
+    /// name order; empty for a run of one recording (or without summary.json: shinycannon's).
+    pub journeys: Vec<JourneyRow>,
+}
+
+/// One journey of a mixed run, as summary.json splits it (the same nearest-rank percentiles).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct JourneyRow {
+    /// Its name (the recording's file stem).
+    pub name: String,
+    /// Its weight in the mix.
+    pub weight: u32,
+    /// Sessions started, completed and failed.
+    #[cfg_attr(test, ts(type = "number[]"))]
+    pub sessions: [u64; 3],
+    /// Its completed sessions' durations, ms.
+    pub session: Summary,
+    /// All its events, ms.
+    pub events: Summary,
+}
+
+/// summary.json's `journeys` of the run in `dir`, if it has any.
+fn journeys_of(dir: &std::path::Path) -> Vec<JourneyRow> {
+    let Ok(v) = crate::rundir::read_summary(dir) else {
+        return Vec::new();
+    };
+    let Some(map) = v["journeys"].as_object() else {
+        return Vec::new();
+    };
+    let summary = |x: &serde_json::Value| serde_json::from_value(x.clone()).unwrap_or_default();
+    map.iter()
+        .map(|(name, j)| JourneyRow {
+            name: name.clone(),
+            weight: j["weight"].as_u64().unwrap_or(0) as u32,
+            sessions: ["started", "completed", "failed"]
+                .map(|k| j["sessions"][k].as_u64().unwrap_or(0)),
+            session: summary(&j["session_duration"]),
+            events: summary(&j["overall"]),
+        })
+        .collect()
 }
 
 /// Sessions as columns.
@@ -283,6 +325,7 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
                 ]
             })
             .collect(),
+        journeys: journeys_of(&run.dir),
     }
 }
 
@@ -292,7 +335,6 @@ mod tests {
     use crate::capfile::{CapacityResult, StepResult};
     use crate::report::stats::Dist;
     use crate::rundir::Percentiles;
-    use crate::stats::Summary;
     use ts_rs::TS;
 
     /// The report runtime's types, generated from the Rust ones the model serializes.
@@ -301,6 +343,7 @@ mod tests {
             Model::decl(),
             RecModel::decl(),
             RunModel::decl(),
+            JourneyRow::decl(),
             RunStats::decl(),
             Dist::decl(),
             Percentiles::decl(),

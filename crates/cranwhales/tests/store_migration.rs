@@ -292,7 +292,7 @@ fn a_corrupt_old_blob_stops_the_migration_naming_it_and_changes_nothing() {
     assert_eq!(
         last,
         format!(
-            "error: store {}: corrupt whale_rows blob (2012-10-10, ip_id {ip}); nothing was migrated",
+            "cranwhales: error: store {}: corrupt whale_rows blob (2012-10-10, ip_id {ip}); nothing was migrated",
             db.display()
         )
     );

@@ -18,8 +18,10 @@ use tokio::time::Instant;
 use super::{Inner, Pool, State};
 
 /// Idle time after which a draining worker is stopped: covers the gap between a Shiny page load
-/// and its WebSocket.
-pub const QUIET: Duration = Duration::from_secs(1);
+/// and its WebSocket, and gives the app time to run its session-end handlers (R is single-threaded:
+/// `onSessionEnded` runs only once R gets to the close; with 1 s, a loaded CI machine saw a worker
+/// stopped before its last session's end handler ran).
+pub const QUIET: Duration = Duration::from_secs(5);
 
 /// Why a worker is recycled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -84,7 +84,11 @@ stop_sessions() {
   [ -s "$TMP/pids" ] && for p in $(cat "$TMP/pids"); do kill -INT "$p" 2>/dev/null || true; done
   [ -s "$TMP/sids" ] && python3 "$ROOT/bench/case_study.py" stop $(cat "$TMP/sids") || true
 }
-trap 'stop_sessions; cleanup' EXIT
+# The machine's load (1-minute load average) sampled every 10 s: the results say how quiet it was.
+LOAD_LOG="$(mktemp)"
+( while :; do cut -d' ' -f1 /proc/loadavg >>"$LOAD_LOG"; sleep 10; done ) &
+LOAD_SAMPLER=$!
+trap 'kill $LOAD_SAMPLER 2>/dev/null; rm -f "$LOAD_LOG"; stop_sessions; cleanup' EXIT
 trap 'exit 130' INT TERM
 ulimit -n "$(ulimit -Hn)"
 
@@ -320,7 +324,14 @@ fi
 echo
 python3 bench/case_study.py analyze "$OUT/runs.tsv" "$OUT/RESULTS.md"
 if [ "$FULL_RUN" = 1 ]; then
-  { echo "# Case study results"; echo; echo "\`make case-study\`, $(date -u +%F), day $DAY ($ROWS rows), $(nproc) cores."; echo; cat "$OUT/RESULTS.md"; } > "$RESULTS_DIR/RESULTS.md"
+  LOAD="$(sort -n "$LOAD_LOG" | awk '{v[NR]=$1} END {if (NR) printf "load average %s at the start, %s at the end, %s to %s during", first, last, v[1], v[NR]}' first="$(head -1 "$LOAD_LOG")" last="$(tail -1 "$LOAD_LOG")")"
+  # The capacity part (bench/capacity-scaling.sh appends it) is kept; the file is replaced whole.
+  {
+    echo "# Case study results"; echo
+    echo "\`make case-study\`, $(date -u +%F), day $DAY ($ROWS rows), $(nproc) cores, $(( $(date +%s) - T0 )) s; $LOAD (1-minute, the run's own processes included)."
+    echo; cat "$OUT/RESULTS.md"
+    [ -f "$RESULTS_DIR/RESULTS.md" ] && sed -n '/^## Capacity/,$p' "$RESULTS_DIR/RESULTS.md" | sed '1s/^/\n/'
+  } > "$RESULTS_DIR/RESULTS.md.tmp" && mv "$RESULTS_DIR/RESULTS.md.tmp" "$RESULTS_DIR/RESULTS.md"
   [ -f "$OUT/report.png" ] && cp "$OUT/report.png" "$RESULTS_DIR/report.png"
   say "written $RESULTS_DIR/RESULTS.md"
 fi

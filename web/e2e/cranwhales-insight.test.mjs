@@ -1,7 +1,7 @@
 // Browser suite for the insight views of `cranwhales serve`: whale profiles (whale list and
 // detail view), the Packages tab and the Trends tab, in headless Chromium against the real debug
 // binary on a temp store of four real days. Every number on screen is checked against the API
-// (itself checked against the Python recount in crates/cranwhales/tests/insight_api.rs); the URL
+// (itself checked against the Python recount in crates/cranwhales/tests/it/insight_api.rs); the URL
 // state is reloaded in a fresh page and stepped through with Back. Screenshots go to
 // artifacts/cranwhales/insight-*.png.
 //

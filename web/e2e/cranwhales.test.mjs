@@ -1,7 +1,7 @@
 // Browser suite for `cranwhales serve`, as a user would use it: the real debug binary on a temp
 // store (bundled sample days), a real source server on loopback serving ../shared/data/cranlogs in
 // the {base}/{YYYY}/{date}.csv.gz layout, and headless Chromium. Every number on screen is checked
-// against the API (itself checked against raw counts in crates/cranwhales/tests/api.rs).
+// against the API (itself checked against raw counts in crates/cranwhales/tests/it/api.rs).
 // Screenshots of each view go to artifacts/cranwhales/.
 //
 // Usage (repo root): node --test web/e2e/cranwhales.test.mjs   (needs target/debug/cranwhales)

@@ -1,0 +1,304 @@
+//! The version 2 → 3 migration on real days: every bundled and shared day written as version 2
+//! wrote it (`legacy_support`), migrated, and every fact compared — with the old encoding's
+//! whale rows, profiles and per-whale package counts, and with the same days ingested fresh.
+//! And `kill -9` mid-migration: the store opens as wholly version 2, then migrates whole.
+
+use crate::engine_support;
+use crate::legacy_support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cranwhales::blob;
+use cranwhales::progress::Silent;
+use cranwhales::store::{PackedDay, Store};
+use cranwhales::summary::{Download, Profile};
+use engine_support::cranlogs;
+use rusqlite::Connection;
+
+/// Every bundled day and every shared day.
+fn all_days() -> Vec<PathBuf> {
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample");
+    let mut files = Vec::new();
+    for dir in [bundled, cranlogs()] {
+        let mut here: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".csv.gz"))
+            .collect();
+        here.sort();
+        files.extend(here);
+    }
+    assert!(files.len() >= 81, "{} day files", files.len());
+    files
+}
+
+/// What version 2 stored for a day, read with its own SQL: (rank, ip_id, rows, profile) per
+/// whale and (package, [(rank, downloads)]) per package.
+struct Old {
+    whales: Vec<(u32, u64, Vec<Download>, Profile)>,
+    ranks: Vec<(String, Vec<(u32, u64)>)>,
+}
+
+fn old_day(c: &Connection, date: &str) -> Old {
+    let mut st = c
+        .prepare(
+            "SELECT w.rank, w.ip_id, r.rows, w.profile FROM whales w JOIN whale_rows r
+             ON r.date = w.date AND r.ip_id = w.ip_id WHERE w.date = ?1 ORDER BY w.rank",
+        )
+        .unwrap();
+    let whales = st
+        .query_map([date], |r| {
+            let b: Vec<u8> = r.get(2)?;
+            let p: String = r.get(3)?;
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                blob::unpack(&b).unwrap(),
+                serde_json::from_str(&p).unwrap(),
+            ))
+        })
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let mut st = c
+        .prepare("SELECT package, whale_ranks FROM packages WHERE date = ?1 ORDER BY package")
+        .unwrap();
+    let ranks = st
+        .query_map([date], |r| {
+            let b: Option<Vec<u8>> = r.get(1)?;
+            let mut v = Vec::new();
+            let mut it = b.unwrap_or_default().into_iter();
+            let mut next = || {
+                let (mut x, mut s) = (0u64, 0);
+                for byte in it.by_ref() {
+                    x |= u64::from(byte & 0x7f) << s;
+                    s += 7;
+                    if byte < 0x80 {
+                        return Some(x);
+                    }
+                }
+                None
+            };
+            while let (Some(rank), Some(n)) = (next(), next()) {
+                v.push((rank as u32, n));
+            }
+            Ok((r.get(0)?, v))
+        })
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    Old { whales, ranks }
+}
+
+#[test]
+fn every_real_day_migrates_to_the_same_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old_db, fresh_db) = (dir.path().join("old.db"), dir.path().join("fresh.db"));
+    let mut fresh = Store::open(&fresh_db).unwrap();
+    let mut dates = Vec::new();
+    for file in all_days() {
+        let day = cranwhales::ingest::read_day(&file, None, &Silent).unwrap();
+        if dates.contains(&day.date) {
+            continue; // data/sample repeats three shared days
+        }
+        dates.push(day.date.clone());
+        legacy_support::write_v2(&old_db, std::slice::from_ref(&day));
+        let packed = PackedDay::new(day, cranwhales::day::Threads::One);
+        fresh.replace_day(&packed, "fresh").unwrap();
+    }
+    let c = Connection::open(&old_db).unwrap();
+    let olds: Vec<Old> = dates.iter().map(|d| old_day(&c, d)).collect();
+    drop(c);
+    let mut steps = Vec::new();
+    let store = Store::open_with_progress(&old_db, &mut |s| steps.push(s.clone())).unwrap();
+    assert_eq!(steps.len(), dates.len());
+    assert_eq!(steps.last().unwrap().done, dates.len());
+    assert!(store.integrity_ok().unwrap());
+    let mut rows = 0;
+    for (date, old) in dates.iter().zip(&olds) {
+        let (a, b) = (
+            store.day_summary(date, 100).unwrap().unwrap(),
+            fresh.day_summary(date, 100).unwrap().unwrap(),
+        );
+        assert_eq!(a, b, "{date} summary");
+        assert_eq!(a.whales.len(), old.whales.len());
+        let (new_rows, fresh_rows) = (
+            store.whale_rows(date).unwrap().unwrap(),
+            fresh.whale_rows(date).unwrap().unwrap(),
+        );
+        assert!(
+            new_rows == fresh_rows,
+            "{date}: migrated and fresh whale rows differ"
+        );
+        assert_eq!(new_rows.len(), old.whales.len());
+        let all = a.whales.iter().zip(&old.whales).zip(&new_rows);
+        for (k, ((w, (rank, ip, old_rows, profile)), (new_ip, got))) in all.enumerate() {
+            assert_eq!((w.rank, w.ip_id, *new_ip), (*rank, *ip, *ip));
+            assert_eq!(w.profile.as_ref(), Some(profile), "{date} {ip} profile");
+            assert!(got == old_rows, "{date} whale {ip}: rows differ");
+            if k % 25 == 0 {
+                // The API's path: one whale read alone.
+                let one = store.whale_detail(date, *ip).unwrap().unwrap();
+                assert!(&one.downloads == old_rows, "{date} whale {ip} detail");
+            }
+            rows += old_rows.len();
+        }
+        // Every package a whale downloaded (the others have no per-whale counts to re-encode);
+        // the top-N cuts on every tenth.
+        let with_whales = old.ranks.iter().filter(|(_, r)| !r.is_empty());
+        for (k, (package, ranks)) in with_whales.enumerate() {
+            let d = &store.package_days(package, date, date, 100).unwrap()[0];
+            let f = &fresh.package_days(package, date, date, 100).unwrap()[0];
+            let whales: u64 = ranks.iter().map(|r| r.1).sum();
+            assert_eq!(d.whale_downloads, whales, "{date} {package}");
+            assert_eq!(
+                (d.downloads, d.whale_downloads),
+                (f.downloads, f.whale_downloads)
+            );
+            for top in [1, 6, 25].into_iter().filter(|_| k % 10 == 0) {
+                let want: u64 = ranks.iter().filter(|r| r.0 <= top).map(|r| r.1).sum();
+                let got = &store.package_days(package, date, date, top).unwrap()[0];
+                assert_eq!(got.whale_downloads, want, "{date} {package} top {top}");
+            }
+        }
+    }
+    assert!(rows > 1_000_000, "{rows} whale rows compared");
+    let names = |s: &Store| {
+        let mut v = s.package_names().unwrap();
+        v.sort_by(|a, b| a.package.cmp(&b.package));
+        v
+    };
+    assert!(names(&store) == names(&fresh), "package totals differ");
+    // The old tables are gone and the file is smaller once compacted.
+    let before = store.file_bytes().unwrap();
+    store.compact().unwrap();
+    assert!(store.file_bytes().unwrap() * 2 < before);
+}
+
+fn cli_migrate(db: &Path, pause_ms: u64) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(["migrate", "--db"])
+        .arg(db)
+        .env("CRANWHALES_TEST_MIGRATE_PAUSE_MS", pause_ms.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn kill_9_mid_migration_leaves_the_old_store_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    let dates = [
+        "2012-10-05",
+        "2012-10-10",
+        "2012-10-17",
+        "2013-12-01",
+        "2013-12-15",
+    ];
+    let days: Vec<_> = (dates.iter())
+        .map(|d| {
+            let f = cranlogs().join(format!("{d}.csv.gz"));
+            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+        })
+        .collect();
+    legacy_support::write_v2(&db, &days);
+    let c = Connection::open(&db).unwrap();
+    let olds: Vec<Old> = dates.iter().map(|d| old_day(&c, d)).collect();
+    drop(c);
+
+    let mut child = cli_migrate(&db, 2_000);
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("migrate: 1/5 days"), "{line}");
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("migrate: 2/5 days"), "{line}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    // Wholly version 2: its tables and rows as they were, none of version 3's.
+    let c = Connection::open(&db).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 2);
+    let has = |t: &str| -> bool {
+        c.query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = ?1",
+            [t],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+            == 1
+    };
+    assert!(has("whale_rows") && !has("whale_log"));
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    for (d, old) in dates.iter().zip(&olds) {
+        let again = old_day(&c, d);
+        assert!(
+            again.whales == old.whales && again.ranks == old.ranks,
+            "{d} changed"
+        );
+    }
+    drop(c);
+
+    // Run again to the end: wholly version 3, every whale's rows as version 2 had them.
+    let out = cli_migrate(&db, 0).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("schema up to date"), "{stdout}");
+    let store = Store::open(&db).unwrap();
+    for (d, old) in dates.iter().zip(&olds) {
+        for (_, ip, rows, _) in &old.whales {
+            assert!(&store.whale_detail(d, *ip).unwrap().unwrap().downloads == rows);
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_old_blob_stops_the_migration_naming_it_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    let days: Vec<_> = (["2012-10-05", "2012-10-10"].iter())
+        .map(|d| {
+            let f = cranlogs().join(format!("{d}.csv.gz"));
+            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+        })
+        .collect();
+    let ip = days[1].whales[0].ip_id;
+    legacy_support::write_v2(&db, &days);
+    let c = Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE whale_rows SET rows = x'00010203' WHERE date = '2012-10-10' AND ip_id = ?1",
+        [ip],
+    )
+    .unwrap();
+    drop(c);
+    let out = cli_migrate(&db, 0).wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "cranwhales: error: store {}: corrupt whale_rows blob (2012-10-10, ip_id {ip}); nothing was migrated",
+            db.display()
+        )
+    );
+    let c = Connection::open(&db).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 2);
+}

@@ -1,0 +1,19 @@
+//! manifold's integration tests, one binary (issue 19: one link per crate instead of one per file
+//! on 2 cores). Each module was a `tests/*.rs` file of its own; run one with
+//! `cargo test -p manifold --test it MODULE::`.
+
+mod accounting;
+mod apps;
+mod balancer;
+mod common;
+mod haproxy;
+mod limits;
+mod pool;
+mod pool_clock;
+mod r_apps;
+mod r_chaos;
+mod r_reload;
+mod recycle;
+mod reload;
+mod spare;
+mod timeouts;

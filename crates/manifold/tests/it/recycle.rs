@@ -1,0 +1,160 @@
+//! Recycling with real Python workers: after `--max-requests`, past `--max-rss` (a worker that
+//! leaks a known amount per request) or `--max-lifetime`, a worker is replaced with no failed
+//! request, its replacement ready before it stops (a ready worker is always there), and the old
+//! process gone.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+
+/// Ready workers not draining, from a status document.
+fn serving(s: &serde_json::Value) -> usize {
+    workers(s).iter().filter(|w| w["state"] == "ready").count()
+}
+
+/// `n` sequential GETs of `path` `gap` apart; every one must be 200; checks between requests that
+/// a ready worker is there. Returns the JSON bodies (or pid texts) in order.
+fn drive(m: &InProc, path: &str, n: usize, gap: Duration) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            let r = m.get(path);
+            assert_eq!(r.status, 200, "{}", r.body);
+            assert!(serving(&m.status()) >= 1, "capacity dipped below --min");
+            thread::sleep(gap);
+            r.body
+        })
+        .collect()
+}
+
+#[test]
+fn max_requests_recycles_with_no_failed_request() {
+    let m = InProc::start(&base(&[
+        "--min",
+        "1",
+        "--max",
+        "1",
+        "--max-requests",
+        "5",
+        "--stop-timeout",
+        "1s",
+    ]));
+    // Until three workers have served (two recycled), however slowly replacements start on a
+    // loaded machine (an old worker serves on until its replacement is ready); at most 400.
+    let mut pids: Vec<u32> = Vec::new();
+    while pids.len() < 400 {
+        let batch = drive(&m, "/pid", 8, Duration::from_millis(40));
+        pids.extend(batch.iter().map(|b| b.trim().parse::<u32>().unwrap()));
+        let distinct: std::collections::BTreeSet<&u32> = pids.iter().collect();
+        if distinct.len() >= 3 {
+            break;
+        }
+    }
+    let mut served: BTreeMap<u32, usize> = BTreeMap::new();
+    for p in &pids {
+        *served.entry(*p).or_default() += 1;
+    }
+    assert!(served.len() >= 3, "{served:?}");
+    let last = *pids.last().unwrap();
+    for (pid, n) in &served {
+        if *pid != last {
+            // Recycled at its limit, not before (it serves until its replacement is ready).
+            assert!(*n >= 5, "worker {pid} served only {n}: {served:?}");
+            assert_gone(*pid);
+        }
+    }
+    let s = m.status();
+    assert!(s["totals"]["recycles"].as_u64().unwrap() >= 2, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 0);
+}
+
+#[test]
+fn max_rss_recycles_a_leaking_worker_at_the_limit() {
+    const MIB: u64 = 1 << 20;
+    let mut a = on_free_port(&["--max-rss", "60MiB", "--stop-timeout", "1s"]);
+    a.push("--".into());
+    a.extend(py_worker(&["--leak", &(8 * MIB).to_string()]));
+    let m = InProc::start(&a);
+    let bodies = drive(&m, "/leak", 30, Duration::from_millis(100));
+    let seen: Vec<(u64, u64)> = bodies
+        .iter()
+        .map(|b| {
+            let v: serde_json::Value = serde_json::from_str(b).unwrap();
+            (v["pid"].as_u64().unwrap(), v["rss"].as_u64().unwrap())
+        })
+        .collect();
+    let first = seen[0].0;
+    let first_peak = seen
+        .iter()
+        .filter(|(p, _)| *p == first)
+        .map(|(_, r)| *r)
+        .max()
+        .unwrap();
+    assert!(
+        seen.iter().any(|(p, _)| *p != first),
+        "never recycled: {seen:?}"
+    );
+    // Recycled at the limit: not before reaching it, and not long after (the limit is checked
+    // every 250 ms; the replacement takes a moment to start).
+    assert!(first_peak >= 60 * MIB, "recycled early at {first_peak}");
+    let max = seen.iter().map(|(_, r)| *r).max().unwrap();
+    assert!(max < 60 * MIB + 80 * MIB, "overshoot: {max}");
+    assert_gone(first as u32);
+    let s = m.status();
+    assert!(s["totals"]["recycles"].as_u64().unwrap() >= 1, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 0);
+}
+
+#[test]
+fn max_lifetime_recycles_with_no_failed_request() {
+    let m = InProc::start(&base(&["--max-lifetime", "1s", "--stop-timeout", "1s"]));
+    let pids: Vec<u32> = drive(&m, "/pid", 25, Duration::from_millis(100))
+        .iter()
+        .map(|b| b.trim().parse().unwrap())
+        .collect();
+    let first = pids[0];
+    assert!(pids.iter().any(|p| *p != first), "{pids:?}");
+    assert_gone(first);
+    assert!(m.status()["totals"]["recycles"].as_u64().unwrap() >= 1);
+}
+
+/// A sticky session on a recycled worker goes on there while it drains (new sessions go to the
+/// replacement); once the session is quiet the old worker stops.
+#[test]
+fn draining_worker_finishes_its_sticky_session() {
+    let m = InProc::start(&base(&[
+        "--sticky",
+        "cookie",
+        "--max-requests",
+        "3",
+        "--drain-timeout",
+        "20s",
+        "--stop-timeout",
+        "1s",
+    ]));
+    let first = m.get("/pid");
+    let cookie = first.cookie();
+    let old: u32 = first.body.trim().parse().unwrap();
+    let with_cookie = || request(&m.addr, "GET", "/pid", &[("Cookie", &cookie)], "");
+    // Two more on the session: the worker reaches its limit and a replacement starts.
+    for _ in 0..2 {
+        assert_eq!(with_cookie().body.trim(), old.to_string());
+    }
+    let s = m.wait_status("old worker draining", |s| {
+        workers(s).iter().any(|w| w["state"] == "draining") && serving(s) == 1
+    });
+    assert!(s["totals"]["recycles"] == 1, "{s}");
+    // The session stays on its draining worker; a new client goes to the replacement.
+    for _ in 0..4 {
+        let r = with_cookie();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body.trim(), old.to_string());
+        thread::sleep(Duration::from_millis(150));
+    }
+    let fresh = m.get("/pid");
+    assert_ne!(fresh.body.trim(), old.to_string());
+    assert_gone(old);
+}

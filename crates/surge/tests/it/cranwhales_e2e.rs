@@ -1,0 +1,102 @@
+//! Proof (c): record the cranwhales UI in headless Chromium through `surge record`, then replay it with
+//! 200 users. Needs the cranwhales binary (built by `cargo test --workspace`); if it is missing the
+//! test FAILS with a clear message. Set SURGE_SKIP_CRANWHALES=1 to skip it explicitly (it says so).
+
+use crate::common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use surge::recording::{Kind, Recording};
+
+fn cranwhales_bin() -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    let bin = dir.join("debug/cranwhales");
+    if bin.is_file() {
+        bin
+    } else {
+        repo().join("target/debug/cranwhales")
+    }
+}
+
+#[test]
+fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
+    if std::env::var_os("SURGE_SKIP_CRANWHALES").is_some() {
+        eprintln!("SKIPPED: cranwhales proof (SURGE_SKIP_CRANWHALES is set)");
+        return;
+    }
+    let bin = cranwhales_bin();
+    assert!(
+        bin.is_file(),
+        "{} not built: run `cargo build -p cranwhales` (or set SURGE_SKIP_CRANWHALES=1 to skip)",
+        bin.display()
+    );
+    let tmp = TempDir::new("cranwhales");
+    let port = free_port();
+    let _server = Proc(
+        Command::new(&bin)
+            .arg("serve")
+            .arg("--db")
+            .arg(tmp.path().join("cw.db"))
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .arg("--sample-dir")
+            .arg(repo().join("data/sample"))
+            .arg("--cache-dir")
+            .arg(tmp.path().join("cache"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        wait_port(port, Duration::from_secs(180)),
+        "cranwhales serve did not listen on {port} within 180 s"
+    );
+    let target = format!("http://127.0.0.1:{port}/");
+    let rec_path = tmp.path().join("recording.log");
+    let (mut rec, proxy) = start_record(&target, &rec_path);
+    drive_browser("cranwhales", &proxy, None);
+    // No WebSocket to close: end the recording the way a user does, with Ctrl-C.
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+
+    let recording = Recording::load(&rec_path).unwrap();
+    assert_eq!(recording.target_type.as_deref(), Some("surge/http"));
+    assert_eq!(recording.events[0].kind, Kind::ReqHome);
+    let api: Vec<&str> = recording
+        .events
+        .iter()
+        .filter(|e| e.url.starts_with("/api/"))
+        .map(|e| &*e.url)
+        .collect();
+    assert!(api.len() >= 2, "the UI's API calls were recorded: {api:?}");
+    assert!(
+        api.iter().any(|u| u.contains("count=8")),
+        "the changed control was recorded: {api:?}"
+    );
+
+    let run = tmp.path().join("run");
+    let out = replay_cmd(&rec_path, &target, 200, &run)
+        .args(["--start-interval", "10ms"])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = summary(&run);
+    let started = s["sessions"]["started"].as_u64().unwrap();
+    assert!(started >= 200, "{stdout}");
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{stdout}");
+    assert_eq!(session_csvs(&run).len() as u64, started);
+    let http_rows = count_rows(&run, "REQ_GET_END");
+    assert_eq!(
+        s["events"]["REQ_GET"]["count"].as_u64().unwrap() as usize,
+        http_rows
+    );
+    assert_eq!(
+        http_rows as u64,
+        started * (recording.events.len() as u64 - 1)
+    );
+}

@@ -1,0 +1,294 @@
+//! Different data per simulated user, on our cranwhales: `surge parametrize` turns the recorded
+//! day into `${date}`, `--data days.csv --data-mode unique` gives 30 users 30 different days, and
+//! the server's fetch counts (a loopback log source serving real cranlogs days) show the 30 cache
+//! misses that the same-input run hides (1 fetch). Then `--capture` takes a day from a live
+//! answer and sends it back; a capture that finds nothing fails the session with its reason.
+
+use crate::common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn cranwhales_bin() -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    dir.join("debug/cranwhales")
+}
+
+fn cranlogs() -> PathBuf {
+    shared().join("../cranlogs")
+}
+
+/// A loopback cranlogs mirror (`/YYYY/YYYY-MM-DD.csv.gz`) that counts requests per day.
+fn start_log_source(dir: PathBuf) -> (u16, Arc<Mutex<BTreeMap<String, u32>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let counts = Arc::new(Mutex::new(BTreeMap::new()));
+    let c = counts.clone();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let name = path.rsplit('/').next().unwrap_or("").to_string();
+            let day = name.trim_end_matches(".csv.gz").to_string();
+            *c.lock().unwrap().entry(day).or_insert(0) += 1;
+            let (status, body) = match std::fs::read(dir.join(&name)) {
+                Ok(b) => ("200 OK", b),
+                Err(_) => ("404 Not Found", Vec::new()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body);
+        }
+    });
+    (port, counts)
+}
+
+fn recording(path: &Path, lines: &[(&str, u16, &str)]) {
+    let mut text = String::from(
+        "# version: 1\n# target_url: http://127.0.0.1:1/\n# target_type: surge/http\n",
+    );
+    for (i, (kind, status, url)) in lines.iter().enumerate() {
+        text.push_str(&format!(
+            "{{\"type\":\"{kind}\",\"begin\":\"2026-01-01T00:00:0{i}.000Z\",\"end\":\"2026-01-01T00:00:0{i}.050Z\",\"status\":{status},\"url\":\"{url}\"}}\n"
+        ));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn run_ok(mut cmd: Command) -> String {
+    let out = cmd.stderr(Stdio::piped()).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    text
+}
+
+#[test]
+fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
+    let bin = cranwhales_bin();
+    assert!(
+        bin.is_file(),
+        "{} not built: cargo build -p cranwhales",
+        bin.display()
+    );
+    let mut days: Vec<String> = std::fs::read_dir(cranlogs())
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .trim_end_matches(".csv.gz")
+                .to_string()
+        })
+        .filter(|d| d.len() == 10)
+        .collect();
+    days.sort();
+    // The smallest days ingest fastest: 2012's.
+    days.truncate(31);
+    assert_eq!(
+        days.len(),
+        31,
+        "31 cranlogs days in {}",
+        cranlogs().display()
+    );
+    let (src_port, fetched) = start_log_source(cranlogs());
+    let tmp = TempDir::new("data");
+    let port = free_port();
+    let _server = Proc(
+        Command::new(&bin)
+            .arg("serve")
+            .arg("--db")
+            .arg(tmp.path().join("cw.db"))
+            .args(["--addr", &format!("127.0.0.1:{port}"), "--no-sample"])
+            .args(["--source-url", &format!("http://127.0.0.1:{src_port}")])
+            .args(["--fetch-burst", "1000", "--fetch-per-minute", "100000"])
+            .arg("--cache-dir")
+            .arg(tmp.path().join("cache"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        wait_port(port, Duration::from_secs(60)),
+        "cranwhales serve did not start"
+    );
+    let target = format!("http://127.0.0.1:{port}/");
+
+    // A day nobody asked for yet answers 202 (fetching): the recording says so.
+    let (first, others) = days.split_first().unwrap();
+    let rec = tmp.path().join("recording.log");
+    let day_url = format!("/api/days/{first}?count=8");
+    recording(&rec, &[("REQ_HOME", 200, "/"), ("REQ_GET", 202, &day_url)]);
+    let param = tmp.path().join("by-day.log");
+    let out = run_ok({
+        let mut c = surge();
+        c.arg("parametrize")
+            .arg(&rec)
+            .arg(format!("date={first}"))
+            .arg("-o")
+            .arg(&param);
+        c
+    });
+    assert!(out.contains("${date}: 1 places"), "{out}");
+    assert!(std::fs::read_to_string(&param)
+        .unwrap()
+        .contains("/api/days/${date}?count=8"));
+
+    let csv = tmp.path().join("days.csv");
+    std::fs::write(&csv, format!("date\n{}\n", others.join("\n"))).unwrap();
+    let run = tmp.path().join("run-data");
+    let mut cmd = replay_cmd(&param, &target, 30, &run);
+    cmd.args([
+        "--start-interval",
+        "20ms",
+        "--think-time",
+        "none",
+        "--loaded-duration",
+        "2s",
+    ])
+    .arg("--data")
+    .arg(&csv)
+    .args(["--data-mode", "unique"]);
+    let out = run_ok(cmd);
+    let s = summary(&run);
+    assert_eq!(s["sessions"]["started"].as_u64(), Some(30), "{out}");
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{out}");
+    assert!(
+        out.contains(&format!(
+            "--data {}: all 30 rows used (--data-mode unique): no more sessions start",
+            csv.display()
+        )),
+        "{out}"
+    );
+    // Each 202 started a fetch; the server works through them (--max-ingests) after the run.
+    let t = std::time::Instant::now();
+    while fetched.lock().unwrap().len() < 30 && t.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let seen = fetched.lock().unwrap().clone();
+    let distinct: Vec<&String> = seen.keys().filter(|d| others.contains(d)).collect();
+    assert_eq!(distinct.len(), 30, "each user's day was fetched: {seen:?}");
+    assert!(
+        seen.values().all(|&n| n == 1),
+        "no day fetched twice: {seen:?}"
+    );
+
+    // The same input for every user, as recorded once the day is stored (200): one day fetched
+    // in all, every session served from the store and the cache.
+    fetched.lock().unwrap().clear();
+    let t = std::time::Instant::now();
+    while http_get(&target, &day_url).0 != 200 && t.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let same = tmp.path().join("same.log");
+    recording(&same, &[("REQ_HOME", 200, "/"), ("REQ_GET", 200, &day_url)]);
+    let run = tmp.path().join("run-same");
+    let mut cmd = replay_cmd(&same, &target, 30, &run);
+    cmd.args(["--start-interval", "20ms", "--think-time", "none"]);
+    let out = run_ok(cmd);
+    let s = summary(&run);
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{out}");
+    assert!(s["sessions"]["started"].as_u64().unwrap() >= 30, "{out}");
+    let seen = fetched.lock().unwrap().clone();
+    assert_eq!(
+        seen.len(),
+        1,
+        "the same-input run's day was fetched once: {seen:?}"
+    );
+    assert!(seen.values().all(|&n| n == 1), "{seen:?}");
+
+    // --capture: the first day of the live day list, sent back as ${FIRST}.
+    let rec = tmp.path().join("capture.log");
+    recording(
+        &rec,
+        &[
+            ("REQ_HOME", 200, "/"),
+            ("REQ_GET", 200, "/api/days"),
+            ("REQ_GET", 200, "/api/days/${FIRST}?count=8"),
+        ],
+    );
+    let run = tmp.path().join("run-capture");
+    let mut cmd = replay_cmd(&rec, &target, 5, &run);
+    cmd.args(["--start-interval", "20ms", "--think-time", "none"])
+        .args(["--capture", r"FIRST@5=(\d{4}-\d\d-\d\d)"]);
+    let out = run_ok(cmd);
+    assert_eq!(
+        summary(&run)["sessions"]["failed"].as_u64(),
+        Some(0),
+        "{out}"
+    );
+
+    let run = tmp.path().join("run-capture-miss");
+    let mut cmd = replay_cmd(&rec, &target, 3, &run);
+    cmd.args(["--start-interval", "20ms", "--think-time", "none"])
+        .args(["--capture", "FIRST@5=never-there-(x)"]);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let s = summary(&run);
+    assert_eq!(s["sessions"]["failed"], s["sessions"]["started"]);
+    let text = serde_json::to_string(&s).unwrap();
+    assert!(text.contains("\"capture\""), "{text}");
+    assert!(
+        text.contains("--capture FIRST@5: never-there-(x) found nothing in the response"),
+        "{text}"
+    );
+}
+
+/// `surge record --param date=VALUE` writes the recorded value as `${date}` straight away.
+#[test]
+fn record_param_writes_the_placeholder() {
+    let app = format!(
+        "http://127.0.0.1:{}/",
+        common::start_http(|_| Some("200 OK"))
+    );
+    let tmp = TempDir::new("record-param");
+    let out = tmp.path().join("recording.log");
+    let mut child = surge()
+        .args([
+            "record",
+            "--target",
+            &app,
+            "--listen",
+            "127.0.0.1:0",
+            "--target-type",
+        ])
+        .args(["surge/http", "--param", "date=2015-01-13", "-o"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    let proxy = (line.split_whitespace())
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    let mut rec = Proc(child);
+    assert_eq!(http_get(&proxy, "/").0, 200);
+    assert_eq!(http_get(&proxy, "/api/days/2015-01-13?count=8").0, 200);
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("\"url\":\"/api/days/${date}?count=8\""),
+        "{text}"
+    );
+    assert!(!text.contains("2015-01-13"), "{text}");
+}

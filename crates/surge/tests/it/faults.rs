@@ -1,0 +1,226 @@
+//! Unlucky runs of surge (issue 23): each with its exact outcome — exit status, the one error
+//! line naming the file, and what is (not) left in the run directory.
+
+use crate::common;
+#[path = "../../../../tests/mounts.rs"]
+mod mounts;
+use crate::segments_support;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use mounts::Tmpfs;
+use segments_support::*;
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A replay whose run directory fills its disk: the run stops at the first session CSV it cannot
+/// write, exits 2 with one line naming that file, logs the failure once (not once per session),
+/// and leaves no empty, cut or temporary file (every CSV left is whole; summary.json, if there,
+/// is whole JSON).
+#[test]
+fn a_full_disk_stops_the_replay_with_one_line_naming_the_file() {
+    let tmp = TempDir::new("surge-full-disk");
+    let Some(disk) = Tmpfs::mount(&tmp.path().join("full"), "24k") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let (_app, target) = start_sse_app("normal");
+    let rec = write_recording(tmp.path(), false);
+    let run = disk.0.join("run");
+    let out = surge()
+        .args(["replay", rec.to_str().unwrap(), &target, "--users", "40"])
+        .args([
+            "--start-interval",
+            "0",
+            "--loaded-duration",
+            "1s",
+            "--think-time",
+            "none",
+        ])
+        .arg("--output-dir")
+        .arg(&run)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    let sessions = format!("{}/sessions/", run.display());
+    assert!(
+        last.starts_with(&format!("surge: error: {sessions}"))
+            && last.ends_with(".csv: No space left on device (os error 28)"),
+        "{last}"
+    );
+    let lost = stderr.matches("No space left on device").count();
+    assert_eq!(
+        lost, 2,
+        "the failure is logged once, then the error line:\n{stderr}"
+    );
+    for f in files(&run) {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(!name.starts_with('.'), "temporary file left: {f:?}");
+        assert!(!bytes.is_empty(), "empty file left: {f:?}");
+        if name == "summary.json" {
+            serde_json::from_slice::<serde_json::Value>(&bytes).expect("whole summary.json");
+        } else if name.ends_with(".csv") && f.starts_with(run.join("sessions")) {
+            assert!(bytes.ends_with(b"\n"), "cut CSV: {f:?}");
+            let rows = read_csv(&f).rows;
+            let last = rows.last().map(|r| r[3].as_str());
+            assert!(
+                matches!(last, Some("PLAYBACK_DONE" | "PLAYBACK_FAIL")),
+                "a whole session ends with its verdict row: {f:?} {last:?}"
+            );
+        }
+    }
+}
+
+/// A loopback server that misbehaves on every connection: `BlackHole` accepts and never answers;
+/// `HalfClose` reads the request, then closes its side without a byte.
+#[derive(Clone, Copy)]
+enum Bad {
+    BlackHole,
+    HalfClose,
+}
+
+fn bad_server(mode: Bad) -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut c in l.incoming().flatten() {
+            if let Bad::HalfClose = mode {
+                use std::io::Read;
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf);
+                let _ = c.shutdown(std::net::Shutdown::Write);
+            }
+            held.push(c);
+        }
+    });
+    url
+}
+
+/// Runs surge with `args`, killed (and the test failed) if it has not ended within 60 s; its
+/// exit code and stdout + stderr.
+fn surge_bounded(args: &[&str]) -> (Option<i32>, String) {
+    let out = tempfile_path(args);
+    let mut child = surge()
+        .args(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            panic!("surge {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    (child.wait().unwrap().code(), format!("{stdout}{err}"))
+}
+
+/// A file for a child's stdout, unique per process and arguments.
+fn tempfile_path(args: &[&str]) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    args.hash(&mut h);
+    std::env::temp_dir().join(format!(
+        "surge-faults-{}-{:x}.out",
+        std::process::id(),
+        h.finish()
+    ))
+}
+
+/// A black-hole target (accepts, never answers) and a half-closing one (closes after reading the
+/// request): replay fails every session with its reason (`timeout` after --message-timeout,
+/// `closed`), ends by itself and exits 1; bench counts every request as no answer and exits 1.
+#[test]
+fn black_hole_and_half_closing_targets_fail_with_their_reason() {
+    let tmp = TempDir::new("surge-bad-targets");
+    let rec = write_recording(tmp.path(), false);
+    let rec = rec.to_str().unwrap();
+    for (mode, kind, words, bench_error) in [
+        (
+            Bad::BlackHole,
+            "timeout",
+            "no response within 1s (--message-timeout): GET /",
+            "timeout",
+        ),
+        (
+            Bad::HalfClose,
+            "closed",
+            "connection closed before message completed: GET /",
+            "connection closed",
+        ),
+    ] {
+        let url = bad_server(mode);
+        let run = tmp.path().join(kind);
+        let r = run.to_str().unwrap();
+        let (code, err) = surge_bounded(&[
+            "replay",
+            rec,
+            &url,
+            "--users",
+            "2",
+            "--message-timeout",
+            "1s",
+            "--output-dir",
+            r,
+        ]);
+        assert_eq!(code, Some(1), "{err}");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("summary.json")).unwrap()).unwrap();
+        let failures = summary["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0]["kind"], kind);
+        assert_eq!(failures[0]["count"], 2);
+        let reason = failures[0]["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("REQ_HOME line 4: ") && reason.ends_with(words),
+            "{reason}"
+        );
+
+        let (code, err) = surge_bounded(&["bench", &url, "-n", "4", "-c", "2", "--timeout", "1s"]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("4 of 4 requests (100.0%) were not ok (no answer: 4"),
+            "{err}"
+        );
+        let errors = err.split("Errors:").nth(1).unwrap_or_default();
+        assert!(
+            errors
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                    == ["4"]
+                        .into_iter()
+                        .chain(bench_error.split(' '))
+                        .collect::<Vec<_>>()),
+            "bench counts 4 × {bench_error}: {err}"
+        );
+    }
+}

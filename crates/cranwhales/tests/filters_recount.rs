@@ -2,13 +2,14 @@
 //! an independent recount in Python over the raw rows (`tests/reference/filters.py`): every
 //! package of several real days, alone and beside the top-N whales.
 
+mod ingest_support;
 mod insight_support;
 
 use std::process::Command;
 
-use cranwhales::ingest::ingest_path;
 use cranwhales::progress::Silent;
 use cranwhales::store::Store;
+use ingest_support::ingest_path;
 use insight_support::{day_file, n};
 
 /// A crawler day, a day of identical loops, the largest shared day, a weekend, a holiday.

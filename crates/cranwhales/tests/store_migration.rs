@@ -4,6 +4,7 @@
 //! And `kill -9` mid-migration: the store opens as wholly version 2, then migrates whole.
 
 mod engine_support;
+mod ingest_support;
 mod legacy_support;
 
 use std::io::{BufRead, BufReader};
@@ -99,7 +100,7 @@ fn every_real_day_migrates_to_the_same_facts() {
     let mut fresh = Store::open(&fresh_db).unwrap();
     let mut dates = Vec::new();
     for file in all_days() {
-        let day = cranwhales::ingest::read_day(&file, None, &Silent).unwrap();
+        let day = ingest_support::read_day(&file, None, &Silent).unwrap();
         if dates.contains(&day.date) {
             continue; // data/sample repeats three shared days
         }
@@ -202,7 +203,7 @@ fn kill_9_mid_migration_leaves_the_old_store_whole() {
     let days: Vec<_> = (dates.iter())
         .map(|d| {
             let f = cranlogs().join(format!("{d}.csv.gz"));
-            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+            ingest_support::read_day(&f, Some(d), &Silent).unwrap()
         })
         .collect();
     legacy_support::write_v2(&db, &days);
@@ -273,7 +274,7 @@ fn a_corrupt_old_blob_stops_the_migration_naming_it_and_changes_nothing() {
     let days: Vec<_> = (["2012-10-05", "2012-10-10"].iter())
         .map(|d| {
             let f = cranlogs().join(format!("{d}.csv.gz"));
-            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+            ingest_support::read_day(&f, Some(d), &Silent).unwrap()
         })
         .collect();
     let ip = days[1].whales[0].ip_id;

@@ -51,7 +51,7 @@ fn small_and_repeat_counts_match_the_python_recount() {
             let at = format!("{date} {name}");
             let (s, r) = (n(&p["small"]), n(&p["repeats"]));
             for top in [1u32, 6, 100] {
-                let d = &store.package_days(name, date, date, top).unwrap()[0];
+                let d = &store.package_days(name, date, date, top).unwrap()[0].counts;
                 assert_eq!(d.downloads, n(&p["downloads"]), "{at}");
                 assert_eq!((d.small, d.repeats), (Some(s), Some(r)), "{at}");
                 assert_eq!(d.without_inflated, Some(d.downloads - s - r), "{at}");

@@ -132,14 +132,14 @@ fn profiles_packages_and_stats_match_the_python_recount() {
                 let d = store.package_days(name, date, date, top).unwrap();
                 assert_eq!(d.len(), 1);
                 let d = &d[0];
-                assert_eq!(d.downloads, n(&rp["downloads"]), "{date} {name}");
+                assert_eq!(d.counts.downloads, n(&rp["downloads"]), "{date} {name}");
                 assert_eq!(
                     d.downloaders,
                     Some(n(&rp["downloaders"])),
                     "{date} {name} downloaders"
                 );
                 assert_eq!(
-                    d.without_whales,
+                    d.counts.without_whales,
                     without(rp, u64::from(top)),
                     "{date} {name} top {top}"
                 );

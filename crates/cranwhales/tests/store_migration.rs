@@ -150,8 +150,8 @@ fn every_real_day_migrates_to_the_same_facts() {
         // the top-N cuts on every tenth.
         let with_whales = old.ranks.iter().filter(|(_, r)| !r.is_empty());
         for (k, (package, ranks)) in with_whales.enumerate() {
-            let d = &store.package_days(package, date, date, 100).unwrap()[0];
-            let f = &fresh.package_days(package, date, date, 100).unwrap()[0];
+            let d = &store.package_days(package, date, date, 100).unwrap()[0].counts;
+            let f = &fresh.package_days(package, date, date, 100).unwrap()[0].counts;
             let whales: u64 = ranks.iter().map(|r| r.1).sum();
             assert_eq!(d.whale_downloads, whales, "{date} {package}");
             assert_eq!(
@@ -160,7 +160,7 @@ fn every_real_day_migrates_to_the_same_facts() {
             );
             for top in [1, 6, 25].into_iter().filter(|_| k % 10 == 0) {
                 let want: u64 = ranks.iter().filter(|r| r.0 <= top).map(|r| r.1).sum();
-                let got = &store.package_days(package, date, date, top).unwrap()[0];
+                let got = &store.package_days(package, date, date, top).unwrap()[0].counts;
                 assert_eq!(got.whale_downloads, want, "{date} {package} top {top}");
             }
         }

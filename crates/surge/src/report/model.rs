@@ -300,7 +300,7 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
                 ]
             })
             .collect(),
-        shape: (crate::output::read_points(&run.dir)
+        shape: (crate::rundir::read_points(&run.dir)
             .unwrap_or_default()
             .iter())
         .map(|p| {

@@ -82,7 +82,7 @@ fn main() {
     let (mut bytes, mut rows) = (0, 0);
     for file in files.iter().map(Path::new) {
         bytes += inflated.time(|| inflate(file));
-        let day = read.time(|| cranwhales::ingest::read_day_on(file, None, threads, &Silent));
+        let day = read.time(|| cranwhales::ingest::read_day(file, None, threads, &Silent));
         let day = day.unwrap();
         rows += day.rows;
         let packed = pack.time(|| PackedDay::new(day, threads));

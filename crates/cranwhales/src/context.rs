@@ -200,12 +200,9 @@ pub fn binned(mut report: PackageReport, bin: Bin, cumulative: bool) -> PackageR
 fn add(into: &mut PackageDay, d: &PackageDay) {
     let opt = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a + b);
     into.days += d.days;
-    into.downloads += d.downloads;
     into.downloaders = opt(into.downloaders, d.downloaders);
-    into.whale_downloads += d.whale_downloads;
-    into.without_whales += d.without_whales;
     into.baseline = opt(into.baseline, d.baseline);
-    into.adjusted = opt(into.adjusted, d.adjusted);
+    into.counts.add(&d.counts);
 }
 
 /// The first day of `date`'s bin.

@@ -21,7 +21,7 @@ struct Cli {
 enum Command {
     /// Serve the web UI and JSON API.
     Serve(server::ServeArgs),
-    /// Ingest days (local .csv.gz files or dates to download) into the database.
+    /// Ingest days (local .csv.gz files, or dates and URLs to download) into the database.
     Ingest(cli::IngestArgs),
     /// Print one day's summary: totals, hourly traffic, the top whales.
     Show(cli::ShowArgs),

@@ -1,5 +1,7 @@
-//! Where a day's log comes from: `{base}/{YYYY}/{YYYY-MM-DD}.csv.gz`, downloaded once into a
-//! cache directory.
+//! Where a day's log comes from: a [`Source`] (a local file, a date of the configured mirror
+//! `{base}/{YYYY}/{YYYY-MM-DD}.csv.gz`, or a URL), and the download of the last two once into a
+//! cache directory. Every way a day enters the store (`cranwhales ingest`, the server's on-demand
+//! fetch, the sample days) names it as a `Source`; `ingest::read` reads each the same way.
 //!
 //! Invariant: a file in the cache is a complete download. Bytes go to a temporary file in the
 //! same directory, which is renamed into place only after the whole body (all of
@@ -10,12 +12,103 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::time::Duration;
 
+use crate::date::{self, Day};
 use crate::partial;
 use crate::progress::{Event, Progress};
+
+/// Where one day's log comes from: the one description of an ingest's input, whoever asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A local `.csv.gz` (or `.csv`); if its name starts with a date, every row must carry it,
+    /// otherwise the first row's date is the day.
+    File(PathBuf),
+    /// A day of the configured mirror (`{base}/{YYYY}/{date}.csv.gz`), downloaded into the cache
+    /// unless already there.
+    Date(Day),
+    /// A day's log at an `http://` or `https://` URL whose file name starts with its date
+    /// (`…/2012-10-16.csv.gz`), downloaded into the cache as that date's entry.
+    Url {
+        /// The URL as given.
+        url: String,
+        /// The day its file name names.
+        day: Day,
+    },
+}
+
+impl Source {
+    /// A URL source; refused (one line naming the URL) unless its file name starts with a date.
+    pub fn url(url: &str) -> Result<Source, SourceError> {
+        let name = url.rsplit('/').next().unwrap_or_default();
+        match name.get(..10).filter(|d| date::is_log_date(d)) {
+            Some(d) => Ok(Source::Url {
+                url: url.to_owned(),
+                day: Day::parse(d).expect("checked"),
+            }),
+            None => Err(SourceError::BadUrl {
+                url: url.to_owned(),
+            }),
+        }
+    }
+
+    /// True for text that names a URL source (`http://…`, `https://…`).
+    pub fn is_url(s: &str) -> bool {
+        s.starts_with("http://") || s.starts_with("https://")
+    }
+
+    /// The day every row must carry, when the source names one (a file name starting with a
+    /// date, a date, a URL).
+    pub fn date(&self) -> Option<String> {
+        match self {
+            Source::File(p) => (p.file_name().and_then(|n| n.to_str()))
+                .and_then(|n| n.get(..10))
+                .filter(|d| date::is_log_date(d))
+                .map(str::to_owned),
+            Source::Date(d) | Source::Url { day: d, .. } => Some(d.to_string()),
+        }
+    }
+
+    /// How progress and result lines name it: the path, the date or the URL as given.
+    pub fn label(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Date(d) => d.to_string(),
+            Source::Url { url, .. } => url.clone(),
+        }
+    }
+
+    /// A download (its cache entry is dropped when it proves broken, so a retry downloads again).
+    pub fn is_download(&self) -> bool {
+        !matches!(self, Source::File(_))
+    }
+
+    /// The local file to read: the file itself, or the cache entry, downloaded first if missing.
+    pub fn local(
+        &self,
+        cfg: &SourceConfig,
+        progress: &dyn Progress,
+    ) -> Result<PathBuf, SourceError> {
+        match self {
+            Source::File(p) => Ok(p.clone()),
+            Source::Date(d) => {
+                let date = d.to_string();
+                fetch_url(&cfg.url(&date), &cfg.cached(&date), cfg, progress)
+            }
+            Source::Url { url, day } => {
+                fetch_url(url, &cfg.cached(&day.to_string()), cfg, progress)
+            }
+        }
+    }
+}
 
 /// Why a day's log could not be had; ingest passes it on as `IngestError::Source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// A URL source whose file name does not start with the day it holds.
+    #[error("{url}: the file name must start with the day it holds (YYYY-MM-DD…)")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+    },
     /// The upstream server has no log for the date (HTTP 404).
     #[error("{url}: no log for this date upstream (HTTP 404)")]
     NotFound {
@@ -79,18 +172,18 @@ impl SourceConfig {
     }
 }
 
-/// The cached file of `date`, downloading it first if it is not in the cache yet.
-/// `date` must already be validated as `YYYY-MM-DD`.
-pub fn fetch(
-    date: &str,
+/// `dest` (a cache entry), downloading it from `url` first if it is not in the cache yet.
+fn fetch_url(
+    url: &str,
+    dest: &std::path::Path,
     cfg: &SourceConfig,
     progress: &dyn Progress,
 ) -> Result<PathBuf, SourceError> {
-    let dest = cfg.cached(date);
+    let dest = dest.to_owned();
     if dest.is_file() {
         return Ok(dest);
     }
-    let url = cfg.url(date);
+    let url = url.to_owned();
     let fail = |reason: String| SourceError::Download {
         url: url.clone(),
         reason,

@@ -331,27 +331,40 @@ pub struct PackageDay {
     /// Stored days in this point: 1 for `bin=day`, up to 7/31/366 for a bin (so a partly stored
     /// bin can be told from a quiet one).
     pub days: u32,
-    /// Every download of the package that day.
-    #[cfg_attr(test, ts(type = "number"))]
-    pub downloads: u64,
-    /// Distinct ip_ids among them; `None` for a day stored before this was counted.
+    /// Distinct ip_ids among its downloads; `None` for a day stored before this was counted.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub downloaders: Option<u64>,
-    /// Downloads by the day's top-N whales (N of the request).
+    /// The day's (in a bin: the sum of its days') aggregate-only baseline (5% quantile of
+    /// per-package downloads, as `adjustedcranlogs` estimates CRAN-wide automated downloads);
+    /// `None` for a day stored before it was computed.
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub baseline: Option<u64>,
+    /// Its downloads, with and without whales and filters (in a bin: its days' sums), flattened
+    /// into the same object.
+    #[serde(flatten)]
+    pub counts: PackageTotals,
+}
+
+/// A package's download counts, with and without whales and filters: of one day (in
+/// `PackageDay`), of a bin of days, or summed over a `PackageReport`'s range (its `totals`). One
+/// type, so a count added to a day reaches the sums.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PackageTotals {
+    /// Every download of the package.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub downloads: u64,
+    /// Of which by each day's top-N whales (N of the request).
     #[cfg_attr(test, ts(type = "number"))]
     pub whale_downloads: u64,
     /// `downloads - whale_downloads`.
     #[cfg_attr(test, ts(type = "number"))]
     pub without_whales: u64,
-    /// The day's (in a bin: the sum of its days') aggregate-only baseline (5% quantile of per-package downloads, as
-    /// `adjustedcranlogs` estimates CRAN-wide automated downloads); `None` for a day stored before
-    /// it was computed.
-    #[cfg_attr(test, ts(type = "number | null"))]
-    pub baseline: Option<u64>,
-    /// `downloads` minus `baseline` (not below 0); `None` without a baseline.
+    /// `downloads` minus the days' baselines (not below 0 on any day); `None` when a day has no
+    /// baseline.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub adjusted: Option<u64>,
-    /// Downloads under 1,000 bytes (partial transfers and probes); `None` for a day stored
+    /// Downloads under 1,000 bytes (partial transfers and probes); `None` when a day was stored
     /// before these were counted (schema 3).
     #[cfg_attr(test, ts(type = "number | null"))]
     pub small: Option<u64>,
@@ -359,43 +372,46 @@ pub struct PackageDay {
     /// package (small ones aside, so the two never overlap); `None` as for `small`.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub repeats: Option<u64>,
-    /// `downloads - small - repeats`: the filters alone.
+    /// `downloads - small - repeats`: the filters alone; `None` as for `small`.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub without_inflated: Option<u64>,
     /// `without_whales` minus the small and repeated downloads of everyone but the top-N whales:
-    /// whales and filters together, nothing taken out twice.
+    /// whales and filters together, nothing taken out twice; `None` as for `small`.
     #[cfg_attr(test, ts(type = "number | null"))]
     pub without_whales_inflated: Option<u64>,
 }
 
-/// Sums over the days of a `PackageReport`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct PackageTotals {
-    /// Downloads over the range.
-    #[cfg_attr(test, ts(type = "number"))]
-    pub downloads: u64,
-    /// Of which by each day's top-N whales.
-    #[cfg_attr(test, ts(type = "number"))]
-    pub whale_downloads: u64,
-    /// `downloads - whale_downloads`.
-    #[cfg_attr(test, ts(type = "number"))]
-    pub without_whales: u64,
-    /// `None` when a day in range has no baseline.
-    #[cfg_attr(test, ts(type = "number | null"))]
-    pub adjusted: Option<u64>,
-    /// Sums of the days' `small`; `None` when a day in range has none.
-    #[cfg_attr(test, ts(type = "number | null"))]
-    pub small: Option<u64>,
-    /// Sums of the days' `repeats`; `None` as for `small`.
-    #[cfg_attr(test, ts(type = "number | null"))]
-    pub repeats: Option<u64>,
-    /// Sums of the days' `without_inflated`; `None` as for `small`.
-    #[cfg_attr(test, ts(type = "number | null"))]
-    pub without_inflated: Option<u64>,
-    /// Sums of the days' `without_whales_inflated`; `None` as for `small`.
-    #[cfg_attr(test, ts(type = "number | null"))]
-    pub without_whales_inflated: Option<u64>,
+impl PackageTotals {
+    /// Adds `other`'s counts (a missing count makes the sum missing): a bin from its days, a
+    /// range's totals from its days.
+    pub fn add(&mut self, other: &PackageTotals) {
+        let opt = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a + b);
+        self.downloads += other.downloads;
+        self.whale_downloads += other.whale_downloads;
+        self.without_whales += other.without_whales;
+        self.adjusted = opt(self.adjusted, other.adjusted);
+        self.small = opt(self.small, other.small);
+        self.repeats = opt(self.repeats, other.repeats);
+        self.without_inflated = opt(self.without_inflated, other.without_inflated);
+        self.without_whales_inflated =
+            opt(self.without_whales_inflated, other.without_whales_inflated);
+    }
+
+    /// The sums of `days`' counts (all 0 for none).
+    pub fn sum<'a>(days: impl IntoIterator<Item = &'a PackageDay>) -> PackageTotals {
+        let mut t = PackageTotals {
+            downloads: 0,
+            whale_downloads: 0,
+            without_whales: 0,
+            adjusted: Some(0),
+            small: Some(0),
+            repeats: Some(0),
+            without_inflated: Some(0),
+            without_whales_inflated: Some(0),
+        };
+        days.into_iter().for_each(|d| t.add(&d.counts));
+        t
+    }
 }
 
 /// `GET /api/packages/{name}?from=&to=&whales=N` and `cranwhales package NAME --json`: a

@@ -17,7 +17,6 @@ pub mod manifold_poll;
 pub mod merge;
 pub mod metrics;
 pub mod net;
-pub mod output;
 pub mod parametrize;
 pub mod record;
 pub mod recording;

@@ -144,7 +144,7 @@ impl Poller {
                         l.set_pool(s);
                     }
                     let path = dir.join(MANIFOLD_CSV);
-                    if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
+                    if let Err(e) = crate::rundir::write_atomic(&path, text.as_bytes()) {
                         if !std::mem::replace(&mut warned, true) {
                             eprintln!("surge: {}: {e}", path.display());
                         }

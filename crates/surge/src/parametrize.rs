@@ -2,8 +2,8 @@
 //! `${name}` placeholders (in URLs, WebSocket messages and POST bodies), so `replay --data` can
 //! give each session its own. The recording's other fields are kept as they are.
 
-use crate::output::write_atomic;
 use crate::recording::EventLine;
+use crate::rundir::write_atomic;
 use std::path::{Path, PathBuf};
 
 /// Flags of `surge parametrize`.

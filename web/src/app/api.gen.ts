@@ -289,15 +289,21 @@ date: string,
  */
 days: number, 
 /**
- * Every download of the package that day.
- */
-downloads: number, 
-/**
- * Distinct ip_ids among them; `None` for a day stored before this was counted.
+ * Distinct ip_ids among its downloads; `None` for a day stored before this was counted.
  */
 downloaders: number | null, 
 /**
- * Downloads by the day's top-N whales (N of the request).
+ * The day's (in a bin: the sum of its days') aggregate-only baseline (5% quantile of
+ * per-package downloads, as `adjustedcranlogs` estimates CRAN-wide automated downloads);
+ * `None` for a day stored before it was computed.
+ */
+baseline: number | null, 
+/**
+ * Every download of the package.
+ */
+downloads: number, 
+/**
+ * Of which by each day's top-N whales (N of the request).
  */
 whale_downloads: number, 
 /**
@@ -305,17 +311,12 @@ whale_downloads: number,
  */
 without_whales: number, 
 /**
- * The day's (in a bin: the sum of its days') aggregate-only baseline (5% quantile of per-package downloads, as
- * `adjustedcranlogs` estimates CRAN-wide automated downloads); `None` for a day stored before
- * it was computed.
- */
-baseline: number | null, 
-/**
- * `downloads` minus `baseline` (not below 0); `None` without a baseline.
+ * `downloads` minus the days' baselines (not below 0 on any day); `None` when a day has no
+ * baseline.
  */
 adjusted: number | null, 
 /**
- * Downloads under 1,000 bytes (partial transfers and probes); `None` for a day stored
+ * Downloads under 1,000 bytes (partial transfers and probes); `None` when a day was stored
  * before these were counted (schema 3).
  */
 small: number | null, 
@@ -325,22 +326,22 @@ small: number | null,
  */
 repeats: number | null, 
 /**
- * `downloads - small - repeats`: the filters alone.
+ * `downloads - small - repeats`: the filters alone; `None` as for `small`.
  */
 without_inflated: number | null, 
 /**
  * `without_whales` minus the small and repeated downloads of everyone but the top-N whales:
- * whales and filters together, nothing taken out twice.
+ * whales and filters together, nothing taken out twice; `None` as for `small`.
  */
 without_whales_inflated: number | null, };
 
 export type PackageTotals = { 
 /**
- * Downloads over the range.
+ * Every download of the package.
  */
 downloads: number, 
 /**
- * Of which by each day's top-N whales.
+ * Of which by each day's top-N whales (N of the request).
  */
 whale_downloads: number, 
 /**
@@ -348,23 +349,27 @@ whale_downloads: number,
  */
 without_whales: number, 
 /**
- * `None` when a day in range has no baseline.
+ * `downloads` minus the days' baselines (not below 0 on any day); `None` when a day has no
+ * baseline.
  */
 adjusted: number | null, 
 /**
- * Sums of the days' `small`; `None` when a day in range has none.
+ * Downloads under 1,000 bytes (partial transfers and probes); `None` when a day was stored
+ * before these were counted (schema 3).
  */
 small: number | null, 
 /**
- * Sums of the days' `repeats`; `None` as for `small`.
+ * Downloads repeated by one downloader within 5 minutes of its previous download of the
+ * package (small ones aside, so the two never overlap); `None` as for `small`.
  */
 repeats: number | null, 
 /**
- * Sums of the days' `without_inflated`; `None` as for `small`.
+ * `downloads - small - repeats`: the filters alone; `None` as for `small`.
  */
 without_inflated: number | null, 
 /**
- * Sums of the days' `without_whales_inflated`; `None` as for `small`.
+ * `without_whales` minus the small and repeated downloads of everyone but the top-N whales:
+ * whales and filters together, nothing taken out twice; `None` as for `small`.
  */
 without_whales_inflated: number | null, };
 

@@ -15,7 +15,9 @@ use crate::ingest::{self, IngestError, IngestReport, ReadDay};
 use crate::numfmt::thousands;
 use crate::partial;
 use crate::progress::Progress;
-use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR, DEFAULT_STALL_SECS};
+use crate::source::{
+    Source, SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR, DEFAULT_STALL_SECS,
+};
 use crate::store::{Store, DEFAULT_DB};
 
 /// Options of `cranwhales ingest`.
@@ -39,15 +41,15 @@ pub struct IngestArgs {
     /// Ingest dates that are already stored again (they are skipped otherwise).
     #[arg(long)]
     pub force: bool,
-    /// Local .csv.gz / .csv files, dates (YYYY-MM-DD) to download, or ranges FROM..TO.
+    /// Local .csv.gz / .csv files, dates (YYYY-MM-DD) to download, ranges FROM..TO, or URLs of
+    /// a day's log whose file name starts with its date (http(s)://…/YYYY-MM-DD.csv.gz).
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<String>,
 }
 
 /// One unit of work, in argument order.
 enum Job {
-    File(PathBuf),
-    Date(String),
+    Read(Source),
     /// A source that cannot be read (as given, and its error), reported in its turn.
     Bad(String, String),
 }
@@ -55,8 +57,7 @@ enum Job {
 impl Job {
     fn label(&self) -> String {
         match self {
-            Job::File(p) => p.display().to_string(),
-            Job::Date(d) => d.clone(),
+            Job::Read(s) => s.label(),
             Job::Bad(s, _) => s.clone(),
         }
     }
@@ -66,25 +67,32 @@ impl Job {
 fn plan(sources: &[String]) -> Vec<Job> {
     let mut jobs = Vec::new();
     let mut dates = std::collections::HashSet::new();
-    let mut date_job = |d: String, jobs: &mut Vec<Job>| {
-        if dates.insert(d.clone()) {
-            jobs.push(Job::Date(d));
+    let mut date_job = |d: date::Day, jobs: &mut Vec<Job>| {
+        if dates.insert(d) {
+            jobs.push(Job::Read(Source::Date(d)));
         }
     };
     for s in sources {
-        if let Some((from, to)) = s.split_once("..").filter(|_| !Path::new(s).exists()) {
+        if Source::is_url(s) {
+            jobs.push(match Source::url(s) {
+                Ok(src) => Job::Read(src),
+                Err(e) => Job::Bad(s.clone(), e.to_string()),
+            });
+        } else if let Some((from, to)) = s.split_once("..").filter(|_| !Path::new(s).exists()) {
             match date::Range::parse(Some(from), Some(to)) {
-                Ok(r) => r.days().for_each(|d| date_job(d.to_string(), &mut jobs)),
+                Ok(r) => r.days().for_each(|d| date_job(d, &mut jobs)),
                 Err(e) => jobs.push(Job::Bad(s.clone(), format!("{s}: bad range FROM..TO: {e}"))),
             }
-        } else if date::is_log_date(s) && !Path::new(s).exists() {
+        } else if let Some(day) =
+            date::Day::parse(s).filter(|_| date::is_log_date(s) && !Path::new(s).exists())
+        {
             // The same rule as a range's ends: a day outside the logs never goes to the network.
-            match date::Day::parse(s).map(|d| d.check_log_range("")) {
-                Some(Err(e)) => jobs.push(Job::Bad(s.clone(), format!("{e}; not downloaded"))),
-                _ => date_job(s.clone(), &mut jobs),
+            match day.check_log_range("") {
+                Err(e) => jobs.push(Job::Bad(s.clone(), format!("{e}; not downloaded"))),
+                Ok(d) => date_job(d, &mut jobs),
             }
         } else if Path::new(s).exists() {
-            jobs.push(Job::File(s.into()));
+            jobs.push(Job::Read(Source::File(s.into())));
         } else if date::looks_like_date(s) {
             jobs.push(Job::Bad(
                 s.clone(),
@@ -116,12 +124,17 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     // its own connection did that once per day (78-day backfill: ~2x the time of the ingests).
     let mut store = Store::open(&args.db)?;
     store.check_writable("cannot store days")?;
-    if !args.force && jobs.iter().any(|j| matches!(j, Job::Date(_))) {
+    if !args.force
+        && jobs
+            .iter()
+            .any(|j| matches!(j, Job::Read(s) if s.is_download()))
+    {
         let before = jobs.len();
         let mut keep = Vec::with_capacity(before);
         for j in jobs {
             match &j {
-                Job::Date(d) if store.has_day(d)? => {}
+                Job::Read(src)
+                    if src.is_download() && store.has_day(&src.date().unwrap_or_default())? => {}
                 _ => keep.push(j),
             }
         }
@@ -143,8 +156,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
         Threads::Two
     };
     let read = |job: &Job, progress: &dyn Progress| match job {
-        Job::File(p) => ingest::read_path(p, threads, progress).map_err(|e| e.to_string()),
-        Job::Date(d) => ingest::read_date(d, &source, threads, progress).map_err(|e| e.to_string()),
+        Job::Read(src) => ingest::read(src, &source, threads, progress).map_err(|e| e.to_string()),
         Job::Bad(_, e) => Err(e.clone()),
     };
     let failed = if jobs.len() == 1 {

@@ -248,7 +248,8 @@ fn render_package(r: &PackageReport) -> String {
         "{}: {} to {}, without each day's top {} whales\n\n{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n",
         r.package, r.from, r.to, r.whales, "date", "downloads", "downloaders", "by whales", "without", "share", "aggregate"
     );
-    for d in &r.days {
+    for day in &r.days {
+        let d = &day.counts;
         let share = if d.downloads == 0 {
             0.0
         } else {
@@ -257,9 +258,9 @@ fn render_package(r: &PackageReport) -> String {
         let _ = writeln!(
             o,
             "{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>5.1}%  {:>10}",
-            d.date,
+            day.date,
             thousands(d.downloads),
-            opt(d.downloaders),
+            opt(day.downloaders),
             thousands(d.whale_downloads),
             thousands(d.without_whales),
             share,

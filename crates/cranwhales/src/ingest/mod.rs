@@ -1,8 +1,9 @@
 //! Getting a day into the store: read (and inflate) the log on one thread, split and aggregate
-//! rows on the calling thread, then write the day's tables in one transaction. A batch of days
-//! (`cli::ingest`) reads several days at once, each on one thread (`Threads::One`: the cores are
-//! taken by the other days), and writes them from one thread through one connection
-//! (`read_path` / `read_date` → `store_day`).
+//! rows on the calling thread, then write the day's tables in one transaction. One path for every
+//! caller: a [`Source`] → [`read`] → [`store_day`] ([`ingest`] is the two in a row). A batch of
+//! days (`cli::ingest`) reads several days at once, each on one thread (`Threads::One`: the
+//! cores are taken by the other days), and writes them from one thread through one connection;
+//! the server's fetches and sample days go through its one writing connection the same way.
 //!
 //! One pass, bounded memory: the file is streamed in 512 KiB chunks through a channel of four;
 //! the decompressed text is never held whole (see `day` for what memory grows with).
@@ -24,11 +25,10 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::date;
 use crate::day::{DayTables, Threads};
 use crate::inflate::Gunzip;
 use crate::progress::{Event, Progress};
-use crate::source::{self, SourceConfig};
+use crate::source::{Source, SourceConfig};
 use crate::store::{PackedDay, Store};
 
 pub use error::IngestError;
@@ -74,62 +74,36 @@ impl ReadDay {
     }
 }
 
-/// Ingests a local `.csv.gz` (or `.csv`) log into the store at `db`. If the file name starts with
-/// a date, every row must carry it; otherwise the first row's date is the day.
-pub fn ingest_path(
-    db: &Path,
-    file: &Path,
+/// Ingests one day: reads `source` (downloading it into the cache if it is a date or URL not
+/// there yet) and writes it into `store` in its one transaction. The one read → store path of
+/// `cranwhales ingest`, the server's on-demand fetch and its sample days.
+pub fn ingest(
+    store: &mut Store,
+    source: &Source,
+    cfg: &SourceConfig,
     progress: &dyn Progress,
 ) -> Result<IngestReport, IngestError> {
-    let mut store = Store::open(db)?;
-    let day = read_path(file, Threads::Two, progress)?;
-    store_day(&mut store, &day, progress)
+    let day = read(source, cfg, Threads::Two, progress)?;
+    store_day(store, &day, progress)
 }
 
-/// Ingests the day `date` (`YYYY-MM-DD`), downloading its log into the cache unless already there.
-pub fn ingest_date(
-    db: &Path,
-    date: &str,
-    source: &SourceConfig,
-    progress: &dyn Progress,
-) -> Result<IngestReport, IngestError> {
-    let mut store = Store::open(db)?;
-    let day = read_date(date, source, Threads::Two, progress)?;
-    store_day(&mut store, &day, progress)
-}
-
-/// Reads a local log as `ingest_path` does, without storing it.
-pub fn read_path(
-    file: &Path,
+/// Reads a day as `ingest` does, without storing it (a batch's readers; the server's fetch
+/// before it takes the writer). A download that proves broken (not gzip, truncated, empty) is
+/// dropped from the cache so a retry downloads it again.
+pub fn read(
+    source: &Source,
+    cfg: &SourceConfig,
     threads: Threads,
     progress: &dyn Progress,
 ) -> Result<ReadDay, IngestError> {
-    let name_date = file
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.get(..10))
-        .filter(|d| date::is_log_date(d))
-        .map(str::to_owned);
-    read_file(file, name_date.as_deref(), threads, progress)
-}
-
-/// Downloads (unless cached) and reads a day as `ingest_date` does, without storing it.
-pub fn read_date(
-    date: &str,
-    source: &SourceConfig,
-    threads: Threads,
-    progress: &dyn Progress,
-) -> Result<ReadDay, IngestError> {
-    if !date::is_log_date(date) {
-        return Err(IngestError::BadDate(date.to_owned()));
-    }
-    let file = source::fetch(date, source, progress)?;
-    let result = read_file(&file, Some(date), threads, progress);
+    let file = source.local(cfg, progress)?;
+    let result = read_file(&file, source.date().as_deref(), threads, progress);
     if let Err(IngestError::Gzip { .. } | IngestError::NotGzip { .. } | IngestError::Empty { .. }) =
         &result
     {
-        // A broken download must not be reused: drop it so a retry downloads again.
-        let _ = std::fs::remove_file(&file);
+        if source.is_download() {
+            let _ = std::fs::remove_file(&file);
+        }
     }
     result
 }
@@ -141,7 +115,7 @@ fn read_file(
     progress: &dyn Progress,
 ) -> Result<ReadDay, IngestError> {
     let started = Instant::now();
-    let day = read_day_on(file, date, threads, progress)?;
+    let day = read_day(file, date, threads, progress)?;
     Ok(ReadDay {
         packed: PackedDay::new(day, threads),
         file: file.to_owned(),
@@ -178,18 +152,10 @@ pub fn store_day(
     })
 }
 
-/// Reads and aggregates one log file without touching any store (ingest's first half; also
-/// what the benchmark and tests measure).
+/// Reads and aggregates one local log file without packing or storing it (ingest's first half:
+/// what the benchmarks and tests measure); with `Threads::Two` the file is read and inflated on a
+/// second thread. `date`, when given, is the day every row must carry.
 pub fn read_day(
-    file: &Path,
-    date: Option<&str>,
-    progress: &dyn Progress,
-) -> Result<DayTables, IngestError> {
-    read_day_on(file, date, Threads::Two, progress)
-}
-
-/// `read_day` on `threads`: with `Threads::Two` the file is read and inflated on a second thread.
-pub fn read_day_on(
     file: &Path,
     date: Option<&str>,
     threads: Threads,

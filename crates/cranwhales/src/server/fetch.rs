@@ -16,9 +16,10 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::db::Db;
 use crate::date::Day;
-use crate::ingest::{ingest_date, IngestError};
+use crate::day::Threads;
+use crate::ingest::{self, IngestError};
 use crate::progress::{Event, Progress};
-use crate::source::{SourceConfig, SourceError};
+use crate::source::{Source, SourceConfig, SourceError};
 
 /// Where a fetch is, as sent to browsers over SSE (one JSON object per event, tagged by `phase`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -257,16 +258,13 @@ impl Fetcher {
             last: AtomicU64::new(0),
             start: Instant::now(),
         });
-        let (db, source, date, rep) = (
-            self.db.path().to_owned(),
-            self.source.clone(),
-            day.to_string(),
-            reporter.clone(),
-        );
-        tracing::info!(%date, "fetching day from source");
+        let (db, source, rep) = (self.db.clone(), self.source.clone(), reporter.clone());
+        tracing::info!(%day, "fetching day from source");
         let mut job = tokio::task::spawn_blocking(move || {
             let _slot = slot; // the slot is free only when the ingest has really ended
-            ingest_date(&db, &date, &source, rep.as_ref())
+                              // Read in this slot, then stored through the server's one writer.
+            let read = ingest::read(&Source::Date(day), &source, Threads::Two, rep.as_ref())?;
+            db.write(|store| ingest::store_day(store, &read, rep.as_ref()))?
         });
         let mut given_up = false;
         let result = loop {

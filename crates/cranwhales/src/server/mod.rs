@@ -41,8 +41,9 @@ use anyhow::Context;
 use axum::routing::{any, get};
 use axum::Router;
 
+use crate::ingest::{self, IngestError};
 use crate::progress::Silent;
-use crate::source::{SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
+use crate::source::{Source, SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
 use crate::store::DEFAULT_DB;
 
 use crate::date::Day;
@@ -274,14 +275,18 @@ async fn ingest_samples(db: &Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<()
         .filter(|p| p.to_string_lossy().ends_with(".csv.gz"))
         .collect();
     files.sort();
+    let cfg = SourceConfig::default();
     for file in files {
         eprintln!(
             "cranwhales: empty store: ingesting sample {}",
             file.display()
         );
-        let path = db.path().to_owned();
+        let (db, cfg) = (db.clone(), cfg.clone());
         tokio::task::spawn_blocking(move || {
-            crate::ingest::ingest_path(&path, &file, &Silent)
+            let source = Source::File(file.clone());
+            db.write(|store| ingest::ingest(store, &source, &cfg, &Silent))
+                .map_err(IngestError::from)
+                .and_then(|r| r)
                 .with_context(|| format!("ingesting {}", file.display()))
         })
         .await??;

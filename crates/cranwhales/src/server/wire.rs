@@ -31,14 +31,20 @@ pub struct ErrorBody {
 }
 
 #[cfg(test)]
+#[path = "../../../../tests/ts_types.rs"]
+mod ts_types;
+
+#[cfg(test)]
 mod tests {
+    use super::ts_types;
     use super::*;
     use crate::context::*;
     use crate::summary::*;
     use ts_rs::TS;
 
-    /// The TypeScript declarations of the API, in dependency order.
-    fn typescript() -> String {
+    /// web/src/app/api.gen.ts is what the API's Rust types generate, in dependency order.
+    #[test]
+    fn typescript_types_match_the_rust_ones() {
         let decls = [
             Totals::decl(),
             Hour::decl(),
@@ -70,33 +76,15 @@ mod tests {
             Fetching::decl(),
             ErrorBody::decl(),
         ];
-        let mut out = String::from(
-            "// Generated from the Rust types (crates/cranwhales/src/summary.rs, context.rs,\n\
-             // server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
-        );
-        for d in decls {
-            out.push_str("export ");
-            out.push_str(&d);
-            out.push_str("\n\n");
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-        out
-    }
-
-    #[test]
-    fn typescript_types_match_the_rust_ones() {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/src/app/api.gen.ts");
-        let want = typescript();
-        if std::env::var_os("CRANWHALES_WRITE_TS").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        }
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            have == want,
-            "{} is not what the Rust types generate; run `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire` and commit it",
-            path.display()
+        ts_types::check(
+            &path,
+            "// Generated from the Rust types (crates/cranwhales/src/summary.rs, context.rs,\n\
+             // server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
+            &decls,
+            "CRANWHALES_WRITE_TS",
+            "CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire",
         );
     }
 

@@ -40,16 +40,7 @@ impl Store {
         }
         let (from, to) = (range.from.to_string(), range.to.to_string());
         let days = self.package_days(package, &from, &to, whales)?;
-        let totals = PackageTotals {
-            downloads: days.iter().map(|d| d.downloads).sum(),
-            whale_downloads: days.iter().map(|d| d.whale_downloads).sum(),
-            without_whales: days.iter().map(|d| d.without_whales).sum(),
-            adjusted: days.iter().map(|d| d.adjusted).sum(),
-            small: days.iter().map(|d| d.small).sum(),
-            repeats: days.iter().map(|d| d.repeats).sum(),
-            without_inflated: days.iter().map(|d| d.without_inflated).sum(),
-            without_whales_inflated: days.iter().map(|d| d.without_whales_inflated).sum(),
-        };
+        let totals = PackageTotals::sum(&days);
         let note = note(package, whales, &days, &totals);
         let filters_note = filters_note(package, &totals);
         Ok(Some(PackageReport {
@@ -247,18 +238,20 @@ fn package_day(
     PackageDay {
         date,
         days: 1,
-        downloads: s.downloads,
         downloaders: s.downloaders,
-        whale_downloads,
-        without_whales,
         baseline,
-        adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
-        small: s.filtered.map(|f| f.0),
-        repeats: s.filtered.map(|f| f.1),
-        without_inflated: (s.filtered).map(|(sm, rep)| s.downloads.saturating_sub(sm + rep)),
-        without_whales_inflated: (s.filtered).map(|(sm, rep)| {
-            without_whales.saturating_sub((sm + rep).saturating_sub(whale_filtered))
-        }),
+        counts: PackageTotals {
+            downloads: s.downloads,
+            whale_downloads,
+            without_whales,
+            adjusted: baseline.map(|b| s.downloads.saturating_sub(b)),
+            small: s.filtered.map(|f| f.0),
+            repeats: s.filtered.map(|f| f.1),
+            without_inflated: (s.filtered).map(|(sm, rep)| s.downloads.saturating_sub(sm + rep)),
+            without_whales_inflated: (s.filtered).map(|(sm, rep)| {
+                without_whales.saturating_sub((sm + rep).saturating_sub(whale_filtered))
+            }),
+        },
     }
 }
 

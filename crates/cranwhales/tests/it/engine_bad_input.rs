@@ -2,15 +2,17 @@
 //! what and where, and the store is exactly as it was (the same day's earlier version included).
 
 use crate::engine_support;
+use crate::ingest_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cranwhales::ingest::{ingest_path, IngestError};
+use cranwhales::ingest::IngestError;
 use cranwhales::progress::Silent;
 use cranwhales::store::Store;
 use cranwhales::summary::{DayInfo, DaySummary};
 use engine_support::*;
+use ingest_support::ingest_path;
 
 const DATE: &str = "2012-10-16";
 

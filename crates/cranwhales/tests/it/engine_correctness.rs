@@ -5,15 +5,16 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::engine_support;
+use crate::ingest_support;
 
 use std::collections::HashSet;
 use std::process::Command;
 
-use cranwhales::ingest::ingest_path;
 use cranwhales::progress::Silent;
 use cranwhales::store::Store;
 use cranwhales::summary::{DayInfo, DaySummary};
 use engine_support::*;
+use ingest_support::{ingest_path, read_day};
 
 /// The tiny first-month days, a 2013 and a 2014 day, and the largest day of the shared set.
 const DAYS: [&str; 5] = [
@@ -361,7 +362,7 @@ fn whale_logs_by_id_decode_like_resolved_rows() {
     use cranwhales::blob::daylog;
     use cranwhales::summary::Download;
     for date in ["2012-10-17", "2015-01-15"] {
-        let day = cranwhales::ingest::read_day(&day_file(date), Some(date), &Silent).unwrap();
+        let day = read_day(&day_file(date), Some(date), &Silent).unwrap();
         let (n, log) = day.pack_log();
         assert_eq!(n, day.whale_row_count());
         let resolved: Vec<(u64, Vec<Download>)> = (0..day.whales.len())

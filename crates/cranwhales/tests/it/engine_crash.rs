@@ -4,16 +4,17 @@
 //! writer fails alone and leaves nothing of itself.
 
 use crate::engine_support;
+use crate::ingest_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use cranwhales::ingest::ingest_path;
 use cranwhales::progress::Silent;
 use cranwhales::store::Store;
 use cranwhales::summary::{DayInfo, DaySummary};
 use engine_support::*;
+use ingest_support::ingest_path;
 
 fn spawn(db: &Path, file: &Path, hold: bool) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cranwhales"));

@@ -2,6 +2,7 @@
 //! once, 404 as NotFound, failures and half downloads reported and never cached.
 
 use crate::engine_support;
+use crate::ingest_support;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -12,11 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use cranwhales::ingest::{ingest_date, ingest_path, IngestError};
+use cranwhales::ingest::IngestError;
 use cranwhales::progress::{Event, Progress, Silent};
 use cranwhales::source::{SourceConfig, SourceError};
 use cranwhales::store::Store;
 use engine_support::*;
+use ingest_support::{ingest_date, ingest_path};
 
 #[derive(Clone)]
 enum Reply {
@@ -333,4 +335,57 @@ fn a_broken_file_from_upstream_is_dropped_from_the_cache() {
     let e = ingest_date(&dir.path().join("t.db"), "2012-10-16", &cfg, &Silent).unwrap_err();
     assert!(matches!(e, IngestError::Gzip { .. }), "{e:?}");
     assert!(entries(&cfg.cache_dir).is_empty());
+}
+
+#[test]
+fn a_url_source_is_downloaded_into_its_days_cache_entry() {
+    // `cranwhales ingest URL`: the same read → store path as a date, the day named by the URL's
+    // file name; the same numbers as ingesting the file directly.
+    let up = Upstream::start();
+    let gz = std::fs::read(day_file("2012-10-16")).unwrap();
+    up.route("2012-10-16", Reply::Full(gz.clone()));
+    let dir = tempfile::tempdir().unwrap();
+    let (db, cache) = (dir.path().join("t.db"), dir.path().join("cache"));
+    let url = format!("{}/2012/2012-10-16.csv.gz", up.url);
+    let ingest = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+            .arg("ingest")
+            .arg("--db")
+            .arg(&db)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = ingest(&[&url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(up.hits("2012-10-16"), 1);
+    assert_eq!(entries(&cache), ["2012-10-16.csv.gz"]);
+    assert_eq!(std::fs::read(cache.join("2012-10-16.csv.gz")).unwrap(), gz);
+    let direct = dir.path().join("direct.db");
+    ingest_path(&direct, &day_file("2012-10-16"), &Silent).unwrap();
+    let summary = |db: &Path| {
+        Store::open(db)
+            .unwrap()
+            .day_summary("2012-10-16", 100)
+            .unwrap()
+    };
+    assert_eq!(summary(&db), summary(&direct));
+
+    // A URL whose file name names no day: one line naming it, exit 1, nothing fetched.
+    let bad = format!("{}/latest.csv.gz", up.url);
+    let out = ingest(&[&bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.lines().any(|l| l
+            == format!("cranwhales: error: {bad}: the file name must start with the day it holds (YYYY-MM-DD…)")),
+        "{err}"
+    );
+    assert_eq!(up.hits("2012-10-16"), 1);
 }

@@ -2,13 +2,14 @@
 //! an independent recount in Python over the raw rows (`tests/reference/filters.py`): every
 //! package of several real days, alone and beside the top-N whales.
 
+use crate::ingest_support;
 use crate::insight_support;
 
 use std::process::Command;
 
-use cranwhales::ingest::ingest_path;
 use cranwhales::progress::Silent;
 use cranwhales::store::Store;
+use ingest_support::ingest_path;
 use insight_support::{day_file, n};
 
 /// A crawler day, a day of identical loops, the largest shared day, a weekend, a holiday.
@@ -50,7 +51,7 @@ fn small_and_repeat_counts_match_the_python_recount() {
             let at = format!("{date} {name}");
             let (s, r) = (n(&p["small"]), n(&p["repeats"]));
             for top in [1u32, 6, 100] {
-                let d = &store.package_days(name, date, date, top).unwrap()[0];
+                let d = &store.package_days(name, date, date, top).unwrap()[0].counts;
                 assert_eq!(d.downloads, n(&p["downloads"]), "{at}");
                 assert_eq!((d.small, d.repeats), (Some(s), Some(r)), "{at}");
                 assert_eq!(d.without_inflated, Some(d.downloads - s - r), "{at}");

@@ -3,13 +3,14 @@
 //! top-100 whale, every package's downloads and unique downloaders, its downloads without the
 //! top N whales, and each day's trend numbers.
 
+use crate::ingest_support;
 use crate::insight_support;
 use crate::legacy_support;
 
-use cranwhales::ingest::ingest_path;
 use cranwhales::progress::Silent;
 use cranwhales::store::Store;
 use cranwhales::summary::Whale;
+use ingest_support::{ingest_path, read_day};
 use insight_support::*;
 
 /// An archive crawler, a day without R versions, a farm of identical loops, a single-package
@@ -131,14 +132,14 @@ fn profiles_packages_and_stats_match_the_python_recount() {
                 let d = store.package_days(name, date, date, top).unwrap();
                 assert_eq!(d.len(), 1);
                 let d = &d[0];
-                assert_eq!(d.downloads, n(&rp["downloads"]), "{date} {name}");
+                assert_eq!(d.counts.downloads, n(&rp["downloads"]), "{date} {name}");
                 assert_eq!(
                     d.downloaders,
                     Some(n(&rp["downloaders"])),
                     "{date} {name} downloaders"
                 );
                 assert_eq!(
-                    d.without_whales,
+                    d.counts.without_whales,
                     without(rp, u64::from(top)),
                     "{date} {name} top {top}"
                 );
@@ -160,7 +161,7 @@ fn a_version_1_store_is_migrated_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("old.db");
     let date = "2012-10-17";
-    let day = cranwhales::ingest::read_day(&day_file(date), Some(date), &Silent).unwrap();
+    let day = read_day(&day_file(date), Some(date), &Silent).unwrap();
     legacy_support::write_v2(&db, &[day]);
     {
         // Turn it into what version 1 wrote: no v2 columns, user_version 1.

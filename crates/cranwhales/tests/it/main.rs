@@ -12,6 +12,7 @@ mod engine_download;
 mod engine_support;
 mod faults;
 mod filters_recount;
+mod ingest_support;
 mod insight_api;
 mod insight_backfill;
 mod insight_engine;

@@ -4,6 +4,7 @@
 //! And `kill -9` mid-migration: the store opens as wholly version 2, then migrates whole.
 
 use crate::engine_support;
+use crate::ingest_support;
 use crate::legacy_support;
 
 use std::io::{BufRead, BufReader};
@@ -99,7 +100,7 @@ fn every_real_day_migrates_to_the_same_facts() {
     let mut fresh = Store::open(&fresh_db).unwrap();
     let mut dates = Vec::new();
     for file in all_days() {
-        let day = cranwhales::ingest::read_day(&file, None, &Silent).unwrap();
+        let day = ingest_support::read_day(&file, None, &Silent).unwrap();
         if dates.contains(&day.date) {
             continue; // data/sample repeats three shared days
         }
@@ -149,8 +150,8 @@ fn every_real_day_migrates_to_the_same_facts() {
         // the top-N cuts on every tenth.
         let with_whales = old.ranks.iter().filter(|(_, r)| !r.is_empty());
         for (k, (package, ranks)) in with_whales.enumerate() {
-            let d = &store.package_days(package, date, date, 100).unwrap()[0];
-            let f = &fresh.package_days(package, date, date, 100).unwrap()[0];
+            let d = &store.package_days(package, date, date, 100).unwrap()[0].counts;
+            let f = &fresh.package_days(package, date, date, 100).unwrap()[0].counts;
             let whales: u64 = ranks.iter().map(|r| r.1).sum();
             assert_eq!(d.whale_downloads, whales, "{date} {package}");
             assert_eq!(
@@ -159,7 +160,7 @@ fn every_real_day_migrates_to_the_same_facts() {
             );
             for top in [1, 6, 25].into_iter().filter(|_| k % 10 == 0) {
                 let want: u64 = ranks.iter().filter(|r| r.0 <= top).map(|r| r.1).sum();
-                let got = &store.package_days(package, date, date, top).unwrap()[0];
+                let got = &store.package_days(package, date, date, top).unwrap()[0].counts;
                 assert_eq!(got.whale_downloads, want, "{date} {package} top {top}");
             }
         }
@@ -202,7 +203,7 @@ fn kill_9_mid_migration_leaves_the_old_store_whole() {
     let days: Vec<_> = (dates.iter())
         .map(|d| {
             let f = cranlogs().join(format!("{d}.csv.gz"));
-            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+            ingest_support::read_day(&f, Some(d), &Silent).unwrap()
         })
         .collect();
     legacy_support::write_v2(&db, &days);
@@ -273,7 +274,7 @@ fn a_corrupt_old_blob_stops_the_migration_naming_it_and_changes_nothing() {
     let days: Vec<_> = (["2012-10-05", "2012-10-10"].iter())
         .map(|d| {
             let f = cranlogs().join(format!("{d}.csv.gz"));
-            cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap()
+            ingest_support::read_day(&f, Some(d), &Silent).unwrap()
         })
         .collect();
     let ip = days[1].whales[0].ip_id;

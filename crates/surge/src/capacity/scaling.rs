@@ -131,7 +131,7 @@ pub async fn run_scaling(
     };
     let path = root.join("scaling.json");
     let json = serde_json::to_string_pretty(&out).expect("scaling serialises");
-    crate::output::write_atomic(&path, format!("{json}\n").as_bytes())
+    crate::rundir::write_atomic(&path, format!("{json}\n").as_bytes())
         .map_err(|err| CapacityError::Io { path, err })?;
     if let Some(d) = dash {
         d.finish(last_dir.as_deref()).await;

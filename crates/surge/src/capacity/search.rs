@@ -498,6 +498,6 @@ fn per_worker(dir: &Path, res: &mut CapacityResult, good: f64) {
 fn write_json(dir: &Path, res: &CapacityResult) -> Result<(), CapacityError> {
     let path = dir.join(CAPACITY_JSON);
     let json = serde_json::to_string_pretty(res).expect("capacity result serialises");
-    crate::output::write_atomic(&path, format!("{json}\n").as_bytes())
+    crate::rundir::write_atomic(&path, format!("{json}\n").as_bytes())
         .map_err(|err| CapacityError::Io { path, err })
 }

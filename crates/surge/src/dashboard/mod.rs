@@ -121,7 +121,7 @@ async fn write_report(dir: &Path) -> Option<PathBuf> {
     let made = tokio::task::spawn_blocking(move || {
         let args = server::report_args(&dir);
         let built = crate::report::build(&args).map_err(|e| e.to_string())?;
-        crate::output::write_atomic(&out, built.content.as_bytes())
+        crate::rundir::write_atomic(&out, built.content.as_bytes())
             .map_err(|e| format!("{}: {e}", out.display()))?;
         Ok::<_, String>(out)
     })

@@ -3,8 +3,8 @@
 //! text they are written back as, unchanged apart from the session id.
 
 use super::error::MergeError;
-use crate::output::RowEvent;
 use crate::rundir;
+use crate::rundir::RowEvent;
 use crate::segment::Tag;
 use std::path::{Path, PathBuf};
 

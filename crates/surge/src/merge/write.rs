@@ -242,7 +242,7 @@ fn render(id: usize, s: &SessionFile) -> String {
         }
         out.push('\n');
     }
-    out.push_str(&crate::output::COLUMNS.join(","));
+    out.push_str(&crate::rundir::COLUMNS.join(","));
     out.push('\n');
     for r in &s.rows {
         out.push_str(&id.to_string());

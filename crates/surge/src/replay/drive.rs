@@ -4,7 +4,7 @@
 
 use super::shape::Shape;
 use super::{user, ReplayError, Shared};
-use crate::output::{self, ShapePoint};
+use crate::rundir::{self, ShapePoint};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,6 +136,6 @@ pub(super) fn push_point(sh: &Shared) {
 /// Writes shape.csv into the run directory.
 pub(super) fn write_points(sh: &Shared) -> Result<(), ReplayError> {
     let points = sh.points.lock().expect("points lock");
-    output::write_points(&sh.plan.out_dir, &points)
+    rundir::write_points(&sh.plan.out_dir, &points)
         .map_err(|(path, err)| ReplayError::Io { path, err })
 }

@@ -7,8 +7,8 @@
 
 use super::ReplayError;
 use crate::failure::FailureKind;
-use crate::output::RowEvent;
 use crate::recording::Recording;
+use crate::rundir::RowEvent;
 use crate::rundir::{Aggregate, FailureCount, JourneySummary, SessionCounts};
 use crate::segment::Segment;
 use crate::stats;
@@ -225,15 +225,15 @@ pub(crate) fn merged<'a>(
 pub fn copy_journeys(
     journeys: &[Journey],
     out_dir: &Path,
-) -> Result<(), crate::output::OutputError> {
+) -> Result<(), crate::rundir::OutputError> {
     for j in journeys.iter().skip(1) {
         let dir = out_dir.join("journeys").join(&*j.name);
-        std::fs::create_dir_all(&dir).map_err(|err| crate::output::OutputError::Io {
+        std::fs::create_dir_all(&dir).map_err(|err| crate::rundir::OutputError::Io {
             doing: "creating",
             path: dir.clone(),
             err,
         })?;
-        crate::output::copy_recording(&j.rec, &dir)?;
+        crate::rundir::copy_recording(&j.rec, &dir)?;
     }
     Ok(())
 }

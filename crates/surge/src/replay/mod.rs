@@ -23,8 +23,8 @@ mod summary;
 mod think;
 mod user;
 
-use crate::output::ShapePoint;
 use crate::rundir::Aggregate;
+use crate::rundir::ShapePoint;
 use crate::segment::Start;
 use std::future::Future;
 use std::sync::atomic::AtomicU32;
@@ -78,8 +78,8 @@ struct Shared {
 impl Shared {
     /// Tells `--dashboard`'s metrics about a session that ended: each event's duration (a
     /// `<TYPE>_START` .. `<TYPE>_END` pair, as the aggregate pairs them) and its outcome.
-    fn observe(&self, log: &crate::output::SessionLog, ok: bool) {
-        use crate::output::RowEvent;
+    fn observe(&self, log: &crate::rundir::SessionLog, ok: bool) {
+        use crate::rundir::RowEvent;
         let Some(m) = &self.plan.live else { return };
         let mut open = None;
         for r in &log.rows {

@@ -9,8 +9,8 @@ use super::ThinkTime;
 use crate::capture::Capture;
 use crate::checks::Threshold;
 use crate::data::DataSet;
-use crate::output;
 use crate::recording::{Recording, RecordingError};
+use crate::rundir;
 use crate::segment::{self, Segment, SegmentError};
 use crate::signin::SignIn;
 use crate::target::{Conn, CookieJar, Target};
@@ -35,7 +35,7 @@ pub enum ReplayError {
     Segment(#[from] SegmentError),
     /// The run directory cannot be prepared.
     #[error(transparent)]
-    Output(#[from] output::OutputError),
+    Output(#[from] rundir::OutputError),
     /// The target cannot be reached or its certificate is refused (one line naming the host),
     /// or a TLS flag is wrong.
     #[error(transparent)]
@@ -165,8 +165,8 @@ impl ReplayPlan {
         });
         target.probe().await?;
         let signin = check_signin(args, &target, &mut headers).await?;
-        output::prepare_dir(&out_dir, args.overwrite_output)?;
-        output::copy_recording(rec, &out_dir)?;
+        rundir::prepare_dir(&out_dir, args.overwrite_output)?;
+        rundir::copy_recording(rec, &out_dir)?;
         journey::copy_journeys(&journeys, &out_dir)?;
         let comment_lines = comment_lines(args, argv, url, &out_dir, &shape, segment, start_at);
         Ok(ReplayPlan {

@@ -4,7 +4,7 @@ use super::player::Player;
 use super::shape::Shape;
 use super::Shared;
 use crate::failure::{Cause, Failure};
-use crate::output::{RowEvent, SessionLog};
+use crate::rundir::{RowEvent, SessionLog};
 use crate::target::{Conn, CookieJar};
 use crate::timefmt;
 use crate::tokens::Tokens;

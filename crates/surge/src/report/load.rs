@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{lines, lines::Lines, ReportError};
-use crate::output::RowEvent;
 use crate::recording::Kind;
 use crate::rundir::csv;
+use crate::rundir::RowEvent;
 
 /// One step of a session: a recording line replayed from `start` to `end` (epoch ms).
 #[derive(Debug, Clone)]

@@ -300,7 +300,7 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
                 ]
             })
             .collect(),
-        shape: (crate::output::read_points(&run.dir)
+        shape: (crate::rundir::read_points(&run.dir)
             .unwrap_or_default()
             .iter())
         .map(|p| {
@@ -330,15 +330,22 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
 }
 
 #[cfg(test)]
+#[path = "../../../../tests/ts_types.rs"]
+mod ts_types;
+
+#[cfg(test)]
 mod tests {
+    use super::ts_types;
     use super::*;
     use crate::capfile::{CapacityResult, StepResult};
     use crate::report::stats::Dist;
     use crate::rundir::Percentiles;
     use ts_rs::TS;
 
-    /// The report runtime's types, generated from the Rust ones the model serializes.
-    fn typescript() -> String {
+    /// web/src/report/model.gen.ts is what the Rust types the model serializes generate: a field
+    /// added to the model (or summary.json's percentiles) reaches the TypeScript compiler.
+    #[test]
+    fn typescript_types_match_the_rust_ones() {
         let decls = [
             Model::decl(),
             RecModel::decl(),
@@ -353,35 +360,15 @@ mod tests {
             CapacityResult::decl(),
             StepResult::decl(),
         ];
-        let mut out = String::from(
-            "// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,\n\
-             // rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
-        );
-        for d in decls {
-            out.push_str("export ");
-            out.push_str(&d);
-            out.push_str("\n\n");
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-        out
-    }
-
-    /// web/src/report/model.gen.ts is what the Rust types generate: a field added to the model
-    /// (or summary.json's percentiles) reaches the TypeScript compiler.
-    #[test]
-    fn typescript_types_match_the_rust_ones() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../web/src/report/model.gen.ts");
-        let want = typescript();
-        if std::env::var_os("SURGE_WRITE_TS").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        }
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            have == want,
-            "{} is not what the Rust types generate; run `SURGE_WRITE_TS=1 cargo test -p surge --lib model` and commit it",
-            path.display()
+        ts_types::check(
+            &path,
+            "// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,\n\
+             // rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
+            &decls,
+            "SURGE_WRITE_TS",
+            "SURGE_WRITE_TS=1 cargo test -p surge --lib model",
         );
     }
 }

@@ -2,8 +2,8 @@
 //! completed session, kept exactly (4 bytes each) so percentiles are nearest rank over the real
 //! values, and failures grouped by kind and recording line.
 
+use super::session::{RowEvent, SessionLog};
 use crate::failure::{Failure, FailureKind};
-use crate::output::{RowEvent, SessionLog};
 use crate::recording::Kind;
 use std::collections::BTreeMap;
 

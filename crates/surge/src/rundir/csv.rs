@@ -3,7 +3,7 @@
 //! all of one session. `report`, `capacity` and `merge` read through it, so a file one accepts
 //! the others accept, and a bad one is refused with the same line naming file, line and field.
 
-use crate::output::{RowEvent, COLUMNS};
+use super::session::{RowEvent, COLUMNS};
 use std::path::{Path, PathBuf};
 
 /// One session CSV as read: its comment lines and its rows, parsed and checked.

@@ -8,24 +8,32 @@
 //! <run>/shape.csv          users and arrivals over time, asked and achieved
 //! ```
 //!
-//! Here: summary.json (the one `RunSummary`, written and read), the aggregate behind it, the one
-//! session-CSV reader and the one segment join. Rendering a session's CSV rows and shape.csv stays
-//! in [`crate::output`] (the shinycannon vocabulary, `COLUMNS` and `RowEvent`, which the player
-//! writes as it plays).
+//! Here: the directory prepared (`files`), a session's CSV rows rendered when it ends and read
+//! back (`session`: the shinycannon vocabulary, `COLUMNS` and `RowEvent`; `csv`: the one reader),
+//! shape.csv (`shape`), summary.json (the one `RunSummary`, written and read), the aggregate
+//! behind it, and the one segment join.
 //!
 //! Every figure derived from it uses one percentile definition, nearest rank over the exact
 //! values ([`crate::stats::rank`]): summary.json, the terminal text and the report agree.
 //!
-//! `aggregate` (durations and failures as sessions end, or from CSV rows), `summary`
-//! (summary.json and computing it from an aggregate), `csv` (the one session-CSV reader), `join` (the one order of
-//! a joined plan's sessions, for `merge` and `report`).
+//! `files` (prepare, copy the recording, write whole or not at all), `session` (a session's rows
+//! and their CSV), `shape` (shape.csv), `aggregate` (durations and failures as sessions end, or
+//! from CSV rows), `summary` (summary.json and computing it from an aggregate), `csv` (the one
+//! session-CSV reader), `join` (the one order of a joined plan's sessions, for `merge` and
+//! `report`).
 
 mod aggregate;
 pub mod csv;
+mod files;
 pub mod join;
+mod session;
+mod shape;
 mod summary;
 
 pub use aggregate::Aggregate;
+pub use files::{copy_recording, prepare_dir, write_atomic, OutputError};
+pub use session::{csv_safe, Row, RowEvent, SessionLog, COLUMNS};
+pub use shape::{read_points, write_points, ShapePoint, SHAPE_CSV};
 pub use summary::{
     from_aggregate, FailureCount, Head, JourneySummary, Percentiles, Plan, RunSummary,
     SessionCounts, Split,
@@ -42,7 +50,7 @@ pub fn write_summary(
 ) -> Result<(), (std::path::PathBuf, std::io::Error)> {
     let json = serde_json::to_string_pretty(summary).expect("summary serialises");
     let path = dir.join(SUMMARY_JSON);
-    match crate::output::write_atomic(&path, format!("{json}\n").as_bytes()) {
+    match write_atomic(&path, format!("{json}\n").as_bytes()) {
         Ok(()) => Ok(()),
         Err(err) => Err((path, err)),
     }

@@ -207,7 +207,7 @@ async fn stages_are_achieved() {
         .await
         .unwrap();
     assert_eq!(outcome.exit_code(), 0);
-    let points = surge::output::read_points(&out).expect("shape.csv");
+    let points = surge::rundir::read_points(&out).expect("shape.csv");
     assert!(points.len() >= 6, "{points:?}");
     // Asked users from the stages alone: 0→6 over 0–2 s, 6 until 4 s, 6→0 until 6 s.
     let asked = |t: f64| -> f64 {
@@ -268,7 +268,7 @@ async fn stages_over_minutes_on_the_paused_clock() {
     let outcome = surge::replay::run(plan, std::future::pending())
         .await
         .unwrap();
-    let points = surge::output::read_points(&out).expect("shape.csv");
+    let points = surge::rundir::read_points(&out).expect("shape.csv");
     let (first, last) = (points[0].at_ms, points[points.len() - 1].at_ms);
     assert!(
         (last - first) >= 8 * 60_000 - 1000,
@@ -341,7 +341,7 @@ async fn arrival_rate_starts_the_asked_sessions() {
     assert_eq!(outcome.summary.sessions.started, 40);
     assert_eq!(outcome.summary.sessions.completed, 40);
     assert_eq!(common::session_csvs(&out).len(), 40);
-    let last = surge::output::read_points(&out).unwrap().pop().unwrap();
+    let last = surge::rundir::read_points(&out).unwrap().pop().unwrap();
     assert_eq!((last.arrivals, last.asked_arrivals), (40, Some(40)));
 }
 

@@ -5,22 +5,9 @@
 use crate::common;
 
 use common::*;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 use surge::recording::{Kind, Recording};
-
-fn cranwhales_bin() -> PathBuf {
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"));
-    let bin = dir.join("debug/cranwhales");
-    if bin.is_file() {
-        bin
-    } else {
-        repo().join("target/debug/cranwhales")
-    }
-}
 
 #[test]
 fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
@@ -28,33 +15,8 @@ fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
         eprintln!("SKIPPED: cranwhales proof (SURGE_SKIP_CRANWHALES is set)");
         return;
     }
-    let bin = cranwhales_bin();
-    assert!(
-        bin.is_file(),
-        "{} not built: run `cargo build -p cranwhales` (or set SURGE_SKIP_CRANWHALES=1 to skip)",
-        bin.display()
-    );
     let tmp = TempDir::new("cranwhales");
-    let port = free_port();
-    let _server = Proc(
-        Command::new(&bin)
-            .arg("serve")
-            .arg("--db")
-            .arg(tmp.path().join("cw.db"))
-            .args(["--addr", &format!("127.0.0.1:{port}")])
-            .arg("--sample-dir")
-            .arg(repo().join("data/sample"))
-            .arg("--cache-dir")
-            .arg(tmp.path().join("cache"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        wait_port(port, Duration::from_secs(180)),
-        "cranwhales serve did not listen on {port} within 180 s"
-    );
+    let (_server, port) = start_cranwhales_with_samples(tmp.path());
     let target = format!("http://127.0.0.1:{port}/");
     let rec_path = tmp.path().join("recording.log");
     let (mut rec, proxy) = start_record(&target, &rec_path);

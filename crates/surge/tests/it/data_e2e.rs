@@ -15,13 +15,6 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn cranwhales_bin() -> PathBuf {
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"));
-    dir.join("debug/cranwhales")
-}
-
 fn cranlogs() -> PathBuf {
     shared().join("../cranlogs")
 }
@@ -81,12 +74,7 @@ fn run_ok(mut cmd: Command) -> String {
 
 #[test]
 fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
-    let bin = cranwhales_bin();
-    assert!(
-        bin.is_file(),
-        "{} not built: cargo build -p cranwhales",
-        bin.display()
-    );
+    cranwhales_bin(); // fails at once, saying how to build it, when it is missing
     let mut days: Vec<String> = std::fs::read_dir(cranlogs())
         .unwrap()
         .flatten()
@@ -109,26 +97,15 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
     );
     let (src_port, fetched) = start_log_source(cranlogs());
     let tmp = TempDir::new("data");
-    let port = free_port();
-    let _server = Proc(
-        Command::new(&bin)
-            .arg("serve")
-            .arg("--db")
-            .arg(tmp.path().join("cw.db"))
-            .args(["--addr", &format!("127.0.0.1:{port}"), "--no-sample"])
-            .args(["--source-url", &format!("http://127.0.0.1:{src_port}")])
-            .args(["--fetch-burst", "1000", "--fetch-per-minute", "100000"])
-            .arg("--cache-dir")
-            .arg(tmp.path().join("cache"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        wait_port(port, Duration::from_secs(60)),
-        "cranwhales serve did not start"
-    );
+    let source = format!("http://127.0.0.1:{src_port}");
+    let args = ["--no-sample", "--source-url", &source];
+    let fetch = ["--fetch-burst", "1000", "--fetch-per-minute", "100000"];
+    let args: Vec<&std::ffi::OsStr> = args
+        .iter()
+        .chain(&fetch)
+        .map(std::ffi::OsStr::new)
+        .collect();
+    let (_server, port) = start_cranwhales(tmp.path(), &args, Duration::from_secs(60));
     let target = format!("http://127.0.0.1:{port}/");
 
     // A day nobody asked for yet answers 202 (fetching): the recording says so.

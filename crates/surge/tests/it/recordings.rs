@@ -5,8 +5,8 @@ use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use surge::output::RowEvent;
 use surge::recording::{EventLine, Kind, Recording};
+use surge::rundir::RowEvent;
 
 fn fixture_recordings(tmp: &Path) -> Vec<(PathBuf, Option<PathBuf>)> {
     let mut v = vec![

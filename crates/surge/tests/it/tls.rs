@@ -286,54 +286,12 @@ fn http_requests(s: &serde_json::Value) -> usize {
         .sum()
 }
 
-fn cranwhales_bin() -> PathBuf {
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"));
-    let bin = dir.join("debug/cranwhales");
-    if bin.is_file() {
-        bin
-    } else {
-        repo().join("target/debug/cranwhales")
-    }
-}
-
-fn start_cranwhales(dir: &Path) -> (Proc, u16) {
-    let bin = cranwhales_bin();
-    assert!(
-        bin.is_file(),
-        "{} not built: run `cargo build -p cranwhales`",
-        bin.display()
-    );
-    let port = free_port();
-    let p = Proc(
-        Command::new(&bin)
-            .arg("serve")
-            .arg("--db")
-            .arg(dir.join("cw.db"))
-            .args(["--addr", &format!("127.0.0.1:{port}")])
-            .arg("--sample-dir")
-            .arg(repo().join("data/sample"))
-            .arg("--cache-dir")
-            .arg(dir.join("cache"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        wait_port(port, Duration::from_secs(180)),
-        "cranwhales serve did not listen on {port} within 180 s"
-    );
-    (p, port)
-}
-
 #[test]
 fn cranwhales_behind_haproxy_tls_records_replays_and_benches() {
     need_tools!();
     let tmp = TempDir::new("tls-cw");
     let pki = Pki::make(tmp.path());
-    let (_cw, cw_port) = start_cranwhales(tmp.path());
+    let (_cw, cw_port) = start_cranwhales_with_samples(tmp.path());
     let h = Haproxy::start(&pki, cw_port);
     let (target, flags) = tls_flags(&pki, h.good);
 

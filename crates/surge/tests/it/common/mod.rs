@@ -117,6 +117,60 @@ pub fn start_shiny_app(fixture: &str, env: &[(&str, &Path)]) -> (Proc, u16) {
     (p, port)
 }
 
+/// The cranwhales binary the workspace built (`$CARGO_TARGET_DIR` or `target/`, debug); the
+/// calling test fails, saying how to build it, when it is missing.
+pub fn cranwhales_bin() -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    let bin = [
+        dir.join("debug/cranwhales"),
+        repo().join("target/debug/cranwhales"),
+    ]
+    .into_iter()
+    .find(|b| b.is_file());
+    bin.unwrap_or_else(|| {
+        panic!(
+            "{} not built: run `cargo build -p cranwhales`",
+            dir.join("debug/cranwhales").display()
+        )
+    })
+}
+
+/// `cranwhales serve` on a free loopback port, its store and download cache in `dir`, with
+/// `args` added (`--sample-dir`, `--source-url`, …) and its output silenced; waits (at most
+/// `within`: an empty store ingests its sample days first) until it listens.
+pub fn start_cranwhales(dir: &Path, args: &[&std::ffi::OsStr], within: Duration) -> (Proc, u16) {
+    let port = free_port();
+    let p = Proc(
+        Command::new(cranwhales_bin())
+            .arg("serve")
+            .arg("--db")
+            .arg(dir.join("cw.db"))
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        wait_port(port, within),
+        "cranwhales serve did not listen on {port} within {} s",
+        within.as_secs()
+    );
+    (p, port)
+}
+
+/// `start_cranwhales` with the repository's sample days in its empty store.
+pub fn start_cranwhales_with_samples(dir: &Path) -> (Proc, u16) {
+    let samples = repo().join("data/sample");
+    let args = [std::ffi::OsStr::new("--sample-dir"), samples.as_os_str()];
+    start_cranwhales(dir, &args, Duration::from_secs(180))
+}
+
 /// Starts `surge record` on an ephemeral port; returns the process and the proxy URL it prints.
 pub fn start_record(target: &str, out: &Path) -> (Proc, String) {
     let mut child = surge()

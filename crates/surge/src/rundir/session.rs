@@ -1,9 +1,9 @@
-//! The run directory, laid out exactly like shinycannon's (so shinyloadtest's report and `surge report`
-//! read it): `recording.log` (+ POST bodies), `sessions/<session>_<worker>_<iteration>.csv`, plus
-//! surge's `summary.json`. A session's CSV is written whole when the session ends (no half files).
+//! A session's CSV, laid out exactly like shinycannon's (so shinyloadtest's report and `surge
+//! report` read it): `sessions/<session>_<worker>_<iteration>.csv`, the shinycannon row vocabulary
+//! (`COLUMNS`, `RowEvent`), written whole when the session ends (no half files).
 
 use crate::failure::Failure;
-use crate::recording::{Kind, Recording};
+use crate::recording::Kind;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -70,57 +70,6 @@ impl RowEvent {
             .and_then(Kind::parse)
             .map(RowEvent::End)
     }
-}
-
-/// A run directory that cannot be prepared; says which path and what was being done.
-#[derive(Debug, thiserror::Error)]
-pub enum OutputError {
-    /// It exists and `--overwrite-output` was not given.
-    #[error("output directory {} already exists (use --overwrite-output)", .0.display())]
-    Exists(std::path::PathBuf),
-    /// A file operation failed.
-    #[error("{doing} {}: {err}", path.display())]
-    Io {
-        /// `removing`, `creating`, `copying`.
-        doing: &'static str,
-        /// The path.
-        path: std::path::PathBuf,
-        /// What the OS said.
-        err: std::io::Error,
-    },
-}
-
-/// An I/O error while `doing` something to `path`.
-fn io_err<'a>(doing: &'static str, path: &'a Path) -> impl Fn(std::io::Error) -> OutputError + 'a {
-    move |err| OutputError::Io {
-        doing,
-        path: path.to_path_buf(),
-        err,
-    }
-}
-
-/// Creates the output directory; an existing one is an error unless `overwrite`.
-pub fn prepare_dir(dir: &Path, overwrite: bool) -> Result<(), OutputError> {
-    if dir.exists() {
-        if !overwrite {
-            return Err(OutputError::Exists(dir.to_path_buf()));
-        }
-        std::fs::remove_dir_all(dir).map_err(io_err("removing", dir))?;
-    }
-    std::fs::create_dir_all(dir.join("sessions")).map_err(io_err("creating", dir))
-}
-
-/// Copies recording.log and the POST body files it names into the run directory.
-pub fn copy_recording(rec: &Recording, dir: &Path) -> Result<(), OutputError> {
-    std::fs::copy(&rec.path, dir.join("recording.log")).map_err(io_err("copying", &rec.path))?;
-    for ev in &rec.events {
-        if let Some(src) = &ev.datafile {
-            if let Some(name) = src.file_name() {
-                std::fs::copy(src, dir.join(name)).map_err(io_err("copying", src))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// One CSV row kept in memory until the session ends (16 bytes).
@@ -220,81 +169,6 @@ impl SessionLog {
         }
         written
     }
-}
-
-/// Writes `bytes` to `path` whole or not at all: into a hidden temp file next to it, renamed
-/// into place (the temp file is removed when the write fails).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// File name of the load-shape series in the run directory (users and arrivals over time).
-pub const SHAPE_CSV: &str = "shape.csv";
-
-/// One moment of a run: users and arrivals asked by the shape and achieved.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShapePoint {
-    /// Unix ms.
-    pub at_ms: i64,
-    /// Users the shape asks for now (an open model: its `--max-users` bound).
-    pub asked_users: u32,
-    /// Users in their loop of sessions now.
-    pub users: u32,
-    /// Sessions the shape asks to have started by now (open model only).
-    pub asked_arrivals: Option<u64>,
-    /// Sessions started by now.
-    pub arrivals: u64,
-}
-
-/// Writes shape.csv: `unix_ms,asked_users,users,asked_arrivals,arrivals` (asked_arrivals empty for
-/// closed models), whole or not at all.
-///
-/// # Errors
-/// The file and the OS error when it cannot be written.
-pub fn write_points(
-    dir: &Path,
-    points: &[ShapePoint],
-) -> Result<(), (std::path::PathBuf, std::io::Error)> {
-    let mut s = String::from("unix_ms,asked_users,users,asked_arrivals,arrivals\n");
-    for p in points {
-        let asked = p.asked_arrivals.map(|a| a.to_string()).unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "{},{},{},{asked},{}",
-            p.at_ms, p.asked_users, p.users, p.arrivals
-        );
-    }
-    let path = dir.join(SHAPE_CSV);
-    write_atomic(&path, s.as_bytes()).map_err(|e| (path, e))
-}
-
-/// Reads a run directory's shape.csv; None when the run has none (older runs, shinycannon).
-pub fn read_points(dir: &std::path::Path) -> Option<Vec<ShapePoint>> {
-    let text = std::fs::read_to_string(dir.join(SHAPE_CSV)).ok()?;
-    let mut out = Vec::new();
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 5 {
-            return None;
-        }
-        out.push(ShapePoint {
-            at_ms: f[0].parse().ok()?,
-            asked_users: f[1].parse().ok()?,
-            users: f[2].parse().ok()?,
-            asked_arrivals: f[3].parse().ok(),
-            arrivals: f[4].parse().ok()?,
-        });
-    }
-    Some(out)
 }
 
 /// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines).

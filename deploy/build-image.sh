@@ -163,8 +163,8 @@ grep -q "unknown issuer" "$WORK/untrusted.txt" \
   || { echo "build-image: expected an unknown-issuer refusal, got: $(cat "$WORK/untrusted.txt")" >&2; exit 1; }
 echo "untrusted test CA refused: $(head -1 "$WORK/untrusted.txt")"
 # Trusted the Debian way (update-ca-certificates rewrites the bundle), no --ca-cert: verified.
-"${B[@]}" copy "$c" "$T/ca.pem" /usr/local/share/ca-certificates/surge-image-test.crt
-"${B[@]}" run --user 0:0 "$c" -- update-ca-certificates > /dev/null
+"${B[@]}" copy "$c" "$T/ca.pem" /usr/local/share/ca-certificates/surge-image-test.crt > /dev/null
+"${B[@]}" run --user 0:0 "$c" -- update-ca-certificates > /dev/null 2>&1
 "${B[@]}" run "$c" -- surge bench -c 4 -n 200 --json --resolve "$RESOLVE" "$URL" > "$WORK/bench-tls.json"
 "${B[@]}" rm "$c" > /dev/null
 python3 - "$WORK/bench-tls.json" <<'PY'

@@ -6,7 +6,8 @@
 #   rust     that + gcc/libc6-dev/ca-certificates (apt) + this host's Rust toolchain (rustc's sysroot),
 # then `buildah bud` with NODE_IMAGE / RUST_IMAGE / RUNTIME_IMAGE pointing at them (npm ci and
 # cargo fetch from their registries as in any build). Last, a smoke test: the image's surge
-# prints --help and runs `surge bench` against a server on 127.0.0.1.
+# prints --help and runs `surge bench` against a server on 127.0.0.1, then against a TLS server
+# on 127.0.0.1 whose test CA the image trusts only once added to its platform bundle.
 # The node and rust bases trust what this host trusts (HOST_CA, default its CA bundle; HOST_CA= to
 # skip), so builds behind a TLS-intercepting proxy reach the registries as the host does.
 # Needs root; installs Debian's buildah and debootstrap if missing. Base images are kept and reused
@@ -117,11 +118,59 @@ c="$("${B[@]}" from "$TAG")"
 head -1 "$WORK/help.txt"
 # chroot isolation shares the host's network, so 127.0.0.1 is this host's loopback.
 "${B[@]}" run "$c" -- surge bench -c 4 -n 200 --json "http://127.0.0.1:$PORT/index.html" > "$WORK/bench.json"
-"${B[@]}" rm "$c" > /dev/null
 python3 - "$WORK/bench.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["ok"] == 200 and r["status_codes"] == {"200": 200}, r
 print(f"surge bench from the image: {r['ok']} ok of {r['requests']}, p50 {r['latency_ms']['p50']:.3f} ms")
+PY
+
+step "smoke test: https from the image through its platform CA bundle (a loopback TLS server, a test CA)"
+# A test CA and a certificate for surge-image-test (aimed at 127.0.0.1 with --resolve).
+T="$WORK/tls" && mkdir -p "$T"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=surge-image-test-ca \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+  -keyout "$T/ca.key" -out "$T/ca.pem" 2> /dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=surge-image-test \
+  -keyout "$T/leaf.key" -out "$T/leaf.csr" 2> /dev/null
+printf 'subjectAltName=DNS:surge-image-test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$T/ext"
+openssl x509 -req -in "$T/leaf.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
+  -extfile "$T/ext" -out "$T/leaf.pem" 2> /dev/null
+TLS_PORT="$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')"
+python3 - "$TLS_PORT" "$T" "$WORK/www" > /dev/null 2>&1 <<'PY' &
+import functools, http.server, ssl, sys
+port, tls, www = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(f"{tls}/leaf.pem", f"{tls}/leaf.key")
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=www)
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), h)
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+PY
+TLS_SERVER=$!
+trap 'kill $SERVER $TLS_SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+python3 -c 'import socket,sys,time
+for _ in range(50):
+    try: socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close(); break
+    except OSError: time.sleep(0.1)' "$TLS_PORT"
+URL="https://surge-image-test:$TLS_PORT/index.html"
+RESOLVE="surge-image-test:$TLS_PORT:127.0.0.1"
+# The image's bundle is read (a missing one is "no trusted CA"); the test CA is not in it yet.
+if "${B[@]}" run "$c" -- surge bench -c 1 -n 1 --resolve "$RESOLVE" "$URL" > /dev/null 2> "$WORK/untrusted.txt"; then
+  echo "build-image: https to a test CA's server verified without trusting it" >&2; exit 1
+fi
+grep -q "unknown issuer" "$WORK/untrusted.txt" \
+  || { echo "build-image: expected an unknown-issuer refusal, got: $(cat "$WORK/untrusted.txt")" >&2; exit 1; }
+echo "untrusted test CA refused: $(head -1 "$WORK/untrusted.txt")"
+# Trusted the Debian way (update-ca-certificates rewrites the bundle), no --ca-cert: verified.
+"${B[@]}" copy "$c" "$T/ca.pem" /usr/local/share/ca-certificates/surge-image-test.crt > /dev/null
+"${B[@]}" run --user 0:0 "$c" -- update-ca-certificates > /dev/null 2>&1
+"${B[@]}" run "$c" -- surge bench -c 4 -n 200 --json --resolve "$RESOLVE" "$URL" > "$WORK/bench-tls.json"
+"${B[@]}" rm "$c" > /dev/null
+python3 - "$WORK/bench-tls.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] == 200 and r["status_codes"] == {"200": 200}, r
+print(f"surge bench https from the image: {r['ok']} ok of {r['requests']}, p50 {r['latency_ms']['p50']:.3f} ms")
 PY
 "${B[@]}" images "$TAG"

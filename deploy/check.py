@@ -148,7 +148,43 @@ def check_containerfile():
     check(("build", f"{workdir['build']}/target/release/surge", "/usr/local/bin/surge") in copied[final],
           "Containerfile: final stage must copy the release binary to /usr/local/bin/surge")
     check(users.get(final, "").isdigit(), "Containerfile: final stage must run as a numeric non-root USER")
+    problem = ca_bundle_problem(runs[final])
+    check(problem is None, f"Containerfile: {problem}")
     return int(users.get(final, "0") or 0)
+
+
+# Where surge (rustls-native-certs, via openssl-probe) finds the platform's roots on Debian.
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def ca_bundle_problem(final_runs):
+    """Why the final stage would have no CA bundle (then every https:// target fails verification
+    inside the image), or None: it must apt-get install ca-certificates and remove no certs after."""
+    installed = None
+    for i, r in enumerate(final_runs):
+        for cmd in re.split(r"&&|;|\|\|", r):
+            words = cmd.split()
+            if "apt-get" in words and "install" in words and "ca-certificates" in words:
+                installed = i
+    if installed is None:
+        return (f"final stage installs no CA bundle: add `apt-get install ca-certificates` "
+                f"({CA_BUNDLE}), or https:// targets fail verification in the image")
+    for r in final_runs[installed:]:
+        if re.search(r"rm\s[^&;|]*(/etc/ssl|/usr/share/ca-certificates)", r):
+            return f"final stage removes the CA bundle after installing it: {r}"
+    return None
+
+
+def check_ca_bundle_check():
+    """The CA bundle check fails a final stage without the install (its own negative case)."""
+    ins = instructions(CONTAINERFILE)
+    last = max(i for i, (kw, _) in enumerate(ins) if kw == "FROM")
+    runs = [rest for kw, rest in ins[last:] if kw == "RUN"]
+    without = [r for r in runs if "ca-certificates" not in r]
+    check(ca_bundle_problem(runs) is None and ca_bundle_problem(without) is not None,
+          "deploy check: the CA bundle check does not tell a final stage with the bundle from one without")
+    check(ca_bundle_problem(runs + [f"rm -f {CA_BUNDLE}"]) is not None,
+          "deploy check: the CA bundle check misses a bundle removed after its install")
 
 
 def try_container_build():
@@ -164,6 +200,8 @@ def try_container_build():
     if r.returncode == 0:
         v = subprocess.run([engine, "run", "--rm", tag, "--version"], capture_output=True, text=True)
         check(v.stdout.startswith("surge "), f"image runs surge: {v.stdout!r} {v.stderr!r}")
+        ca = subprocess.run([engine, "run", "--rm", "--entrypoint", "test", tag, "-s", CA_BUNDLE])
+        check(ca.returncode == 0, f"image has no CA bundle at {CA_BUNDLE}")
 
 
 # ---------------------------------------------------------------- Kubernetes
@@ -414,6 +452,7 @@ def main():
     surge = sys.argv[1] if len(sys.argv) > 1 else default_surge()
     check(Path(surge).is_file(), f"{surge} missing: cargo build -p surge --bin surge")
     user = check_containerfile()
+    check_ca_bundle_check()
     try_container_build()
     docs = manifests()
     check_k8s(docs, user)

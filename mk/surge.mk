@@ -20,6 +20,14 @@ TEST_TARGETS += test-surge-dashboard
 test-surge-dashboard: build
 	node web/e2e/surge-dashboard.mjs
 
+# surge capacity --dashboard in headless Chromium during a real search (1, 2, 4 users, 3 s steps):
+# two successive live states are successive steps, the ended search links to its final report
+# with the capacity view; screenshots in artifacts/surge-capacity-dashboard/.
+.PHONY: test-surge-capacity-dashboard
+TEST_TARGETS += test-surge-capacity-dashboard
+test-surge-capacity-dashboard: build
+	node web/e2e/surge-capacity-dashboard.mjs
+
 # deploy/ checked offline: the Containerfile (COPY sources, stages, the Makefile's commands) and the
 # Kubernetes manifests (API schemas via kubernetes-validate in .venv, cross-references); the Job
 # scripts run as pods would, with the real surge against a Shiny app on loopback, then merged.

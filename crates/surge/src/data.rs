@@ -83,6 +83,12 @@ impl DataSet {
     /// The row of session `sid` (this process's count; a segment K/N takes rows K-1, K-1+N, …
     /// so segments never share a unique row); None when `unique` rows are used up.
     pub fn row(&self, sid: u32, segment: Option<Segment>, rng: &mut u64) -> Option<&[Box<str>]> {
+        self.row_index(sid, segment, rng)
+            .map(|i| self.rows[i].as_slice())
+    }
+
+    /// The index (0-based, header not counted) of the row [`DataSet::row`] gives.
+    pub fn row_index(&self, sid: u32, segment: Option<Segment>, rng: &mut u64) -> Option<usize> {
         let n = self.rows.len() as u64;
         let (k, of) = segment.map_or((0, 1), |s| (u64::from(s.index - 1), u64::from(s.count)));
         let i = u64::from(sid) * of + k;
@@ -92,7 +98,7 @@ impl DataSet {
             DataMode::Unique if i < n => i,
             DataMode::Unique => return None,
         };
-        Some(&self.rows[i as usize])
+        Some(i as usize)
     }
 
     /// The line printed once when `unique` rows run out.

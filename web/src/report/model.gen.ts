@@ -1,5 +1,5 @@
 // Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,
-// rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
+// report/inputs.rs, rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
 
 export type Model = { 
 /**
@@ -132,7 +132,11 @@ manifold: number[][],
  * A mix of journeys (`replay a.log:70 b.log:30`): summary.json's figures per journey, in
  * name order; empty for a run of one recording (or without summary.json: shinycannon's).
  */
-journeys: Array<JourneyRow>, };
+journeys: Array<JourneyRow>, 
+/**
+ * Sessions' first use vs reuse of their input (`--data` row), each line's durations split.
+ */
+inputs: InputUse, };
 
 export type JourneyRow = { 
 /**
@@ -404,3 +408,40 @@ ok: boolean,
  * What broke, as the answer line names it (`page_load p95 2.6 s`).
  */
 broke: Array<string>, };
+
+export type InputUse = { 
+/**
+ * Sessions that named a `--data` row (0: every session replayed the recorded input).
+ */
+with_data: number, 
+/**
+ * Distinct inputs the sessions used (`--data` rows, the recorded input counting as one).
+ */
+distinct: number, 
+/**
+ * Sessions that were the first of the run to use their input.
+ */
+first: number, 
+/**
+ * Sessions that used an input an earlier session had used.
+ */
+again: number, 
+/**
+ * Per recording line (in recording order), its events' durations in first-use sessions
+ * and in reusing ones (events cut short by a failure left out).
+ */
+lines: Array<InputLine>, };
+
+export type InputLine = { 
+/**
+ * recording.log line.
+ */
+line: number, 
+/**
+ * In sessions that were first to use their input.
+ */
+first: Dist, 
+/**
+ * In sessions that reused an input.
+ */
+again: Dist, };

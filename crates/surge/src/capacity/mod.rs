@@ -12,7 +12,6 @@ pub mod search;
 pub mod slo;
 
 use crate::checks;
-use crate::replay::ThinkTime;
 use crate::timefmt::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -61,18 +60,10 @@ pub struct CapacityArgs {
     /// Longest step: a step ends at --step-sessions or after this, whichever comes first
     #[arg(long, value_parser = parse_duration, default_value = "5m")]
     pub step_max: Duration,
-    /// Pauses between actions: recorded, none, or x<factor> (as replay's)
-    #[arg(long, default_value = "recorded")]
-    pub think_time: ThinkTime,
-    /// Fail a session when an expected message has not arrived within this time
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
-    pub message_timeout: Duration,
-    /// Extra request header, 'Name: value' (repeatable)
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
-    /// TLS and address flags for an https:// target (passed to every step)
+    /// replay's per-session flags (think time, timeout, -H, TLS, --data, --capture, sign-in),
+    /// passed as given to every step
     #[command(flatten)]
-    pub tls: crate::net::TlsArgs,
+    pub session: crate::replay::SessionArgs,
     /// Directory for the steps and capacity.json (default: capacity-<time>)
     #[arg(long)]
     pub output_dir: Option<PathBuf>,

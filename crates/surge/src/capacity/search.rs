@@ -176,6 +176,10 @@ pub(super) fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
         return usage("--step-sessions must be at least 1".into());
     }
     let rec = Recording::load(&args.recording).map_err(ReplayError::from)?;
+    if let Some(p) = &args.session.data {
+        // Each step reads it again from its first row; a bad file stops the search here.
+        crate::data::DataSet::load(p, args.session.data_mode).map_err(ReplayError::from)?;
+    }
     for s in &args.slos {
         if let super::Metric::Until(line) = s.metric {
             if !rec.events.iter().any(|e| e.line == line) {
@@ -259,8 +263,8 @@ fn middle(args: &CapacityArgs, lo: f64, hi: f64) -> Option<f64> {
     }
 }
 
-/// The replay flags of one step (parsed by clap like a command line, so replay's own checks
-/// and defaults apply).
+/// The replay flags of one step: the load flags parsed by clap like a command line (so replay's
+/// own checks and defaults apply), then the search's per-session flags as they are.
 fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, CapacityError> {
     #[derive(Parser)]
     struct Step {
@@ -283,28 +287,16 @@ fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, C
         let ms = args.step_max.as_millis();
         v.extend(["--loaded-duration".into(), format!("{ms}ms")]);
     }
-    v.extend(["--think-time".into(), args.think_time.name()]);
-    let timeout = args.message_timeout.as_millis();
-    v.extend(["--message-timeout".into(), format!("{timeout}ms")]);
-    for h in &args.headers {
-        v.extend(["-H".into(), h.clone()]);
-    }
-    for c in &args.tls.ca_certs {
-        v.extend(["--ca-cert".into(), c.display().to_string()]);
-    }
-    for r in &args.tls.resolve {
-        v.extend(["--resolve".into(), r.clone()]);
-    }
-    if args.tls.insecure {
-        v.push("--insecure".into());
-    }
     if let Some(m) = &args.manifold {
         v.extend(["--manifold".into(), m.clone()]);
     }
     v.extend(["--output-dir".into(), dir.display().to_string()]);
-    Step::try_parse_from(&v)
-        .map(|s| s.replay)
-        .map_err(|e| CapacityError::Usage(e.to_string().lines().next().unwrap_or("").to_string()))
+    let mut replay = Step::try_parse_from(&v).map(|s| s.replay).map_err(|e| {
+        CapacityError::Usage(e.to_string().lines().next().unwrap_or("").to_string())
+    })?;
+    // Every per-session flag as given (one struct: none is left behind).
+    replay.session = args.session.clone();
+    Ok(replay)
 }
 
 /// Runs one step at `load`, judges it, records it in `res` and capacity.json; true if it held.

@@ -64,15 +64,6 @@ pub struct ReplayArgs {
     /// Replace the run directory if it exists
     #[arg(long)]
     pub overwrite_output: bool,
-    /// Extra request header, 'Name: value' (repeatable)
-    #[arg(short = 'H', long = "header")]
-    pub headers: Vec<String>,
-    /// Pauses between actions: recorded, none, or x<factor> (x0.5 = twice as fast)
-    #[arg(long, default_value = "recorded")]
-    pub think_time: ThinkTime,
-    /// Fail a session when an expected message has not arrived within this time
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
-    pub message_timeout: Duration,
     /// Highest acceptable share of failed sessions (0.05 or 5%); above it exit status is 1
     #[arg(long, value_parser = checks::parse_rate, default_value = "0")]
     pub max_failure_rate: f64,
@@ -88,6 +79,29 @@ pub struct ReplayArgs {
     /// Least severe log line printed on stderr
     #[arg(long, value_enum, ignore_case = true, default_value_t = LogLevel::Warn)]
     pub log_level: LogLevel,
+    /// What each session sends and how: shared with every `surge capacity` step
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// manifold in front of the app, http://host:port: its workers (ready, busy, starting),
+    /// queue and saturation are polled every second into manifold.csv, charted by the report
+    #[arg(long, value_name = "URL")]
+    pub manifold: Option<String>,
+}
+
+/// The flags of how each session plays and what it sends (pauses, timeout, headers, TLS, data,
+/// captures, sign-in): one struct flattened into `replay` and `capacity`, so every capacity step
+/// gets all of them as given, never a hand-copied subset.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// Extra request header, 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Pauses between actions: recorded, none, or x<factor> (x0.5 = twice as fast)
+    #[arg(long, default_value = "recorded")]
+    pub think_time: ThinkTime,
+    /// Fail a session when an expected message has not arrived within this time
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub message_timeout: Duration,
     /// TLS and address flags for an https:// target
     #[command(flatten)]
     pub tls: crate::net::TlsArgs,
@@ -108,10 +122,6 @@ pub struct ReplayArgs {
     /// Sign-in flags (shinycannon's SHINYCANNON_* variables need none)
     #[command(flatten)]
     pub signin: crate::signin::SignInArgs,
-    /// manifold in front of the app, http://host:port: its workers (ready, busy, starting),
-    /// queue and saturation are polled every second into manifold.csv, charted by the report
-    #[arg(long, value_name = "URL")]
-    pub manifold: Option<String>,
 }
 
 impl ReplayArgs {

@@ -167,7 +167,12 @@ fn summary_of(
 /// The journey a session CSV row names (`journey=<name>` on PLAYER_SESSION_CREATE), given the
 /// row without its session_id: `worker,iteration,event,timestamp,line,comment`.
 pub(crate) fn of_row(row: &str) -> Option<&str> {
-    row.splitn(6, ',').nth(5)?.strip_prefix("journey=")
+    let name = row.splitn(6, ',').nth(5)?.strip_prefix("journey=")?;
+    // A `--data` run's row follows: `journey=<name> data=<row>`.
+    Some(match name.rsplit_once(" data=") {
+        Some((n, r)) if !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => name,
+    })
 }
 
 /// summary.json's `journeys` of a merged run: histograms and counts from every session's rows

@@ -33,7 +33,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub use crate::rundir::{FailureCount, JourneySummary, Plan, RunSummary, SessionCounts, Split};
-pub use flags::ReplayArgs;
+pub use flags::{ReplayArgs, SessionArgs};
 pub use journey::Journey;
 pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
 pub use plan::{ReplayError, ReplayPlan};

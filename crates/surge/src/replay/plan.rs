@@ -140,7 +140,7 @@ impl ReplayPlan {
             flag,
             err: Box::new(e),
         })?;
-        let target = target.with_tls(&args.tls, args.message_timeout)?;
+        let target = target.with_tls(&args.session.tls, args.session.message_timeout)?;
         let manifold = (args.manifold.as_deref())
             .map(crate::manifold_poll::status_url)
             .transpose()
@@ -155,8 +155,8 @@ impl ReplayPlan {
             segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())?;
         let users = users_of(args, &shape, segment)?;
         let (data, vars) = data_and_vars(args, &journeys)?;
-        let mut headers =
-            flags::parse_headers(&args.headers).map_err(|e| ReplayError::Usage(e.to_string()))?;
+        let mut headers = flags::parse_headers(&args.session.headers)
+            .map_err(|e| ReplayError::Usage(e.to_string()))?;
         let out_dir = args.output_dir.clone().unwrap_or_else(|| {
             PathBuf::from(format!(
                 "test-logs-{}",
@@ -177,12 +177,12 @@ impl ReplayPlan {
             headers,
             signin,
             data,
-            captures: args.captures.clone(),
+            captures: args.session.captures.clone(),
             vars,
             shape,
             users,
-            think: args.think_time,
-            message_timeout: args.message_timeout,
+            think: args.session.think_time,
+            message_timeout: args.session.message_timeout,
             max_failure_rate: args.max_failure_rate,
             thresholds: args.thresholds.clone(),
             out_dir,
@@ -219,8 +219,8 @@ async fn check_signin(
     headers: &mut Vec<(HeaderName, HeaderValue)>,
 ) -> Result<SignIn, ReplayError> {
     let env = |v: &str| std::env::var(v).ok();
-    let timeout = args.message_timeout;
-    let signin = SignIn::resolve(&args.signin, &env, target, headers, timeout)
+    let timeout = args.session.message_timeout;
+    let signin = SignIn::resolve(&args.session.signin, &env, target, headers, timeout)
         .await
         .map_err(ReplayError::SignInSetup)?;
     headers.extend(signin.headers.iter().cloned());
@@ -270,12 +270,12 @@ fn data_and_vars(
     args: &ReplayArgs,
     journeys: &[Journey],
 ) -> Result<(Option<DataSet>, Vec<Arc<str>>), ReplayError> {
-    let data = match &args.data {
-        Some(p) => Some(DataSet::load(p, args.data_mode)?),
+    let data = match &args.session.data {
+        Some(p) => Some(DataSet::load(p, args.session.data_mode)?),
         None => None,
     };
     let mut vars: Vec<Arc<str>> = data.as_ref().map_or_else(Vec::new, |d| d.columns.clone());
-    for c in &args.captures {
+    for c in &args.session.captures {
         if let Some(line) = c.line {
             let http = (journeys.iter().flat_map(|j| &j.rec.events))
                 .any(|e| e.line == line && e.kind.is_http());
@@ -395,8 +395,8 @@ fn comment_lines(
         "loadedDurationMinutes": args.loaded_duration().as_secs_f64() / 60.0,
         "debugLog": args.debug_log,
         "logLevel": args.log_level.name(),
-        "thinkTime": args.think_time.name(),
-        "messageTimeoutMs": args.message_timeout.as_millis() as u64,
+        "thinkTime": args.session.think_time.name(),
+        "messageTimeoutMs": args.session.message_timeout.as_millis() as u64,
     });
     if !matches!(shape, Shape::Ramp { .. }) {
         config["shape"] = shape.to_string().into();

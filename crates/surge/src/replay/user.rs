@@ -92,21 +92,24 @@ fn next_session(sh: &Shared, rng: &mut u64) -> Option<u32> {
     Some(sid)
 }
 
-/// A new session's placeholder values: fresh ids, the run's declared names, its `--data` row.
-fn session_tokens(plan: &super::ReplayPlan, sid: u32, rng: &mut u64) -> Tokens {
+/// A new session's placeholder values: fresh ids, the run's declared names, its `--data` row;
+/// and that row's number (1-based, the header not counted), which its CSV records.
+fn session_tokens(plan: &super::ReplayPlan, sid: u32, rng: &mut u64) -> (Tokens, Option<u32>) {
     let mut tokens = Tokens::new_session(rng);
     if plan.vars.is_empty() {
-        return tokens;
+        return (tokens, None);
     }
     tokens.declare(&plan.vars);
+    let mut number = None;
     if let Some(d) = &plan.data {
-        if let Some(row) = d.row(sid, plan.segment, rng) {
-            for (c, v) in d.columns.iter().zip(row) {
+        if let Some(i) = d.row_index(sid, plan.segment, rng) {
+            for (c, v) in d.columns.iter().zip(&d.rows[i]) {
                 tokens.set(c, v);
             }
+            number = Some(i as u32 + 1);
         }
     }
-    tokens
+    (tokens, number)
 }
 
 /// Whether user `w` goes on with another session: before the loaded phase's end, and for
@@ -138,13 +141,15 @@ async fn run_session(
     if sh.plan.journeys.len() > 1 {
         log.journey = Some(journey.name.clone());
     }
+    let (tokens, data_row) = session_tokens(&sh.plan, sid, rng);
+    log.data_row = data_row;
     log.push(RowEvent::SessionCreate, 0);
     let mut at = None;
     let result = {
         let mut player = Player {
             sh: &sh.plan,
             journey,
-            tokens: session_tokens(&sh.plan, sid, rng),
+            tokens,
             jar: CookieJar::default(),
             http: Conn::default(),
             ws: None,

@@ -290,6 +290,66 @@ fn overview(m: &Model) -> String {
     h
 }
 
+/// The report's "Inputs" section: each run's first uses and reuses, and per recording line the
+/// durations of each; empty unless a run used `--data`.
+fn inputs_section(m: &Model) -> String {
+    if m.runs.iter().all(|r| r.inputs.with_data == 0) {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<section id=\"inputs\"><h2>Inputs: first use vs reuse</h2><p class=\"explain\">Each session \
+         replays an input: its <code>--data</code> row, or the recorded one. The first session of a run \
+         to use an input meets the app's caches cold (a miss for each); later sessions reuse it (hits). \
+         A run replaying the same input everywhere has one first use: its figures are hits, and the \
+         misses it hides show in the first-use columns of a <code>--data</code> run.</p>\
+         <table class=\"classes\" id=\"input-table\"><thead><tr><th>Run</th><th>sessions</th>\
+         <th>inputs</th><th>first uses</th><th>reuses</th></tr></thead><tbody>",
+    );
+    for (i, r) in m.runs.iter().enumerate() {
+        let u = &r.inputs;
+        let _ = write!(
+            h,
+            "<tr data-run=\"{i}\"><th>{}</th><td>{}</td><td data-k=\"distinct\">{}</td>\
+             <td data-k=\"first\">{}</td><td data-k=\"again\">{}</td></tr>",
+            esc(&r.name),
+            fmt_int(u.first + u.again),
+            fmt_int(u.distinct),
+            fmt_int(u.first),
+            fmt_int(u.again)
+        );
+    }
+    h.push_str(
+        "</tbody></table><table class=\"classes\" id=\"input-lines\"><thead><tr><th>Recording line</th>\
+         <th>Run</th><th>first use: events</th><th>p50</th><th>p90</th><th>reuse: events</th>\
+         <th>p50</th><th>p90</th></tr></thead><tbody>",
+    );
+    let rec = &m.recordings[0];
+    for (k, line) in rec.line.iter().enumerate() {
+        for (i, r) in m.runs.iter().enumerate() {
+            let Some(l) = r.inputs.lines.iter().find(|l| l.line == *line) else {
+                continue;
+            };
+            let ms =
+                |d: &super::stats::Dist, v: i64| if d.n == 0 { "–".into() } else { fmt_ms(v) };
+            let _ = write!(
+                h,
+                "<tr data-run=\"{i}\" data-line=\"{line}\"><th>{line}: {}</th><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&rec.label[k]),
+                esc(&r.name),
+                fmt_int(l.first.n),
+                ms(&l.first, l.first.p50),
+                ms(&l.first, l.first.p90),
+                fmt_int(l.again.n),
+                ms(&l.again, l.again.p50),
+                ms(&l.again, l.again.p90),
+            );
+        }
+    }
+    h.push_str("</tbody></table></section>");
+    h
+}
+
 const SECTIONS: &[(&str, &str, &str)] = &[
     ("gantt", "Sessions over the run",
      "One row per session, x = time since the run started, one rectangle per step coloured by class. Grey bands: warm-up (users still arriving) and cool-down (users finishing). Red ✕: a failed session. Steep, thin rows are fast; long rectangles are waiting users."),
@@ -335,6 +395,9 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         h.push_str("<a href=\"#capacity\">Capacity</a>");
     }
     h.push_str("<a href=\"#summary\">Summary</a>");
+    if m.runs.iter().any(|r| r.inputs.with_data > 0) {
+        h.push_str("<a href=\"#inputs\">Inputs</a>");
+    }
     for (id, t, _) in SECTIONS {
         if *id == "manifold" && m.runs.iter().all(|r| r.manifold.is_empty()) {
             continue;
@@ -371,6 +434,7 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         journey_table(m),
         failures(m)
     );
+    h.push_str(&inputs_section(m));
     for (id, t, explain) in SECTIONS {
         if *id == "manifold" && m.runs.iter().all(|r| r.manifold.is_empty()) {
             continue;

@@ -55,6 +55,9 @@ pub struct Session {
     pub fail_line: Option<u32>,
     /// Its events in order.
     pub events: Vec<Event>,
+    /// The `--data` row it replayed with (`data=<row>` on PLAYER_SESSION_CREATE); None: the
+    /// recorded input (no `--data`, or shinycannon's CSVs).
+    pub input: Option<u32>,
 }
 
 /// A run: its recording and its sessions sorted by start time.
@@ -126,6 +129,7 @@ fn read_session(path: &Path, rec: &Lines) -> Result<Session, ReportError> {
         fail_line: None,
         open: Vec::new(),
         events: Vec::new(),
+        input: None,
     };
     for r in &file.rows {
         let at = format!("{}:{}", path.display(), r.at);
@@ -146,6 +150,7 @@ struct Reading {
     fail_line: Option<u32>,
     open: Vec<Open>,
     events: Vec<Event>,
+    input: Option<u32>,
 }
 
 impl Reading {
@@ -162,7 +167,8 @@ impl Reading {
         self.first.get_or_insert(ts);
         self.last = self.last.max(ts);
         match e {
-            RowEvent::SessionCreate | RowEvent::SleepStart | RowEvent::SleepEnd => {}
+            RowEvent::SessionCreate => self.input = data_row(comment),
+            RowEvent::SleepStart | RowEvent::SleepEnd => {}
             RowEvent::Done => self.outcome = Outcome::Done,
             RowEvent::Fail => {
                 self.outcome = Outcome::Failed;
@@ -239,8 +245,17 @@ impl Reading {
             reason: self.reason,
             fail_line: self.fail_line,
             events: self.events,
+            input: self.input,
         })
     }
+}
+
+/// `data=<row>` in a PLAYER_SESSION_CREATE comment (`journey=<name> data=<row>` in a mix).
+fn data_row(comment: &str) -> Option<u32> {
+    comment
+        .split(' ')
+        .rev()
+        .find_map(|w| w.strip_prefix("data=")?.parse().ok())
 }
 
 fn rec_kind(rec: &Lines, line: u32) -> String {

@@ -3,9 +3,11 @@
 //! Data flows one way: run directories (`load`, `lines`) → numbers (`stats`) → compact data
 //! model (`model`) → page (`html`, with the chart runtime from web/src/report inlined). It reads
 //! only `recording.log` and `sessions/*.csv`, so shinycannon runs work as well as surge runs.
+//! `inputs` splits each line's durations by a session's first use or reuse of its `--data` row.
 
 pub mod class;
 pub mod html;
+pub mod inputs;
 pub mod lines;
 pub mod load;
 pub mod model;

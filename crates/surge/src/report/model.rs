@@ -113,6 +113,8 @@ pub struct RunModel {
     /// A mix of journeys (`replay a.log:70 b.log:30`): summary.json's figures per journey, in
     /// name order; empty for a run of one recording (or without summary.json: shinycannon's).
     pub journeys: Vec<JourneyRow>,
+    /// Sessions' first use vs reuse of their input (`--data` row), each line's durations split.
+    pub inputs: super::inputs::InputUse,
 }
 
 /// One journey of a mixed run, as summary.json splits it (the same nearest-rank percentiles).
@@ -326,6 +328,7 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
             })
             .collect(),
         journeys: journeys_of(&run.dir),
+        inputs: super::inputs::input_use(run),
     }
 }
 
@@ -359,13 +362,15 @@ mod tests {
             EventCols::decl(),
             CapacityResult::decl(),
             StepResult::decl(),
+            crate::report::inputs::InputUse::decl(),
+            crate::report::inputs::InputLine::decl(),
         ];
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../web/src/report/model.gen.ts");
         ts_types::check(
             &path,
             "// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,\n\
-             // rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
+             // report/inputs.rs, rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
             &decls,
             "SURGE_WRITE_TS",
             "SURGE_WRITE_TS=1 cargo test -p surge --lib model",

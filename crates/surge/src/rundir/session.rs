@@ -98,6 +98,9 @@ pub struct SessionLog {
     pub failure: Option<Failure>,
     /// A mix's journey this session played (the PLAYER_SESSION_CREATE row says `journey=<name>`).
     pub journey: Option<std::sync::Arc<str>>,
+    /// The `--data` row it took, 1-based (the PLAYER_SESSION_CREATE row says `data=<row>`): the
+    /// report tells a session's first use of its input from a reuse by it.
+    pub data_row: Option<u32>,
 }
 
 impl SessionLog {
@@ -110,6 +113,7 @@ impl SessionLog {
             rows: Vec::with_capacity(64),
             failure: None,
             journey: None,
+            data_row: None,
         }
     }
 
@@ -138,7 +142,7 @@ impl SessionLog {
                 (RowEvent::Fail, _) => (self.failure.as_ref())
                     .map(|f| csv_safe(&f.to_string()))
                     .unwrap_or_default(),
-                (RowEvent::SessionCreate, Some(j)) => format!("journey={}", csv_safe(j)),
+                (RowEvent::SessionCreate, j) => create_comment(j.as_deref(), self.data_row),
                 _ => String::new(),
             };
             let _ = writeln!(
@@ -169,6 +173,15 @@ impl SessionLog {
         }
         written
     }
+}
+
+/// PLAYER_SESSION_CREATE's comment: `journey=<name>` (a mix), `data=<row>` (`--data`), both
+/// space-separated, or empty.
+fn create_comment(journey: Option<&str>, data_row: Option<u32>) -> String {
+    let j = journey.map(|j| format!("journey={}", csv_safe(j)));
+    let d = data_row.map(|r| format!("data={r}"));
+    let parts: Vec<String> = [j, d].into_iter().flatten().collect();
+    parts.join(" ")
 }
 
 /// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines).

@@ -1,8 +1,9 @@
 //! Different data per simulated user, on our cranwhales: `surge parametrize` turns the recorded
 //! day into `${date}`, `--data days.csv --data-mode unique` gives 30 users 30 different days, and
 //! the server's fetch counts (a loopback log source serving real cranlogs days) show the 30 cache
-//! misses that the same-input run hides (1 fetch). Then `--capture` takes a day from a live
-//! answer and sends it back; a capture that finds nothing fails the session with its reason.
+//! misses that the same-input run hides (1 fetch), and the report of the two shows them (each
+//! session's first use or reuse of its input). Then `--capture` takes a day from a live answer
+//! and sends it back; a capture that finds nothing fails the session with its reason.
 
 use crate::common;
 
@@ -191,6 +192,9 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
     );
     assert!(seen.values().all(|&n| n == 1), "{seen:?}");
 
+    // The report shows it too: first use vs reuse of each session's input.
+    first_use_in_the_report(&target, tmp.path(), first, others, &csv);
+
     // --capture: the first day of the live day list, sent back as ${FIRST}.
     let rec = tmp.path().join("capture.log");
     recording(
@@ -225,6 +229,124 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
     assert!(
         text.contains("--capture FIRST@5: never-there-(x) found nothing in the response"),
         "{text}"
+    );
+}
+
+/// Waits (at most 3 minutes in all) until every day of `days` is stored (answers 200).
+fn wait_stored(target: &str, days: &[String]) {
+    let t = std::time::Instant::now();
+    for d in days {
+        while http_get(target, &format!("/api/days/{d}?count=8")).0 != 200 {
+            assert!(t.elapsed() < Duration::from_secs(180), "{d} not stored");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// One recording, `${date}` at a count nobody asked for yet (so the server builds each day's
+/// summary on its first request and serves it from memory after): 30 users all given `first`
+/// (a one-row --data) vs 30 users each given their own stored day. The report of the two runs
+/// counts the first uses each hides or shows: 1 vs 30, as many as the distinct days each sent.
+fn first_use_in_the_report(
+    target: &str,
+    tmp: &Path,
+    first: &str,
+    others: &[String],
+    days_csv: &Path,
+) {
+    wait_stored(target, others);
+    let rec = tmp.join("stored.log");
+    recording(
+        &rec,
+        &[
+            ("REQ_HOME", 200, "/"),
+            ("REQ_GET", 200, "/api/days/${date}?count=9"),
+        ],
+    );
+    let one = tmp.join("one-day.csv");
+    std::fs::write(&one, format!("date\n{first}\n")).unwrap();
+    let mut runs = Vec::new();
+    let per_user = days_csv.to_path_buf();
+    for (name, csv, mode) in [
+        ("same", &one, "sequential"),
+        ("per-user", &per_user, "unique"),
+    ] {
+        let run = tmp.join(format!("run-{name}-count9"));
+        let mut cmd = replay_cmd(&rec, target, 30, &run);
+        cmd.args(["--start-interval", "20ms", "--think-time", "none"])
+            .arg("--data")
+            .arg(csv)
+            .args(["--data-mode", mode]);
+        let out = run_ok(cmd);
+        assert_eq!(
+            summary(&run)["sessions"]["failed"].as_u64(),
+            Some(0),
+            "{out}"
+        );
+        runs.push(run);
+    }
+    let sessions = |run: &Path| summary(run)["sessions"]["started"].as_u64().unwrap();
+    let (n_same, n_per) = (sessions(&runs[0]), sessions(&runs[1]));
+    assert_eq!(n_per, 30);
+    let m = report_model(&report_args(runs.clone(), &["same day", "a day per user"]));
+    let inputs = |i: usize| m["runs"][i]["inputs"].clone();
+    let (same, per) = (inputs(0), inputs(1));
+    // What each run sent, counted from the recording and the data files alone.
+    assert_eq!(
+        [
+            &same["with_data"],
+            &same["distinct"],
+            &same["first"],
+            &same["again"]
+        ]
+        .map(|v| v.as_u64()),
+        [Some(n_same), Some(1), Some(1), Some(n_same - 1)],
+        "{same}"
+    );
+    assert_eq!(
+        [
+            &per["with_data"],
+            &per["distinct"],
+            &per["first"],
+            &per["again"]
+        ]
+        .map(|v| v.as_u64()),
+        [Some(30), Some(30), Some(30), Some(0)],
+        "{per}"
+    );
+    // The day request (recording line 5): [n, p50, p90, p99, max] in first-use and reusing
+    // sessions.
+    let day = |u: &serde_json::Value| {
+        (u["lines"].as_array().unwrap().iter())
+            .find(|l| l["line"] == 5)
+            .unwrap()
+            .clone()
+    };
+    let (ds, dp) = (day(&same), day(&per));
+    assert_eq!(
+        (ds["first"][0].as_u64(), ds["again"][0].as_u64()),
+        (Some(1), Some(n_same - 1))
+    );
+    assert_eq!(
+        (dp["first"][0].as_u64(), dp["again"][0].as_u64()),
+        (Some(30), Some(0))
+    );
+    eprintln!(
+        "day request p50/p90: same day (reuse) {}/{} ms, a day per user (first use) {}/{} ms",
+        ds["again"][1], ds["again"][2], dp["first"][1], dp["first"][2]
+    );
+    // The page: its Inputs section with those counts.
+    let html = tmp.join("report.html");
+    let out = run_ok({
+        let mut c = surge();
+        c.arg("report").args(&runs).arg("-o").arg(&html);
+        c
+    });
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"inputs\">"), "{out}");
+    assert!(
+        page.contains("<tr data-run=\"1\"><th>run-per-user-count9</th><td>30</td><td data-k=\"distinct\">30</td><td data-k=\"first\">30</td><td data-k=\"again\">0</td></tr>"),
+        "{out}"
     );
 }
 

@@ -4,6 +4,7 @@
 
 mod bench;
 mod capacity;
+mod capacity_session_flags;
 mod common;
 mod cranwhales_e2e;
 mod data_e2e;

@@ -9,8 +9,8 @@ use crate::date::{Day, Range, EPOCH, FIRST_LOG};
 
 impl Store {
     /// Every package's downloads over the stored days of `range`, and how many days those are:
-    /// `package_totals` when the range holds every stored day, else the range's `packages` rows
-    /// summed by package id (a vector index), then named once each.
+    /// the range's `packages` rows summed by package id (a vector index), or, when the range
+    /// holds most stored days, `package_totals` minus the rows outside it; named once each.
     pub fn range_totals(&self, range: Range) -> Result<RangeTotals> {
         let (from, to) = (range.from.to_string(), range.to.to_string());
         let first = EPOCH.days_until(range.from);
@@ -21,39 +21,43 @@ impl Store {
                 [&from, &to],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
-            if days == all {
-                // Every stored day: the totals kept per name (5,200 days: ~80M rows otherwise).
-                let mut st = self
-                    .conn
-                    .prepare_cached("SELECT package, downloads FROM package_totals")?;
-                let named = st
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                return Ok(RangeTotals::new(named, days));
-            }
+            let (lo, hi) = (day_range(first).0, day_range(last).1);
             let mut st = self.conn.prepare_cached(
                 "SELECT day_package, downloads FROM packages WHERE day_package BETWEEN ?1 AND ?2",
             )?;
-            let mut rows = st.query([day_range(first).0, day_range(last).1])?;
-            let mut sums: Vec<Option<u64>> = Vec::new();
-            while let Some(r) = rows.next()? {
-                let id = (r.get::<_, i64>(0)? % PACKAGE_IDS) as usize;
-                if id >= sums.len() {
-                    sums.resize(id + 1, None);
+            // Sums by package id (every row has a download: a sum of 0 is no row).
+            let mut sums: Vec<i64> = Vec::new();
+            let mut add = |range: (i64, i64), sign: i64| -> rusqlite::Result<()> {
+                let mut rows = st.query([range.0, range.1])?;
+                while let Some(r) = rows.next()? {
+                    let id = (r.get::<_, i64>(0)? % PACKAGE_IDS) as usize;
+                    if id >= sums.len() {
+                        sums.resize(id + 1, 0);
+                    }
+                    sums[id] += sign * r.get::<_, i64>(1)?;
                 }
-                let n: u64 = r.get(1)?;
-                sums[id] = Some(sums[id].unwrap_or(0) + n);
-            }
-            drop(rows);
+                Ok(())
+            };
             let mut names = self
                 .conn
-                .prepare_cached("SELECT id, package FROM package_totals")?;
+                .prepare_cached("SELECT id, package, downloads FROM package_totals")?;
+            // Most stored days in range (5,200 days: ~80M rows): the totals kept per name
+            // minus the days outside it.
+            let from_totals = 2 * u64::from(days) > u64::from(all);
+            if from_totals {
+                add((i64::MIN, lo - 1), -1)?;
+                add((hi + 1, i64::MAX), -1)?;
+            } else {
+                add((lo, hi), 1)?;
+            }
             let mut named = Vec::new();
             let mut rows = names.query([])?;
             while let Some(r) = rows.next()? {
                 let id = r.get::<_, i64>(0)? as usize;
-                if let Some(&Some(n)) = sums.get(id) {
-                    named.push((r.get::<_, String>(1)?, n));
+                let kept = if from_totals { r.get::<_, i64>(2)? } else { 0 };
+                let n = kept + sums.get(id).copied().unwrap_or(0);
+                if n > 0 {
+                    named.push((r.get::<_, String>(1)?, n as u64));
                 }
             }
             Ok(RangeTotals::new(named, days))

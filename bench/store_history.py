@@ -52,6 +52,29 @@ def store_bytes(db):
     return n - free
 
 
+def by_table(db):
+    """{table: bytes of its pages} (a table's own indexes counted with it; `dbstat`)."""
+    c = sqlite3.connect(db)
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    owner = dict(c.execute("SELECT name, tbl_name FROM sqlite_schema"))
+    out = {}
+    for name, size in c.execute("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE"):
+        t = owner.get(name, name)
+        out[t] = out.get(t, 0) + size
+    c.close()
+    return out
+
+
+def breakdown(after, before=None):
+    """`table bytes (share)`, largest first: what `after` holds beyond `before`."""
+    before = before or {}
+    d = {t: n - before.get(t, 0) for t, n in after.items()}
+    d = {t: n for t, n in d.items() if n > 0}
+    total = sum(d.values()) or 1
+    return ", ".join(f"{t} {n:,} ({100 * n / total:.0f}%)"
+                     for t, n in sorted(d.items(), key=lambda kv: -kv[1]))
+
+
 def real_days():
     """(date, rows, packages, gz bytes) of every real day, from a store of all of them."""
     db = os.path.join(WORK, "history-real.db")
@@ -170,12 +193,13 @@ def sample(date, rows, packages):
     c = sqlite3.connect(db)
     stored_packages, whale_rows = c.execute(
         "SELECT d.packages, w.rows FROM days d JOIN whale_log w USING (date)").fetchone()
-    # package_totals (a row per package name over all days) is kept once per store, not per
-    # day: counted apart.
-    totals = c.execute("SELECT sum(pgsize) FROM dbstat WHERE name = 'package_totals'").fetchone()[0]
     c.close()
+    # package_totals (a row per package name over all days, with its name index) is kept once
+    # per store, not per day: counted apart.
+    tables = by_table(db)
+    totals = tables.pop("package_totals", 0)
     os.remove(day)
-    return n, stored_packages, whale_rows, b - totals, totals
+    return n, stored_packages, whale_rows, b - totals, totals, breakdown(tables)
 
 
 def main():
@@ -203,11 +227,12 @@ def main():
                 if os.path.exists(f):
                     os.remove(f)
             run(BIN, "ingest", "--db", base, os.path.join(SRC, "2015-01-09.csv.gz"))
-            before = store_bytes(base)
+            before, tables = store_bytes(base), by_table(base)
             run(BIN, "ingest", "--db", base, os.path.join(SRC, d.isoformat() + ".csv.gz"))
             b = store_bytes(base) - before
             print(f"  {d}: {r:,} rows, {p:,} packages: {b:,} bytes added ({b / r:.2f} per row; "
                   f"target <= 1,000,000)")
+            print(f"    by table: {breakdown(by_table(base), tables)}")
     pts, gz_per_row = anchors(days)
     rows_at, pk_at = model(pts)
     print(f"growth anchors (real monthly medians; 2021-06-07 published: 40 MB/day at the real "
@@ -218,13 +243,14 @@ def main():
     measured, once = [], 0
     for s in SAMPLES:
         d = dt.date.fromisoformat(s)
-        n, pk, whales, b, totals = sample(s, rows_at(d), pk_at(d))
+        n, pk, whales, b, totals, tables = sample(s, rows_at(d), pk_at(d))
         b -= fixed
         measured.append((d, b))
         # The names table of the whole history: about the last day's, twice (names come and go).
         once = max(once, 2 * totals)
         print(f"  {s}: {n:,} rows, {pk:,} packages, {whales:,} whale rows: {b:,} bytes "
               f"({b / n:.2f} per row; package_totals {totals:,} apart)")
+        print(f"    by table: {tables}")
     proj = project(measured, None)
     flat = project(measured, PUBLISHED[0])
     proj, flat = (proj[0] + once + fixed, proj[1]), (flat[0] + once + fixed, flat[1])

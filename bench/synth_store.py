@@ -27,6 +27,7 @@ SRC, BIN, WORK, OUT = sys.argv[1:5]
 NDAYS = int(sys.argv[5]) if len(sys.argv) > 5 else 5_200
 TEMPLATE = "2015-01-08"
 FIRST = dt.date(2012, 10, 1)
+PACKAGE_IDS = 1 << 20  # store::codec::PACKAGE_IDS: packages.day_package = day * this + id
 
 
 def main():
@@ -45,15 +46,21 @@ def main():
     c.execute("PRAGMA journal_mode=WAL")
     c.execute("PRAGMA synchronous=OFF")
     t = {name: c.execute(f"SELECT * FROM {name} WHERE date = ?", (TEMPLATE,)).fetchall()
-         for name in ("days", "hourly", "whales", "whale_hourly", "whale_log", "packages")}
+         for name in ("days", "hourly", "whales", "whale_hourly", "whale_log")}
+    # packages rows as (name, downloads, whale_downloads, downloaders, whale_ranks, small,
+    # repeats); stored keyed by day number * 2^20 + the name's package_totals id.
+    t["packages"] = c.execute(
+        "SELECT t.package, p.downloads, p.whale_downloads, p.downloaders, p.whale_ranks, p.small, "
+        "p.repeats FROM packages p JOIN package_totals t ON t.id = p.day_package % ?",
+        (PACKAGE_IDS,)).fetchall()
     for name in t:
         c.execute(f"DELETE FROM {name}")
     c.execute("DELETE FROM package_totals")
     cols = {name: len(t[name][0]) for name in t}
     day_row = list(t["days"][0])
     t_rows = day_row[6]
-    pk_rows = sorted(t["packages"], key=lambda r: -r[2])
-    totals = {}
+    pk_rows = sorted(t["packages"], key=lambda r: (-r[1], r[0]))
+    totals, ids = {}, {}
     rnd = random.Random(21)
     c.execute("BEGIN")
     for k in range(NDAYS):
@@ -70,18 +77,20 @@ def main():
                 r = list(pk_rows[i])
             else:
                 r = list(pk_rows[len(pk_rows) // 2 + rnd.randrange(len(pk_rows) // 2)])
-                r[1] = f"synth-{i:05d}"
-                r[5] = None
-            r[0] = date
-            r[2] = r[3] + int((r[2] - r[3]) * scale)
+                r[0] = f"synth-{i:05d}"
+                r[4] = None
+            r[1] = r[2] + int((r[1] - r[2]) * scale)
             packages.append(r)
-        packages.sort(key=lambda r: r[1])
-        ins("packages", packages)
+        packages.sort(key=lambda r: r[0])
         for r in packages:
-            n, days_ = totals.get(r[1], (0, 0))
-            totals[r[1]] = (n + r[2], days_ + 1)
+            ids.setdefault(r[0], len(ids) + 1)
+            n, days_ = totals.get(r[0], (0, 0))
+            totals[r[0]] = (n + r[1], days_ + 1)
+        day0 = (d - dt.date(1970, 1, 1)).days * PACKAGE_IDS
+        c.executemany("INSERT INTO packages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      sorted((day0 + ids[r[0]], *r[1:]) for r in packages))
         row = list(day_row)
-        row[0], row[1], row[4], row[6] = date, sum(r[2] for r in packages), npk, int(t_rows * scale)
+        row[0], row[1], row[4], row[6] = date, sum(r[1] for r in packages), npk, int(t_rows * scale)
         row[2] = max(1, int(row[2] * scale))
         row[7] = "synthetic"
         ins("days", [row])
@@ -93,8 +102,8 @@ def main():
             c.execute("COMMIT")
             c.execute("BEGIN")
             print(f"synth_store: {k + 1}/{NDAYS} days ({date}: {npk:,} packages)", file=sys.stderr)
-    c.executemany("INSERT INTO package_totals VALUES (?, ?, ?)",
-                  sorted((p, n, dn) for p, (n, dn) in totals.items()))
+    c.executemany("INSERT INTO package_totals (id, package, downloads, days) VALUES (?, ?, ?, ?)",
+                  sorted((ids[p], p, n, dn) for p, (n, dn) in totals.items()))
     c.execute("COMMIT")
     c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     c.close()

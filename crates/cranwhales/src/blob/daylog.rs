@@ -1,4 +1,6 @@
-//! Format 3: every top-100 whale's downloads of one day in one blob (`whale_log`, one row a day).
+//! Formats 3 and 4: every top-100 whale's downloads of one day in one blob (`whale_log`, one row
+//! a day). Schema 4 writes format 4 (`columns`: the same dictionary and columns, each column of
+//! all whales one zstd frame); format 3 is read to migrate version-3 stores.
 //!
 //! Measured on 2015-01-08 (265,741 rows, 95,081 whale rows): format 2 took 21 B a whale row
 //! (each whale repeating the package names and versions it fetched, and SQLite leaving ~8 KiB
@@ -66,11 +68,26 @@ pub struct LogRow {
 /// Deflate level: 6 is within 2% of 9 on the measured day's segments, at about half the time.
 const LEVEL: u32 = 6;
 
-/// Encodes the day: `whales` are (ip_id, rows in their stored order).
+/// Encodes the day in format 4 (`columns`): `whales` are (ip_id, rows in their stored order).
 pub fn encode(dict: &LogDict<'_>, whales: &[(u64, &[LogRow])]) -> Vec<u8> {
-    // Each package+version's sizes ascending, as deltas: a file's sizes differ by a few bytes
-    // to a few hundred between builds, and its partial transfers are below it (2015-01-08's
-    // 60k sizes: 173 KB deflated in order of first use, 93 KB so).
+    let (sizes, new_index) = sorted_sizes(dict);
+    let mut raw = Vec::new();
+    put_dict(&mut raw, dict, &sizes);
+    let mut cols: [Vec<u8>; columns::COLUMNS] = Default::default();
+    for (_, rows) in whales {
+        put_columns(&mut cols, rows, &new_index);
+    }
+    let counts: Vec<(u64, u64)> = (whales.iter())
+        .map(|(ip, rows)| (*ip, rows.len() as u64))
+        .collect();
+    columns::encode(&raw, &counts, &cols)
+}
+
+/// Each package+version's sizes ascending, with each old size index's place in the sorted list.
+/// As deltas: a file's sizes differ by a few bytes to a few hundred between builds, and its
+/// partial transfers are below it (2015-01-08's 60k sizes: 173 KB deflated in order of first
+/// use, 93 KB so).
+fn sorted_sizes(dict: &LogDict<'_>) -> (Vec<Vec<u64>>, Vec<Vec<u32>>) {
     let mut sizes = dict.sizes.clone();
     let new_index: Vec<Vec<u32>> = (sizes.iter_mut())
         .map(|list| {
@@ -84,6 +101,13 @@ pub fn encode(dict: &LogDict<'_>, whales: &[(u64, &[LogRow])]) -> Vec<u8> {
             new
         })
         .collect();
+    (sizes, new_index)
+}
+
+/// Encodes the day in format 3 (whales' columns deflated apart): what schema 3 stored; kept for
+/// tests that make a version-3 store.
+pub fn encode_v3(dict: &LogDict<'_>, whales: &[(u64, &[LogRow])]) -> Vec<u8> {
+    let (sizes, new_index) = sorted_sizes(dict);
     let mut raw = Vec::new();
     put_dict(&mut raw, dict, &sizes);
     let mut out = FORMAT3.to_le_bytes().to_vec();
@@ -105,10 +129,22 @@ pub fn encode(dict: &LogDict<'_>, whales: &[(u64, &[LogRow])]) -> Vec<u8> {
     out
 }
 
-/// Encodes whales given as resolved downloads (the migration from formats 1 and 2, and the
-/// reference the store's id-based packing is tested against): strings interned in order of first
-/// appearance.
+/// Encodes whales given as resolved downloads in format 4 (the migrations from formats 1 to 3,
+/// and the reference the store's id-based packing is tested against): strings interned in order
+/// of first appearance.
 pub fn encode_downloads(whales: &[WhaleRows]) -> Vec<u8> {
+    encode_downloads_with(whales, encode)
+}
+
+/// `encode_downloads` in format 3 (for tests that make a version-3 store).
+pub fn encode_downloads_v3(whales: &[WhaleRows]) -> Vec<u8> {
+    encode_downloads_with(whales, encode_v3)
+}
+
+/// A day's encoder: format 3 or 4.
+type Encoder = fn(&LogDict<'_>, &[(u64, &[LogRow])]) -> Vec<u8>;
+
+fn encode_downloads_with(whales: &[WhaleRows], encode: Encoder) -> Vec<u8> {
     type Ix<K> = HashMap<K, u32, foldhash::fast::RandomState>;
     fn id<K: std::hash::Hash + Eq>(ix: &mut Ix<K>, k: K, added: impl FnOnce()) -> u32 {
         let n = ix.len() as u32;
@@ -212,30 +248,32 @@ fn put_str(raw: &mut Vec<u8>, s: Option<&str>, optional: bool) {
     }
 }
 
-/// One whale's rows as deflated columns (`new_index`: each size index's place in its sorted
-/// list).
+/// One whale's rows as deflated columns (format 3; `new_index`: each size index's place in its
+/// sorted list).
 fn segment(rows: &[LogRow], new_index: &[Vec<u32>]) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(rows.len() * 6);
+    let mut cols: [Vec<u8>; columns::COLUMNS] = Default::default();
+    put_columns(&mut cols, rows, new_index);
+    deflate(&cols.concat())
+}
+
+/// One whale's rows appended to the five columns (deltas start from 0 at each whale).
+fn put_columns(cols: &mut [Vec<u8>; columns::COLUMNS], rows: &[LogRow], new_index: &[Vec<u32>]) {
     let mut prev = 0i64;
     for r in rows {
-        varint(&mut raw, zigzag(i64::from(r.secs) - prev));
+        varint(&mut cols[0], zigzag(i64::from(r.secs) - prev));
         prev = i64::from(r.secs);
     }
     prev = 0;
     for r in rows {
-        varint(&mut raw, zigzag(i64::from(r.pkgver) - prev));
+        varint(&mut cols[1], zigzag(i64::from(r.pkgver) - prev));
         prev = i64::from(r.pkgver);
     }
-    for col in [|r: &LogRow| r.env, |r: &LogRow| r.country] {
-        for r in rows {
-            varint(&mut raw, u64::from(col(r)));
-        }
-    }
     for r in rows {
+        varint(&mut cols[2], u64::from(r.env));
+        varint(&mut cols[3], u64::from(r.country));
         let new = new_index[r.pkgver as usize][r.size as usize];
-        varint(&mut raw, u64::from(new));
+        varint(&mut cols[4], u64::from(new));
     }
-    deflate(&raw)
 }
 
 fn deflate(raw: &[u8]) -> Vec<u8> {
@@ -277,6 +315,9 @@ const MAX_INFLATED: u64 = 1 << 30;
 
 /// The ip_ids in a format-3 blob with their row counts, in stored order; `None` if malformed.
 pub fn whales(blob: &[u8]) -> Option<Vec<(u64, u64)>> {
+    if columns::is_format4(blob) {
+        return columns::whales(blob);
+    }
     let (_, entries) = index(blob)?;
     Some(entries.iter().map(|e| (e.ip_id, e.rows)).collect())
 }
@@ -284,6 +325,13 @@ pub fn whales(blob: &[u8]) -> Option<Vec<(u64, u64)>> {
 /// Whale `ip_id`'s downloads from a format-3 blob, in stored order: `Some(None)` if the blob
 /// has no such whale, `None` if it is malformed.
 pub fn unpack_whale(blob: &[u8], ip_id: u64) -> Option<Option<Vec<Download>>> {
+    if columns::is_format4(blob) {
+        let (raw, whales, segments) = columns::open(blob, MAX_INFLATED)?;
+        let Some(i) = whales.iter().position(|w| w.0 == ip_id) else {
+            return Some(None);
+        };
+        return rows(&segments[i], whales[i].1, &read_dict(&raw)?).map(Some);
+    }
     let (dict_at, entries) = index(blob)?;
     let Some(e) = entries.iter().find(|e| e.ip_id == ip_id) else {
         return Some(None);
@@ -296,6 +344,13 @@ pub fn unpack_whale(blob: &[u8], ip_id: u64) -> Option<Option<Vec<Download>>> {
 /// Every whale's downloads from a format-3 blob, (ip_id, rows) in stored order; `None` if it is
 /// malformed. The dictionary is inflated once for all (`unpack_whale` inflates it per whale).
 pub fn unpack_all(blob: &[u8]) -> Option<Vec<WhaleRows>> {
+    if columns::is_format4(blob) {
+        let (raw, whales, segments) = columns::open(blob, MAX_INFLATED)?;
+        let dict = read_dict(&raw)?;
+        return (whales.iter().zip(&segments))
+            .map(|(&(ip, n), seg)| Some((ip, rows(seg, n, &dict)?)))
+            .collect();
+    }
     let (dict_at, entries) = index(blob)?;
     let dict = read_dict(&inflate(dict_at, MAX_INFLATED)?)?;
     (entries.iter())
@@ -437,6 +492,8 @@ fn rows(raw: &[u8], n: u64, d: &Dict) -> Option<Vec<Download>> {
         })
         .collect()
 }
+
+mod columns;
 
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,13 @@
 //! Reading across days: one package over a date range (with each day's whales taken out), the
 //! stored package names, and the trends of every stored day. Each is a range scan of a
-//! precomputed table: one `packages` primary-key seek per stored day for a package, a range of
+//! precomputed table: one `packages` rowid seek per stored day for a package, a range of
 //! `days` for trends.
 
 use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::codec::{decode_ranks, WhaleCount};
+use super::codec::{decode_ranks, Common, WhaleCount, PACKAGE_IDS};
 use super::{sql, Result, Store};
 use crate::date::Range;
 use crate::numfmt::thousands;
@@ -98,13 +98,21 @@ impl Store {
         whales: u32,
     ) -> Result<Vec<PackageDay>> {
         let q = || -> rusqlite::Result<Vec<PackageDay>> {
-            let mut st = self.conn.prepare_cached(
+            // 0 is no package's id: a name never stored matches no row.
+            let id: i64 = (self.conn)
+                .prepare_cached("SELECT id FROM package_totals WHERE package = ?1")?
+                .query_row([package], |r| r.get(0))
+                .optional()?
+                .unwrap_or(0);
+            // One rowid seek per stored day: the day number (unixepoch / 86400) keys it.
+            let mut st = self.conn.prepare_cached(&format!(
                 "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks, d.small,
-                     p.small, p.repeats
-                 FROM days d LEFT JOIN packages p ON p.date = d.date AND p.package = ?1
-                 WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date",
-            )?;
-            let rows = st.query_map(params![package, from, to], |r| {
+                     p.small, p.repeats, d.common_whales
+                 FROM days d LEFT JOIN packages p
+                     ON p.day_package = unixepoch(d.date) / 86400 * {PACKAGE_IDS} + ?1
+                 WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date"
+            ))?;
+            let rows = st.query_map(params![id, from, to], |r| {
                 // Counted on this day (schema 3): a package it did not download has 0 of each.
                 let counted = r.get::<_, Option<u64>>(5)?.is_some();
                 let stored = match r.get::<_, Option<u64>>(2)? {
@@ -112,9 +120,13 @@ impl Store {
                     Some(downloads) => Some(Stored {
                         downloads,
                         downloaders: r.get(3)?,
-                        ranks: (r.get::<_, Option<Vec<u8>>>(4)?.as_deref())
-                            .map(decode_ranks)
-                            .unwrap_or_default(),
+                        ranks: match r.get::<_, Option<Vec<u8>>>(4)? {
+                            Some(b) => {
+                                let common: Option<Vec<u8>> = r.get(8)?;
+                                decode_ranks(&b, Common::from_blob(common.as_deref()))
+                            }
+                            None => Vec::new(),
+                        },
                         filtered: match (r.get::<_, Option<u64>>(6)?, r.get(7)?) {
                             (Some(s), Some(rep)) => Some((s, rep)),
                             _ => None,

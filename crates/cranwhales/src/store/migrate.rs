@@ -1,11 +1,18 @@
-//! Version 2 → 3, the rows' part: each stored day's whale blobs (formats 1 and 2, one per whale)
-//! re-encoded into one `whale_log` blob, its profiles deflated, its `whale_ranks` re-encoded;
-//! then `whale_rows` dropped. Runs inside `schema::create_or_migrate`'s one transaction, so a
-//! crash at any point (even `kill -9`) leaves the store as it was: wholly version 2.
+//! The rows' part of a migration, a day at a time. Version 2 → 3: each stored day's whale blobs
+//! (formats 1 and 2, one per whale) re-encoded into one `whale_log` blob, its profiles deflated;
+//! then `whale_rows` dropped. Version 3 → 4 (and 2 → 4): each day's `packages` rows copied to
+//! the table keyed by day number and package id, `whale_ranks` (any version's) re-encoded
+//! against the day's common whales, profiles deflated with the preset dictionary, the whale
+//! log in format 4 (`blob::daylog`). Runs inside
+//! `schema::create_or_migrate`'s one transaction, so a crash at any point (even `kill -9`) leaves
+//! the store as it was: wholly the old version.
 
 use rusqlite::{params, Connection};
 
-use super::codec::{decode_ranks, encode_ranks, pack_profile};
+use super::codec::{
+    day_number, day_package, decode_ranks, encode_ranks, pack_profile, unpack_profile_v3, Common,
+    WhaleCount,
+};
 use crate::blob::{self, daylog};
 use crate::summary::Download;
 
@@ -20,16 +27,26 @@ pub struct Step {
     pub date: String,
 }
 
-/// Re-encodes every stored day (see the module doc), telling `progress` after each.
-pub fn rows(conn: &Connection, progress: &mut dyn FnMut(&Step)) -> rusqlite::Result<()> {
+/// Re-encodes every stored day of a version `found` store (see the module doc), telling
+/// `progress` after each.
+pub fn rows(
+    conn: &Connection,
+    found: i64,
+    progress: &mut dyn FnMut(&Step),
+) -> rusqlite::Result<()> {
     let dates: Vec<String> = conn
         .prepare("SELECT date FROM days ORDER BY date")?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for (i, date) in dates.iter().enumerate() {
-        whale_log(conn, date)?;
-        profiles(conn, date)?;
-        ranks(conn, date)?;
+        if found <= 2 {
+            whale_log(conn, date)?;
+            profiles(conn, date)?;
+        } else {
+            repack_profiles(conn, date)?;
+            repack_log(conn, date)?;
+        }
+        packages(conn, date)?;
         progress(&Step {
             done: i + 1,
             total: dates.len(),
@@ -38,7 +55,69 @@ pub fn rows(conn: &Connection, progress: &mut dyn FnMut(&Step)) -> rusqlite::Res
         #[cfg(feature = "fault-injection")]
         pause_for_crash_test();
     }
-    conn.execute_batch("DROP TABLE whale_rows")
+    if found <= 2 {
+        conn.execute_batch("DROP TABLE whale_rows")?;
+    }
+    Ok(())
+}
+
+/// The day's `packages_v3` rows (keyed by date and name) into `packages` (keyed by day number
+/// and package id, in key order), their `whale_ranks` relative to the day's common whales (kept
+/// in `days.common_whales`).
+fn packages(conn: &Connection, date: &str) -> rusqlite::Result<()> {
+    let day =
+        day_number(date).ok_or_else(|| corrupt(format!("days holds '{date}', not a date")))?;
+    type Row = (
+        i64,
+        i64,
+        i64,
+        Option<i64>,
+        Option<Vec<u8>>,
+        Option<i64>,
+        Option<i64>,
+    );
+    let rows: Vec<Row> = conn
+        .prepare_cached(
+            "SELECT t.id, p.downloads, p.whale_downloads, p.downloaders, p.whale_ranks, p.small,
+                 p.repeats
+             FROM packages_v3 p JOIN package_totals t ON t.package = p.package
+             WHERE p.date = ?1 ORDER BY t.id",
+        )?
+        .query_map([date], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let counts: Vec<Vec<WhaleCount>> = (rows.iter())
+        .map(|r| (r.4.as_deref()).map_or_else(Vec::new, |b| decode_ranks(b, Common::default())))
+        .collect();
+    let common = Common::of(counts.iter().map(Vec::as_slice));
+    let mut st = conn.prepare_cached(
+        "INSERT INTO packages (day_package, downloads, whale_downloads, downloaders, whale_ranks,
+             small, repeats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (r, c) in rows.iter().zip(&counts) {
+        let ranks = r.4.is_some().then(|| encode_ranks(c, common));
+        st.execute(params![
+            day_package(day, r.0),
+            r.1,
+            r.2,
+            r.3,
+            ranks,
+            r.5,
+            r.6
+        ])?;
+    }
+    conn.prepare_cached("UPDATE days SET common_whales = ?2 WHERE date = ?1")?
+        .execute(params![date, common.to_blob()])?;
+    Ok(())
 }
 
 /// A version-2 row that cannot be read: the migration stops (and rolls back) naming it.
@@ -86,19 +165,33 @@ fn profiles(conn: &Connection, date: &str) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The day's `whale_ranks` in version 3's form (filtered counts unknown: 0, and the day's
-/// `small`/`repeats` stay NULL).
-fn ranks(conn: &Connection, date: &str) -> rusqlite::Result<()> {
-    let old: Vec<(String, Vec<u8>)> = conn
+/// The day's format-3 whale log (each whale's columns deflated apart) in format 4.
+fn repack_log(conn: &Connection, date: &str) -> rusqlite::Result<()> {
+    let log: Vec<u8> =
+        conn.query_row("SELECT log FROM whale_log WHERE date = ?1", [date], |r| {
+            r.get(0)
+        })?;
+    let whales = daylog::unpack_all(&log)
+        .ok_or_else(|| corrupt(format!("corrupt whale_log blob ({date})")))?;
+    conn.prepare_cached("UPDATE whale_log SET log = ?2 WHERE date = ?1")?
+        .execute(params![date, daylog::encode_downloads(&whales)])?;
+    Ok(())
+}
+
+/// The day's version-3 profiles (deflated alone) deflated with the preset dictionary.
+fn repack_profiles(conn: &Connection, date: &str) -> rusqlite::Result<()> {
+    let old: Vec<(u32, Vec<u8>)> = conn
         .prepare_cached(
-            "SELECT package, whale_ranks FROM packages WHERE date = ?1 AND whale_ranks IS NOT NULL",
+            "SELECT rank, profile FROM whales WHERE date = ?1 AND typeof(profile) = 'blob'",
         )?
         .query_map([date], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut up = conn
-        .prepare_cached("UPDATE packages SET whale_ranks = ?3 WHERE date = ?1 AND package = ?2")?;
-    for (package, b) in old {
-        up.execute(params![date, package, encode_ranks(&decode_ranks(&b))])?;
+    let mut up =
+        conn.prepare_cached("UPDATE whales SET profile = ?3 WHERE date = ?1 AND rank = ?2")?;
+    for (rank, b) in old {
+        let json = unpack_profile_v3(&b)
+            .ok_or_else(|| corrupt(format!("corrupt profile ({date}, rank {rank})")))?;
+        up.execute(params![date, rank, pack_profile(&json)])?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@
 //! (a day's summary and whales), `insight` (a package over days, trends), `range` (every
 //! package over a range, the calendar).
 
-mod codec;
+pub mod codec;
 mod insight;
 mod migrate;
 mod range;

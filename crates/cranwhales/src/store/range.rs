@@ -1,39 +1,66 @@
 //! Reads over a whole range of stored days for the answers in context: every package's downloads
-//! over a range (one pass over the range's `packages` rows, which the primary key keeps together
-//! by date) and the calendar (one row per stored day).
+//! over a range (one pass over the range's `packages` rows, which the key keeps together by day)
+//! and the calendar (one row per stored day).
 
-use std::collections::HashMap;
-
+use super::codec::{day_range, PACKAGE_IDS};
 use super::{sql, Result, Store};
 use crate::context::{Calendar, CalendarDay, RangeTotals};
-use crate::date::{Day, Range, FIRST_LOG};
+use crate::date::{Day, Range, EPOCH, FIRST_LOG};
 
 impl Store {
-    /// Every package's downloads over the stored days of `range`, and how many days those are.
+    /// Every package's downloads over the stored days of `range`, and how many days those are:
+    /// the range's `packages` rows summed by package id (a vector index), or, when the range
+    /// holds most stored days, `package_totals` minus the rows outside it; named once each.
     pub fn range_totals(&self, range: Range) -> Result<RangeTotals> {
         let (from, to) = (range.from.to_string(), range.to.to_string());
+        let first = EPOCH.days_until(range.from);
+        let last = EPOCH.days_until(range.to);
         let q = || -> rusqlite::Result<RangeTotals> {
-            let days: u32 = self.conn.query_row(
-                "SELECT count(*) FROM days WHERE date BETWEEN ?1 AND ?2",
+            let (days, all): (u32, u32) = self.conn.query_row(
+                "SELECT count(*) FILTER (WHERE date BETWEEN ?1 AND ?2), count(*) FROM days",
                 [&from, &to],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
+            let (lo, hi) = (day_range(first).0, day_range(last).1);
             let mut st = self.conn.prepare_cached(
-                "SELECT package, downloads FROM packages WHERE date BETWEEN ?1 AND ?2",
+                "SELECT day_package, downloads FROM packages WHERE day_package BETWEEN ?1 AND ?2",
             )?;
-            let mut rows = st.query([&from, &to])?;
-            let mut sums: HashMap<String, u64> = HashMap::new();
-            while let Some(r) = rows.next()? {
-                let n: u64 = r.get(1)?;
-                let name = r.get_ref(0)?.as_str()?;
-                match sums.get_mut(name) {
-                    Some(s) => *s += n,
-                    None => {
-                        sums.insert(name.to_owned(), n);
+            // Sums by package id (every row has a download: a sum of 0 is no row).
+            let mut sums: Vec<i64> = Vec::new();
+            let mut add = |range: (i64, i64), sign: i64| -> rusqlite::Result<()> {
+                let mut rows = st.query([range.0, range.1])?;
+                while let Some(r) = rows.next()? {
+                    let id = (r.get::<_, i64>(0)? % PACKAGE_IDS) as usize;
+                    if id >= sums.len() {
+                        sums.resize(id + 1, 0);
                     }
+                    sums[id] += sign * r.get::<_, i64>(1)?;
+                }
+                Ok(())
+            };
+            let mut names = self
+                .conn
+                .prepare_cached("SELECT id, package, downloads FROM package_totals")?;
+            // Most stored days in range (5,200 days: ~80M rows): the totals kept per name
+            // minus the days outside it.
+            let from_totals = 2 * u64::from(days) > u64::from(all);
+            if from_totals {
+                add((i64::MIN, lo - 1), -1)?;
+                add((hi + 1, i64::MAX), -1)?;
+            } else {
+                add((lo, hi), 1)?;
+            }
+            let mut named = Vec::new();
+            let mut rows = names.query([])?;
+            while let Some(r) = rows.next()? {
+                let id = r.get::<_, i64>(0)? as usize;
+                let kept = if from_totals { r.get::<_, i64>(2)? } else { 0 };
+                let n = kept + sums.get(id).copied().unwrap_or(0);
+                if n > 0 {
+                    named.push((r.get::<_, String>(1)?, n as u64));
                 }
             }
-            Ok(RangeTotals::new(sums.into_iter().collect(), days))
+            Ok(RangeTotals::new(named, days))
         };
         q().map_err(sql(&self.path))
     }

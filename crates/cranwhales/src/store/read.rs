@@ -2,7 +2,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::codec::unpack_profile;
+use super::codec::{day_number, day_range, unpack_profile, PACKAGE_IDS};
 use super::{sql, totals, Result, Store};
 use crate::blob::daylog::{self, WhaleRows};
 use crate::day::TOP;
@@ -123,12 +123,18 @@ impl Store {
 
     /// Per-package downloads of a day, most downloaded first (ties by name).
     pub fn packages(&self, date: &str, limit: u32) -> Result<Vec<PackageDownloads>> {
+        let Some(day) = day_number(date) else {
+            return Ok(Vec::new());
+        };
+        let (lo, hi) = day_range(day);
         let q = || -> rusqlite::Result<Vec<PackageDownloads>> {
-            let mut st = self.conn.prepare_cached(
-                "SELECT package, downloads, whale_downloads FROM packages WHERE date = ?1
-                 ORDER BY downloads DESC, package LIMIT ?2",
-            )?;
-            let rows = st.query_map(params![date, limit], |r| {
+            let mut st = self.conn.prepare_cached(&format!(
+                "SELECT t.package, p.downloads, p.whale_downloads FROM packages p
+                 JOIN package_totals t ON t.id = p.day_package % {PACKAGE_IDS}
+                 WHERE p.day_package BETWEEN ?1 AND ?2
+                 ORDER BY p.downloads DESC, t.package LIMIT ?3"
+            ))?;
+            let rows = st.query_map(params![lo, hi, limit], |r| {
                 Ok(PackageDownloads {
                     package: r.get(0)?,
                     downloads: r.get(1)?,

@@ -9,13 +9,18 @@ use super::migrate::{self, Step};
 /// 3: a day's whale rows in one blob (`whale_log`, `blob::daylog`) instead of one per whale,
 /// profiles deflated, whale counts per package in a denser form with each whale's filtered
 /// downloads, and per package and day the small and repeated downloads (issue 21: 2015-01-08
-/// took 3.4 MB in version 2).
+/// took 3.4 MB in version 2). 4: `packages` keyed by one integer, the day number and a package
+/// id from `package_totals` (`codec::day_package`), instead of the date and name as text (a
+/// rowid table: 2015-01-08's 6,722 rows carried ~17 bytes of key text each, and a rowid table
+/// appended in key order fills its pages), `whale_ranks` relative to the day's common whales
+/// (`days.common_whales`, `codec::Common`), profiles deflated with a preset dictionary of their
+/// keys and words (`codec::pack_profile`); see `migrate_3_4`.
 ///
 /// There is deliberately no index on `packages (package, date)`: a day adds a row for almost every
 /// package, so such an index has its every leaf page rewritten by each day (78 days: ~5x the
-/// page writes of the whole ingest). A package over the stored days is instead one primary-key
-/// seek per day (`store::insight`), ~80 seeks for 78 days.
-pub const SCHEMA_VERSION: i64 = 3;
+/// page writes of the whole ingest). A package over the stored days is instead one rowid seek
+/// per day (`store::insight`), ~80 seeks for 78 days.
+pub const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS days (
@@ -32,7 +37,9 @@ CREATE TABLE IF NOT EXISTS days (
     top1 INTEGER, top6 INTEGER, top25 INTEGER, top100 INTEGER,
     behaviours TEXT, no_r_rows INTEGER, baseline INTEGER,
     -- Since version 3 (NULL before): downloads under 1,000 bytes, and repeats (day::filters).
-    small INTEGER, repeats INTEGER
+    small INTEGER, repeats INTEGER,
+    -- Since version 4: the whales most packages' whale_ranks name (store::codec::Common).
+    common_whales BLOB
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS hourly (
     date TEXT NOT NULL,
@@ -52,7 +59,7 @@ CREATE TABLE IF NOT EXISTS whales (
     first_time TEXT NOT NULL,
     last_time TEXT NOT NULL,
     -- Since version 2: the behaviour key and the whole profile (summary::Profile): JSON,
-    -- deflated since version 3.
+    -- deflated since version 3, with a preset dictionary since version 4 (store::codec).
     behaviour TEXT, profile BLOB,
     PRIMARY KEY (date, rank),
     UNIQUE (date, ip_id),
@@ -72,18 +79,23 @@ CREATE TABLE IF NOT EXISTS whale_log (
     rows INTEGER NOT NULL,
     log BLOB NOT NULL
 ) WITHOUT ROWID;
+";
+
+/// A package's downloads on a day (since version 4; before, keyed by `date` and `package` text).
+/// `day_package` is `codec::day_package`: the day number (days since 1970-01-01) times 2^20
+/// plus the package's `package_totals.id`, so a day's rows are one key range and a package on
+/// a day one rowid seek.
+const PACKAGES: &str = "
 CREATE TABLE IF NOT EXISTS packages (
-    date TEXT NOT NULL,
-    package TEXT NOT NULL,
+    day_package INTEGER PRIMARY KEY,
     downloads INTEGER NOT NULL,
     whale_downloads INTEGER NOT NULL,
     -- Since version 2: distinct ip_ids, and each whale's downloads by rank (encoding:
-    -- store::ranks).
+    -- store::codec).
     downloaders INTEGER, whale_ranks BLOB,
     -- Since version 3 (NULL before): downloads under 1,000 bytes, and repeats (day::filters).
-    small INTEGER, repeats INTEGER,
-    PRIMARY KEY (date, package)
-) WITHOUT ROWID;
+    small INTEGER, repeats INTEGER
+);
 ";
 
 /// Version 1 → 2: the new columns (NULL for the days already stored).
@@ -104,15 +116,19 @@ ALTER TABLE packages ADD COLUMN whale_ranks BLOB;
 /// Every package over all stored days (since version 3): what the name search and "did you
 /// mean" read. Grouping `packages` instead reads every row of every day (5,200 days x ~15k
 /// packages: minutes); `write` keeps this up to date in each day's transaction.
+/// Since version 4 each name also has its `id` (what `packages` rows carry); a name whose
+/// days all went is deleted, and its id may be given again (no row refers to it any more).
 const PACKAGE_TOTALS: &str = "
 CREATE TABLE IF NOT EXISTS package_totals (
-    package TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    package TEXT NOT NULL UNIQUE,
     downloads INTEGER NOT NULL,
     days INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 ";
 
-/// Version 2 → 3, the tables' part (`migrate` re-encodes the rows between these and the end).
+/// Version 2 → 3, the tables' part (`migrate` re-encodes the rows between these and the end;
+/// `package_totals` comes with version 4's part).
 const MIGRATE_2_3: &str = "
 ALTER TABLE days ADD COLUMN small INTEGER;
 ALTER TABLE days ADD COLUMN repeats INTEGER;
@@ -125,15 +141,39 @@ CREATE TABLE whale_log (
 ) WITHOUT ROWID;
 ";
 
-/// The per-day tables, in deletion order.
-pub const DAY_TABLES: [&str; 6] = [
-    "whale_log",
-    "whale_hourly",
-    "whales",
-    "packages",
-    "hourly",
-    "days",
-];
+/// Version 3 → 4, the tables' part: `package_totals` gets ids (names in order: new ids follow
+/// the names, so one day's rows are written in name order too) and the new `packages` is made
+/// beside the old one (`packages_v3`); `migrate` copies each day's rows across, then
+/// `FINISH_3_4` drops the old table. A version 2 store has no `package_totals` yet: it is summed
+/// from its `packages` rows.
+fn migrate_3_4(found: i64) -> String {
+    let totals = if found >= 3 {
+        "SELECT package, downloads, days FROM package_totals_v3"
+    } else {
+        "SELECT package, sum(downloads), count(*) FROM packages_v3 GROUP BY package"
+    };
+    let rename_totals = if found >= 3 {
+        "ALTER TABLE package_totals RENAME TO package_totals_v3;"
+    } else {
+        ""
+    };
+    format!(
+        "ALTER TABLE packages RENAME TO packages_v3;
+         ALTER TABLE days ADD COLUMN common_whales BLOB;
+         {rename_totals}
+         {PACKAGE_TOTALS}{PACKAGES}
+         INSERT INTO package_totals (package, downloads, days) {totals} ORDER BY 1;"
+    )
+}
+
+/// Version 3 → 4, after every day's rows are copied.
+const FINISH_3_4: &str = "
+DROP TABLE packages_v3;
+DROP TABLE IF EXISTS package_totals_v3;
+";
+
+/// The per-day tables keyed by `date`, in deletion order (`packages` is keyed by day number).
+pub const DAY_TABLES: [&str; 5] = ["whale_log", "whale_hourly", "whales", "hourly", "days"];
 
 /// Creates the schema in a new store or brings an older one up to date, in one transaction
 /// (re-reading the version inside it, so two processes opening an old store at once migrate it
@@ -151,17 +191,17 @@ pub fn create_or_migrate(
     let mut run = || -> rusqlite::Result<i64> {
         let found = version(conn)?;
         match found {
-            0 => conn.execute_batch(&format!("{SCHEMA}{PACKAGE_TOTALS}"))?,
-            1 | 2 => {
+            0 => conn.execute_batch(&format!("{SCHEMA}{PACKAGE_TOTALS}{PACKAGES}"))?,
+            1..=3 => {
                 if found == 1 {
                     conn.execute_batch(MIGRATE_1_2)?;
                 }
-                conn.execute_batch(&format!("{MIGRATE_2_3}{PACKAGE_TOTALS}"))?;
-                migrate::rows(conn, progress)?;
-                conn.execute_batch(
-                    "INSERT INTO package_totals (package, downloads, days)
-                     SELECT package, sum(downloads), count(*) FROM packages GROUP BY package",
-                )?;
+                if found <= 2 {
+                    conn.execute_batch(MIGRATE_2_3)?;
+                }
+                conn.execute_batch(&migrate_3_4(found))?;
+                migrate::rows(conn, found, progress)?;
+                conn.execute_batch(FINISH_3_4)?;
             }
             _ => return Ok(found),
         }

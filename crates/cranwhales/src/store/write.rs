@@ -6,7 +6,9 @@
 
 use rusqlite::{params, Transaction};
 
-use super::codec::{encode_ranks, pack_profile, WhaleCount};
+use super::codec::{
+    day_number, day_range, encode_ranks, pack_profile, Common, WhaleCount, PACKAGE_IDS,
+};
 use super::schema::DAY_TABLES;
 use super::{sql, Result, Store};
 use crate::day::{DayTables, Threads};
@@ -23,9 +25,11 @@ pub struct PackedDay {
     /// All whales' rows: (rows, format-3 blob).
     log: (u64, Vec<u8>),
     profiles: Vec<Vec<u8>>,
-    /// Indexes into `day.packages` with their encoded `whale_ranks`, by package name (the
-    /// `packages` key after the date).
+    /// Indexes into `day.packages` with their encoded `whale_ranks`, by package name (the order
+    /// of `package_totals`' name index, where each gets its id).
     packages: Vec<(u32, Option<Vec<u8>>)>,
+    /// The whales most packages name (`whale_ranks` are relative to them).
+    common: Common,
     /// Indexes into `day.whales`, by ip_id (the `whale_hourly` key).
     whale_order: Vec<u32>,
 }
@@ -47,11 +51,12 @@ impl PackedDay {
             .map(|(i, p)| (p.package.as_str(), i as u32))
             .collect();
         by_name.sort_unstable();
+        let all: Vec<Vec<WhaleCount>> = day.packages.iter().map(counts).collect();
+        let common = Common::of(all.iter().map(Vec::as_slice));
         let packages = (by_name.into_iter())
             .map(|(_, i)| {
-                let p = &day.packages[i as usize];
-                let ranks = (!p.whale_ranks.is_empty()).then(|| encode_ranks(&counts(p)));
-                (i, ranks)
+                let c = &all[i as usize];
+                (i, (!c.is_empty()).then(|| encode_ranks(c, common)))
             })
             .collect();
         let mut whale_order: Vec<u32> = (0..day.whales.len() as u32).collect();
@@ -61,6 +66,7 @@ impl PackedDay {
             log,
             profiles,
             packages,
+            common,
             whale_order,
         }
     }
@@ -88,26 +94,32 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let (lo, hi) = day_range(day_number(d).ok_or_else(|| {
+            rusqlite::Error::ToSqlConversionFailure(format!("'{d}' is not a date").into())
+        })?);
         // The day's old packages (a re-ingest) leave the totals before they leave the table.
-        tx.prepare_cached(
+        tx.prepare_cached(&format!(
             "UPDATE package_totals SET downloads = package_totals.downloads - p.downloads,
                  days = package_totals.days - 1
-             FROM (SELECT package, downloads FROM packages WHERE date = ?1) AS p
-             WHERE package_totals.package = p.package",
-        )?
-        .execute([d])?;
+             FROM (SELECT day_package % {PACKAGE_IDS} AS id, downloads FROM packages
+                   WHERE day_package BETWEEN ?1 AND ?2) AS p
+             WHERE package_totals.id = p.id"
+        ))?
+        .execute([lo, hi])?;
+        tx.prepare_cached("DELETE FROM packages WHERE day_package BETWEEN ?1 AND ?2")?
+            .execute([lo, hi])?;
         for t in DAY_TABLES {
             tx.prepare_cached(&format!("DELETE FROM {t} WHERE date = ?1"))?
                 .execute([d])?;
         }
-        day_row(&tx, day, source)?;
+        day_row(&tx, day, packed.common, source)?;
         let mut st = tx.prepare_cached("INSERT INTO hourly VALUES (?1, ?2, ?3)")?;
         for (h, n) in day.hourly.iter().enumerate() {
             st.execute(params![d, h, n])?;
         }
         drop(st);
-        packages(&tx, packed)?;
-        package_totals(&tx, packed)?;
+        let ids = package_totals(&tx, packed)?;
+        packages(&tx, packed, lo, ids)?;
         whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
         {
@@ -123,35 +135,41 @@ impl Store {
 const PACKAGE_ROWS: usize = 64;
 
 /// Columns of a `packages` row as inserted.
-const PACKAGE_COLS: usize = 8;
+const PACKAGE_COLS: usize = 7;
 
-/// The day's `packages` rows, `PACKAGE_ROWS` per statement (the last few one by one).
-fn packages(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
+/// The day's `packages` rows (`ids`: (package id, index into `packed.packages`)), in key order,
+/// `PACKAGE_ROWS` per statement (the last few one by one). `day0` is the day's first key.
+fn packages(
+    tx: &Transaction<'_>,
+    packed: &PackedDay,
+    day0: i64,
+    mut ids: Vec<(i64, usize)>,
+) -> rusqlite::Result<()> {
+    ids.sort_unstable();
     let day = &packed.day;
     let sql = |n: usize| {
-        let row = "(?, ?, ?, ?, ?, ?, ?, ?)";
+        let row = "(?, ?, ?, ?, ?, ?, ?)";
         format!(
-            "INSERT INTO packages (date, package, downloads, whale_downloads, downloaders, whale_ranks,
+            "INSERT INTO packages (day_package, downloads, whale_downloads, downloaders, whale_ranks,
                  small, repeats) VALUES {}",
             vec![row; n].join(", ")
         )
     };
-    let insert = |st: &mut rusqlite::CachedStatement<'_>, rows: &[(u32, Option<Vec<u8>>)]| {
-        for (k, (i, ranks)) in rows.iter().enumerate() {
-            let (p, at) = (&day.packages[*i as usize], k * PACKAGE_COLS);
-            st.raw_bind_parameter(at + 1, &day.date)?;
-            st.raw_bind_parameter(at + 2, &p.package)?;
-            st.raw_bind_parameter(at + 3, p.downloads)?;
-            st.raw_bind_parameter(at + 4, p.whale_downloads)?;
-            st.raw_bind_parameter(at + 5, p.downloaders)?;
-            st.raw_bind_parameter(at + 6, ranks)?;
-            st.raw_bind_parameter(at + 7, p.small)?;
-            st.raw_bind_parameter(at + 8, p.repeats)?;
+    let insert = |st: &mut rusqlite::CachedStatement<'_>, rows: &[(i64, usize)]| {
+        for (k, &(id, at)) in rows.iter().enumerate() {
+            let (i, ranks) = &packed.packages[at];
+            let (p, col) = (&day.packages[*i as usize], k * PACKAGE_COLS);
+            st.raw_bind_parameter(col + 1, day0 + id)?;
+            st.raw_bind_parameter(col + 2, p.downloads)?;
+            st.raw_bind_parameter(col + 3, p.whale_downloads)?;
+            st.raw_bind_parameter(col + 4, p.downloaders)?;
+            st.raw_bind_parameter(col + 5, ranks)?;
+            st.raw_bind_parameter(col + 6, p.small)?;
+            st.raw_bind_parameter(col + 7, p.repeats)?;
         }
         st.raw_execute().map(drop)
     };
-    let (full, rest) =
-        (packed.packages).split_at(packed.packages.len() / PACKAGE_ROWS * PACKAGE_ROWS);
+    let (full, rest) = ids.split_at(ids.len() / PACKAGE_ROWS * PACKAGE_ROWS);
     let mut many = tx.prepare_cached(&sql(PACKAGE_ROWS))?;
     for rows in full.chunks(PACKAGE_ROWS) {
         insert(&mut many, rows)?;
@@ -163,25 +181,38 @@ fn packages(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The day's packages added to `package_totals` (in name order, like its key); packages no
-/// stored day has any more are dropped.
-fn package_totals(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
+/// The day's packages added to `package_totals` (in name order, like its name index), a new name
+/// given the next id; packages no stored day has any more are dropped. Returns each package's id
+/// with its index into `packed.packages`.
+fn package_totals(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<Vec<(i64, usize)>> {
     let mut st = tx.prepare_cached(
         "INSERT INTO package_totals (package, downloads, days) VALUES (?1, ?2, 1)
          ON CONFLICT (package) DO UPDATE SET downloads = downloads + excluded.downloads,
-             days = days + 1",
+             days = days + 1
+         RETURNING id",
     )?;
-    for (i, _) in &packed.packages {
+    let mut ids = Vec::with_capacity(packed.packages.len());
+    for (at, (i, _)) in packed.packages.iter().enumerate() {
         let p = &packed.day.packages[*i as usize];
-        st.execute(params![p.package, p.downloads])?;
+        let id: i64 = st.query_row(params![p.package, p.downloads], |r| r.get(0))?;
+        if !(1..PACKAGE_IDS).contains(&id) {
+            let e = format!("package id {id} of {} is beyond {PACKAGE_IDS}", p.package);
+            return Err(rusqlite::Error::ToSqlConversionFailure(e.into()));
+        }
+        ids.push((id, at));
     }
     tx.prepare_cached("DELETE FROM package_totals WHERE days <= 0")?
         .execute([])?;
-    Ok(())
+    Ok(ids)
 }
 
 /// The `days` row: totals and the day's stats.
-fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Result<()> {
+fn day_row(
+    tx: &Transaction<'_>,
+    day: &DayTables,
+    common: Common,
+    source: &str,
+) -> rusqlite::Result<()> {
     let (t, s) = (&day.totals, &day.stats);
     let behaviours: serde_json::Map<String, serde_json::Value> = (Behaviour::ALL.iter())
         .zip(s.behaviours)
@@ -189,9 +220,10 @@ fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Res
         .collect();
     tx.execute(
         "INSERT INTO days (date, downloads, downloaders, bytes, packages, skipped_rows, rows, source,
-             ingested_at, top1, top6, top25, top100, behaviours, no_r_rows, baseline, small, repeats)
+             ingested_at, top1, top6, top25, top100, behaviours, no_r_rows, baseline, small, repeats,
+             common_whales)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
-             ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
         params![
             day.date,
             t.downloads,
@@ -209,7 +241,8 @@ fn day_row(tx: &Transaction<'_>, day: &DayTables, source: &str) -> rusqlite::Res
             s.no_r_rows,
             s.baseline,
             s.small,
-            s.repeats
+            s.repeats,
+            common.to_blob()
         ],
     )?;
     Ok(())

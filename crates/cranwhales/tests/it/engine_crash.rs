@@ -170,20 +170,23 @@ fn a_day_failing_in_the_batch_writer_fails_alone() {
     assert_eq!(store.day_summary("2012-10-16", 100).unwrap(), old);
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
-    for t in [
-        "days",
-        "hourly",
-        "whales",
-        "whale_hourly",
-        "whale_log",
-        "packages",
+    // `packages` is keyed by day number (days since 1970) * 2^20 + package id.
+    let day = "unixepoch('2012-10-15') / 86400 * 1048576";
+    for (t, at) in [
+        ("days", "date = '2012-10-15'".to_string()),
+        ("hourly", "date = '2012-10-15'".into()),
+        ("whales", "date = '2012-10-15'".into()),
+        ("whale_hourly", "date = '2012-10-15'".into()),
+        ("whale_log", "date = '2012-10-15'".into()),
+        (
+            "packages",
+            format!("day_package BETWEEN {day} AND {day} + 1048575"),
+        ),
     ] {
         let n: i64 = conn
-            .query_row(
-                &format!("SELECT count(*) FROM {t} WHERE date = '2012-10-15'"),
-                [],
-                |r| r.get(0),
-            )
+            .query_row(&format!("SELECT count(*) FROM {t} WHERE {at}"), [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(n, 0, "{t} has rows of the failed day");
     }

@@ -1,7 +1,9 @@
-//! The version 2 → 3 migration on real days: every bundled and shared day written as version 2
-//! wrote it (`legacy_support`), migrated, and every fact compared — with the old encoding's
-//! whale rows, profiles and per-whale package counts, and with the same days ingested fresh.
-//! And `kill -9` mid-migration: the store opens as wholly version 2, then migrates whole.
+//! Migrations on real days: every bundled and shared day written as version 2 wrote it
+//! (`legacy_support`), migrated to the current version (through version 3's whale log and
+//! version 4's packages keyed by day and package id), and every fact compared — with the old
+//! encoding's whale rows, profiles and per-whale package counts, and with the same days ingested
+//! fresh; a version 3 store (`legacy_support::to_v3`) likewise. And `kill -9` mid-migration: the
+//! store opens as wholly version 2, then migrates whole.
 
 use crate::engine_support;
 use crate::ingest_support;
@@ -176,6 +178,121 @@ fn every_real_day_migrates_to_the_same_facts() {
     let before = store.file_bytes().unwrap();
     store.compact().unwrap();
     assert!(store.file_bytes().unwrap() * 2 < before);
+}
+
+/// Version 3 → 4 (`packages` keyed by day number and package id): a version-3 store of real
+/// days migrates to the facts the same days have when ingested fresh: every package of every
+/// day (downloads, downloaders, whale counts at several top-N cuts, filters), the day's package
+/// list, names and totals, every whale row.
+#[test]
+fn a_version_3_store_migrates_to_the_same_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old_db, fresh_db) = (dir.path().join("v3.db"), dir.path().join("fresh.db"));
+    let dates = [
+        "2012-10-01",
+        "2012-10-17",
+        "2013-12-04",
+        "2014-05-06",
+        "2014-12-25",
+        "2015-01-08",
+        "2015-03-14",
+    ];
+    {
+        let (mut old, mut fresh) = (
+            Store::open(&old_db).unwrap(),
+            Store::open(&fresh_db).unwrap(),
+        );
+        // The old store gets the days in another order: other package ids, the same facts.
+        for (k, d) in dates.iter().rev().chain(dates.iter()).enumerate() {
+            let f = cranlogs().join(format!("{d}.csv.gz"));
+            let day = cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap();
+            let packed = PackedDay::new(day, cranwhales::day::Threads::One);
+            let store = if k < dates.len() {
+                &mut old
+            } else {
+                &mut fresh
+            };
+            store.replace_day(&packed, "fresh").unwrap();
+        }
+    }
+    legacy_support::to_v3(&old_db);
+    let mut steps = 0;
+    let store = Store::open_with_progress(&old_db, &mut |_| steps += 1).unwrap();
+    let fresh = Store::open(&fresh_db).unwrap();
+    assert_eq!(steps, dates.len());
+    assert!(store.integrity_ok().unwrap());
+    let mut packages = 0;
+    for d in dates {
+        assert_eq!(
+            store.day_summary(d, 100).unwrap(),
+            fresh.day_summary(d, 100).unwrap()
+        );
+        assert!(store.whale_rows(d).unwrap() == fresh.whale_rows(d).unwrap());
+        let list = store.packages(d, 1_000_000).unwrap();
+        assert_eq!(list, fresh.packages(d, 1_000_000).unwrap(), "{d} packages");
+        for (k, p) in list.iter().enumerate() {
+            for top in [100, 6, 1].into_iter().filter(|&t| t == 100 || k % 7 == 0) {
+                assert_eq!(
+                    store.package_days(&p.package, d, d, top).unwrap(),
+                    fresh.package_days(&p.package, d, d, top).unwrap(),
+                    "{d} {} top {top}",
+                    p.package
+                );
+            }
+        }
+        packages += list.len();
+    }
+    assert!(packages > 20_000, "{packages} package-days compared");
+    let names = |s: &Store| {
+        let mut v = s.package_names().unwrap();
+        v.sort_by(|a, b| a.package.cmp(&b.package));
+        v
+    };
+    assert!(names(&store) == names(&fresh), "package totals differ");
+    let all = cranwhales::date::Range::parse(Some("2012-10-01"), Some("2015-03-14")).unwrap();
+    let (a, b) = (
+        store.range_totals(all).unwrap(),
+        fresh.range_totals(all).unwrap(),
+    );
+    assert_eq!((a.days, a.len(), a.total()), (b.days, b.len(), b.total()));
+    assert_eq!(a.top(50), b.top(50));
+    // Part of the days against each package's days added up: most days (the kept totals minus
+    // the days outside) and few (their rows summed).
+    for (from, to, n) in [
+        ("2013-12-01", "2015-01-08", 4),
+        ("2012-10-01", "2013-12-31", 3),
+    ] {
+        let part = cranwhales::date::Range::parse(Some(from), Some(to)).unwrap();
+        let (a, b) = (
+            store.range_totals(part).unwrap(),
+            fresh.range_totals(part).unwrap(),
+        );
+        assert_eq!((a.days, a.len(), a.total()), (b.days, b.len(), b.total()));
+        assert_eq!(a.days, n);
+        for t in a.top(20) {
+            let days = store.package_days(&t.package, from, to, 6).unwrap();
+            let sum: u64 = days.iter().map(|d| d.downloads).sum();
+            assert_eq!(
+                (t.downloads, b.downloads(&t.package)),
+                (sum, sum),
+                "{}",
+                t.package
+            );
+        }
+        let listed: u64 = a.top(a.len()).iter().map(|t| t.downloads).sum();
+        assert_eq!(listed, a.total());
+    }
+    // A package over all the days: one rowid seek per day.
+    for p in ["ggplot2", "Rcpp", "no-such-package"] {
+        assert_eq!(
+            store
+                .package_days(p, "2012-10-01", "2015-03-14", 6)
+                .unwrap(),
+            fresh
+                .package_days(p, "2012-10-01", "2015-03-14", 6)
+                .unwrap()
+        );
+    }
 }
 
 fn cli_migrate(db: &Path, pause_ms: u64) -> std::process::Child {

@@ -70,3 +70,18 @@ fn malformed_blobs_are_none_not_panics() {
         let _ = unpack_whale(&bad, 17);
     }
 }
+
+#[test]
+fn format_3_reads_the_same_rows_as_format_4() {
+    let whales = sample();
+    let (v3, v4) = (encode_downloads_v3(&whales), encode_downloads(&whales));
+    assert_eq!(&v3[..4], &FORMAT3.to_le_bytes());
+    assert_eq!(&v4[..4], &columns::FORMAT4.to_le_bytes());
+    assert_eq!(unpack_all(&v3).unwrap(), whales);
+    assert_eq!(super::whales(&v3), super::whales(&v4));
+    for (ip, want) in &whales {
+        assert_eq!(&unpack_whale(&v3, *ip).unwrap().unwrap(), want);
+    }
+    let empty = encode_downloads(&[]);
+    assert_eq!(unpack_all(&empty).unwrap(), Vec::new());
+}

@@ -147,3 +147,102 @@ fn write_day(tx: &Connection, day: &DayTables) {
         .unwrap();
     }
 }
+
+/// Turns a current store back into what version 3 stored: `packages` keyed by date and name
+/// text with `whale_ranks` in version 3's forms (no common whales), `package_totals` without
+/// ids, no `days.common_whales`, profiles deflated without the preset dictionary, whale logs in
+/// format 3 (every other table is version 3's already).
+pub fn to_v3(db: &Path) {
+    use cranwhales::store::codec::{decode_ranks, encode_ranks, Common};
+    let mut c = Connection::open(db).unwrap();
+    let tx = c.transaction().unwrap();
+    tx.execute_batch(
+        "CREATE TABLE packages_v3 (date TEXT NOT NULL, package TEXT NOT NULL,
+             downloads INTEGER NOT NULL, whale_downloads INTEGER NOT NULL, downloaders INTEGER,
+             whale_ranks BLOB, small INTEGER, repeats INTEGER,
+             PRIMARY KEY (date, package)) WITHOUT ROWID;
+         CREATE TABLE totals_v3 (package TEXT PRIMARY KEY, downloads INTEGER NOT NULL,
+             days INTEGER NOT NULL) WITHOUT ROWID;
+         INSERT INTO totals_v3 SELECT package, downloads, days FROM package_totals;",
+    )
+    .unwrap();
+    {
+        let mut st = tx
+            .prepare(
+                "SELECT d.date, t.package, p.downloads, p.whale_downloads, p.downloaders,
+                     p.whale_ranks, p.small, p.repeats, d.common_whales
+                 FROM packages p JOIN package_totals t ON t.id = p.day_package % 1048576
+                 JOIN days d ON d.date = date(p.day_package / 1048576 * 86400, 'unixepoch')",
+            )
+            .unwrap();
+        let mut ins = tx
+            .prepare("INSERT INTO packages_v3 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            .unwrap();
+        let mut rows = st.query([]).unwrap();
+        while let Some(r) = rows.next().unwrap() {
+            let ranks: Option<Vec<u8>> = r.get(5).unwrap();
+            let common: Option<Vec<u8>> = r.get(8).unwrap();
+            let common = Common::from_blob(common.as_deref());
+            let v3 = ranks.map(|b| encode_ranks(&decode_ranks(&b, common), Common::default()));
+            ins.execute(params![
+                r.get::<_, String>(0).unwrap(),
+                r.get::<_, String>(1).unwrap(),
+                r.get::<_, i64>(2).unwrap(),
+                r.get::<_, i64>(3).unwrap(),
+                r.get::<_, Option<i64>>(4).unwrap(),
+                v3,
+                r.get::<_, Option<i64>>(6).unwrap(),
+                r.get::<_, Option<i64>>(7).unwrap(),
+            ])
+            .unwrap();
+        }
+    }
+    {
+        // Profiles as version 3 deflated them: without the preset dictionary.
+        use cranwhales::store::codec::{pack_profile_v3, unpack_profile};
+        let rows: Vec<(String, u32, Vec<u8>)> = tx
+            .prepare("SELECT date, rank, profile FROM whales WHERE profile IS NOT NULL")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for (date, rank, b) in rows {
+            let v3 = pack_profile_v3(&unpack_profile(&b).unwrap());
+            tx.execute(
+                "UPDATE whales SET profile = ?3 WHERE date = ?1 AND rank = ?2",
+                params![date, rank, v3],
+            )
+            .unwrap();
+        }
+    }
+    {
+        // Whale logs in format 3 (each whale's columns deflated apart).
+        use cranwhales::blob::daylog;
+        let logs: Vec<(String, Vec<u8>)> = tx
+            .prepare("SELECT date, log FROM whale_log")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for (date, log) in logs {
+            let v3 = daylog::encode_downloads_v3(&daylog::unpack_all(&log).unwrap());
+            tx.execute(
+                "UPDATE whale_log SET log = ?2 WHERE date = ?1",
+                params![date, v3],
+            )
+            .unwrap();
+        }
+    }
+    tx.execute_batch(
+        "DROP TABLE packages;
+         ALTER TABLE packages_v3 RENAME TO packages;
+         DROP TABLE package_totals;
+         ALTER TABLE totals_v3 RENAME TO package_totals;
+         ALTER TABLE days DROP COLUMN common_whales;
+         PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    tx.commit().unwrap();
+}

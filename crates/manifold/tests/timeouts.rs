@@ -27,6 +27,11 @@ async fn one_worker() -> (RunHere, u32) {
     (m, pid)
 }
 
+/// Flags for one Python worker (`--min 1 --max 1`) and `extra`.
+fn one_worker_args(extra: &[&str]) -> Vec<String> {
+    base(&[&["--min", "1", "--max", "1"], extra].concat())
+}
+
 /// After a timeout on the paused clock (resumed): it came after `waited`, at least the given
 /// least and at most 60 s (timers have millisecond resolution); the next request is served by a
 /// new worker, the stuck process is gone, and status counts one timeout with `message` in
@@ -124,14 +129,7 @@ async fn body_that_stalls_is_cut_after_the_default_timeout_and_the_worker_is_rep
 /// all) passes a 1 s `--request-timeout` whole, and the worker is kept.
 #[test]
 fn body_that_keeps_flowing_is_not_cut() {
-    let m = InProc::start(&base(&[
-        "--min",
-        "1",
-        "--max",
-        "1",
-        "--request-timeout",
-        "1s",
-    ]));
+    let m = InProc::start(&one_worker_args(&["--request-timeout", "1s"]));
     let pid = m.get("/pid").body;
     let start = Instant::now();
     let r = m.get("/drip?n=5&ms=400");
@@ -148,11 +146,7 @@ fn body_that_keeps_flowing_is_not_cut() {
 /// has come (nothing: until the worker is busy) and leaves. Well after, the stuck worker's slot
 /// is still busy; the next request waits for its replacement instead of going to it.
 fn client_leaves_and_the_next_request_waits_for_the_replacement(path: &str, until: &[u8]) {
-    let m = InProc::start(&base(&[
-        "--min",
-        "1",
-        "--max",
-        "1",
+    let m = InProc::start(&one_worker_args(&[
         "--request-timeout",
         "2s",
         "--stop-timeout",

@@ -134,10 +134,11 @@ pub struct Options {
     /// in flight for 1s, at most this long; for hosts behind a load balancer [default: 0s].
     #[arg(long, value_name = "DURATION")]
     pub drain_timeout: Option<String>,
-    /// Longest time a worker may take to start answering an HTTP request; then the client gets
-    /// 504 and the worker is replaced (it may be stuck inside R). 60s is twice Heroku's 30 s router
-    /// limit, so a slow but working R call is not cut; WebSockets are never cut by it; 0 turns it
-    /// off [default: 60s].
+    /// Longest time a worker may take to start answering an HTTP request, and longest silence in
+    /// the middle of its response body; then the client gets 504 (or the body is cut) and the
+    /// worker is replaced (it may be stuck inside R). 60s is twice Heroku's 30 s router limit, so
+    /// a slow but working R call is not cut; a body that keeps flowing (a download, SSE) never
+    /// is; WebSockets are never cut by it; 0 turns it off [default: 60s].
     #[arg(long, value_name = "DURATION")]
     pub request_timeout: Option<String>,
     /// Close a WebSocket that was silent both ways this long; 0 keeps it open (a user reading a
@@ -181,7 +182,8 @@ pub struct Options {
     /// resident memory, read from /proc, e.g. 500MB, 2GiB [default: none].
     #[arg(long, value_name = "SIZE")]
     pub max_rss: Option<String>,
-    /// TOML file with the same settings (kebab-case keys, plus `command = [..]`).
+    /// TOML file with the same settings (kebab-case keys, plus `command = [..]`); read again on
+    /// SIGHUP, which applies every pool setting and starts a new generation of workers.
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
@@ -259,7 +261,7 @@ pub struct Config {
     pub stop_timeout: Duration,
     /// Longest drain after SIGTERM (zero: stop accepting at once).
     pub drain_timeout: Duration,
-    /// Longest wait for a worker's response head (zero: none).
+    /// Longest wait for a worker's response head, and longest silence in its body (zero: none).
     pub request_timeout: Duration,
     /// Longest silence on a WebSocket (zero: none).
     pub ws_idle_timeout: Duration,
@@ -579,5 +581,6 @@ pub fn shiny_command(dir: &Path) -> Vec<String> {
 }
 
 pub mod apps;
+pub mod live;
 #[cfg(test)]
 mod tests;

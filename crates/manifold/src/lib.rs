@@ -73,7 +73,8 @@ pub async fn run(
 }
 
 /// [`run`], and each config received on `reloads` (SIGHUP in `main`: flags and config file read
-/// again) starts a new generation of workers with its command (see `pool::reload`).
+/// again) applies its settings and starts a new generation of workers with its command (see
+/// `pool::reload`; `config::live` says which setting applies when).
 ///
 /// # Errors
 /// As [`run`].
@@ -117,16 +118,19 @@ pub async fn run_with_reload(
     if let Some(rx) = reloads {
         tokio::spawn(reload_loop(
             rx,
+            cfg.clone(),
             apps.clone(),
             pools.iter().map(Arc::downgrade).collect(),
         ));
     }
     let stop = {
-        let (pools, timeout) = (pools.clone(), cfg.drain_timeout);
+        let pools = pools.clone();
         async move {
             shutdown.await;
             let mut set = tokio::task::JoinSet::new();
             for p in pools {
+                // Read now: a reload may have changed it.
+                let timeout = p.cfg().drain_timeout;
                 set.spawn(async move { drain::drain(&p, timeout).await });
             }
             while set.join_next().await.is_some() {}
@@ -139,11 +143,15 @@ pub async fn run_with_reload(
         max_connections: cfg.max_connections,
         header_timeout: cfg.header_timeout,
     };
+    let grace = {
+        let pools = pools.clone();
+        move || stop_grace(&pools)
+    };
     let grace = tokio::select! {
-        left = server::serve(listener, router, stop, cfg.stop_timeout, limits) => left,
+        left = server::serve(listener, router, stop, grace, limits) => left,
         _ = &mut force => {
             tracing::warn!("second signal: stopping workers without waiting for in-flight requests");
-            cfg.stop_timeout
+            stop_grace(&pools)
         }
     };
     stop_all(&pools, Some(grace)).await;
@@ -174,7 +182,7 @@ fn routes(
         .zip(pools)
         .map(|(a, p)| {
             let rec = Arc::new(account::Recorder::new(a.name.clone(), log.clone()));
-            let mut proxy = proxy::Proxy::new(&a.cfg, p.clone(), rec);
+            let mut proxy = proxy::Proxy::new(p.clone(), rec);
             if a.prefix != "/" {
                 proxy = proxy.mount(&a.prefix, &a.name);
             }
@@ -200,6 +208,16 @@ async fn start_all(pools: &[Arc<pool::Pool>]) -> Result<(), String> {
     Ok(())
 }
 
+/// `--stop-timeout` as it is now (the longest of the apps'): the share of the shutdown bound for
+/// in-flight requests and the workers' SIGTERM → SIGKILL.
+fn stop_grace(pools: &[Arc<pool::Pool>]) -> std::time::Duration {
+    pools
+        .iter()
+        .map(|p| p.cfg().stop_timeout)
+        .max()
+        .unwrap_or_default()
+}
+
 /// Stops every pool's workers (within `grace` if given).
 async fn stop_all(pools: &[Arc<pool::Pool>], grace: Option<std::time::Duration>) {
     let mut set = tokio::task::JoinSet::new();
@@ -215,18 +233,39 @@ async fn stop_all(pools: &[Arc<pool::Pool>], grace: Option<std::time::Duration>)
     while set.join_next().await.is_some() {}
 }
 
-/// Each reloaded config gives each app (matched by name) a new generation with its new command.
+/// Each reloaded config is applied to each app (matched by name): its settings and a new
+/// generation of workers. What cannot change without a restart (the listening process's
+/// settings, the set of apps and their prefixes) is logged as kept.
 async fn reload_loop(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Config>,
+    running: Config,
     apps: Vec<config::apps::App>,
     pools: Vec<std::sync::Weak<pool::Pool>>,
 ) {
+    use config::live::{changes, When};
     while let Some(new) = rx.recv().await {
+        for c in changes(&running, &new)
+            .into_iter()
+            .filter(|c| c.when == When::Kept)
+        {
+            tracing::warn!(setting = c.flag, running = %c.old, ignored = %c.new, "reload: {}", c.when.as_str());
+        }
         let fresh = app_list(&new);
+        for a in fresh
+            .iter()
+            .filter(|f| !apps.iter().any(|a| a.name == f.name))
+        {
+            tracing::warn!(app = %a.name, "reload: a new app needs a restart; not started");
+        }
         for (app, pool) in apps.iter().zip(&pools) {
             let Some(pool) = pool.upgrade() else { return };
             match fresh.iter().find(|a| a.name == app.name) {
-                Some(a) => pool.reload(a.cfg.command.clone()),
+                Some(a) => {
+                    if a.prefix != app.prefix {
+                        tracing::warn!(app = %app.name, running = %app.prefix, ignored = %a.prefix, "reload: prefix kept (needs a restart)");
+                    }
+                    pool.reload(a.cfg.clone());
+                }
                 None => {
                     tracing::warn!(app = %app.name, "reload: app not in the new config; kept as is")
                 }

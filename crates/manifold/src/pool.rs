@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 // tokio's clock, so back-off and idle stops can be tested on a paused clock.
 use tokio::time::Instant;
 
@@ -85,6 +85,9 @@ struct Slot {
     request_limit: Option<u64>,
     /// When it went [`State::Draining`].
     draining_since: Option<Instant>,
+    /// Draining and quiet: the last request it must answer before it is stopped is in flight
+    /// (see `recycle`).
+    barrier: bool,
     /// Idle keep-alive connections to this worker.
     conns: Vec<Conn>,
 }
@@ -98,6 +101,8 @@ struct Waiter {
 pub enum Replace {
     /// A request got no answer within --request-timeout: the worker may be stuck.
     RequestTimeout,
+    /// A response body got no byte for --request-timeout: the worker may be stuck.
+    BodyTimeout,
     /// The worker failed the health probe twice in a row.
     Unhealthy,
     /// The worker refused a new connection: it is dead or dying.
@@ -110,11 +115,9 @@ struct Inner {
     next_id: u64,
     /// Generation new workers get.
     generation: u64,
-    /// The command new workers run (the current generation's).
-    command: Arc<[String]>,
-    /// While a reload waits for its first ready worker: the generation and command to go back to
-    /// if the new one cannot start.
-    reloading: Option<(u64, Arc<[String]>)>,
+    /// While a reload waits for its first ready worker: the generation and settings to go back
+    /// to if the new one cannot start.
+    reloading: Option<(u64, Arc<Config>)>,
     /// Workers the supervisor reserved and is forking right now (outside the lock).
     spawning: usize,
     failures_in_row: u32,
@@ -126,7 +129,8 @@ struct Inner {
 
 /// The pool shared by the proxy, the status page and the supervisor.
 pub struct Pool {
-    cfg: Config,
+    /// The settings in force; a reload swaps them (see `config::live` for what applies when).
+    cfg: RwLock<Arc<Config>>,
     inner: Mutex<Inner>,
     events: mpsc::UnboundedSender<Event>,
     output: OutputSink,
@@ -174,15 +178,13 @@ impl Pool {
     /// Creates the pool and its supervisor task; no worker is started yet.
     pub fn new(cfg: Config, output: OutputSink) -> Arc<Pool> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let command: Arc<[String]> = cfg.command.clone().into();
         let pool = Arc::new(Pool {
-            cfg,
+            cfg: RwLock::new(Arc::new(cfg)),
             inner: Mutex::new(Inner {
                 slots: BTreeMap::new(),
                 queue: VecDeque::new(),
                 next_id: 1,
                 generation: 1,
-                command,
                 reloading: None,
                 spawning: 0,
                 failures_in_row: 0,
@@ -202,13 +204,22 @@ impl Pool {
                 ^ u64::from(std::process::id()),
         });
         tokio::spawn(supervise(Arc::downgrade(&pool), rx));
-        if let Some(path) = pool.cfg.health_path.clone() {
-            if !pool.cfg.health_interval.is_zero() {
-                let interval = pool.cfg.health_interval;
-                tokio::spawn(health::probe_loop(Arc::downgrade(&pool), path, interval));
-            }
-        }
+        tokio::spawn(health::probe_loop(Arc::downgrade(&pool)));
         pool
+    }
+
+    /// The settings in force now (a reload may swap them at any time; callers read them once
+    /// per decision).
+    pub fn cfg(&self) -> Arc<Config> {
+        // Taken back if poisoned: the only write is one pointer swap.
+        self.cfg
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_cfg(&self, cfg: Arc<Config>) {
+        *self.cfg.write().unwrap_or_else(PoisonError::into_inner) = cfg;
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -222,7 +233,7 @@ impl Pool {
     pub async fn start_min(self: &Arc<Self>) -> Result<(), String> {
         let _ = self.events.send(Event::Demand);
         let mut rx = self.ready_count.subscribe();
-        let min = self.cfg.min;
+        let min = self.cfg().min;
         loop {
             {
                 let st = self.lock();
@@ -249,6 +260,7 @@ impl Pool {
     /// # Errors
     /// Queue full, queue timeout, or workers failing to start.
     pub async fn acquire(self: &Arc<Self>, sticky: Option<u64>) -> Result<Lease, AcquireError> {
+        let cfg = self.cfg();
         let rx = {
             let mut st = self.lock();
             if let Some(id) = sticky {
@@ -261,10 +273,10 @@ impl Pool {
                 }
             }
             if st.queue.is_empty() {
-                if let Some(id) = pick(&st, self.cfg.per_worker) {
+                if let Some(id) = pick(&st, cfg.per_worker) {
                     let slot = st.slots.get_mut(&id).expect("picked slot");
                     slot.busy += 1;
-                    if self.cfg.spare > 0 {
+                    if cfg.spare > 0 {
                         // One idle worker fewer: the supervisor may start a spare.
                         let _ = self.events.send(Event::Demand);
                     }
@@ -278,7 +290,7 @@ impl Pool {
             {
                 return Err(AcquireError::Failing(last_message(&st)));
             }
-            if st.queue.len() >= self.cfg.queue_size {
+            if st.queue.len() >= cfg.queue_size {
                 st.totals.queue_full += 1;
                 return Err(AcquireError::QueueFull);
             }
@@ -287,7 +299,7 @@ impl Pool {
             rx
         };
         let _ = self.events.send(Event::Demand);
-        match tokio::time::timeout(self.cfg.queue_timeout, rx).await {
+        match tokio::time::timeout(cfg.queue_timeout, rx).await {
             Ok(Ok(lease)) => Ok(lease),
             // Sender dropped: the pool failed all waiters because workers cannot start.
             Ok(Err(_)) => Err(AcquireError::Failing(last_message(&self.lock()))),
@@ -358,14 +370,21 @@ impl Pool {
             Replace::RequestTimeout => (
                 format!(
                     "worker {id} did not answer within {} (--request-timeout); replaced",
-                    humantime::format_duration(self.cfg.request_timeout)
+                    humantime::format_duration(self.cfg().request_timeout)
+                ),
+                &mut st.totals.request_timeouts,
+            ),
+            Replace::BodyTimeout => (
+                format!(
+                    "worker {id} fell silent mid-body for {} (--request-timeout); replaced",
+                    humantime::format_duration(self.cfg().request_timeout)
                 ),
                 &mut st.totals.request_timeouts,
             ),
             Replace::Unhealthy => (
                 format!(
                     "worker {id} failed its health probe twice ({}); replaced",
-                    self.cfg.health_path.as_deref().unwrap_or("/")
+                    self.cfg().health_path.as_deref().unwrap_or("/")
                 ),
                 &mut st.totals.health_replacements,
             ),
@@ -412,12 +431,13 @@ impl Pool {
 
     /// Hands free slots to waiters, oldest first.
     fn dispatch(self: &Arc<Self>, st: &mut Inner) {
+        let per_worker = self.cfg().per_worker;
         while let Some(front) = st.queue.front() {
             if front.tx.is_closed() {
                 st.queue.pop_front();
                 continue;
             }
-            let Some(id) = pick(st, self.cfg.per_worker) else {
+            let Some(id) = pick(st, per_worker) else {
                 break;
             };
             let waiter = st.queue.pop_front().expect("front exists");
@@ -438,6 +458,7 @@ impl Pool {
     pub fn snapshot(&self) -> Snapshot {
         // /proc is read before the lock is taken.
         let rss = crate::rss::by_group();
+        let cfg = self.cfg();
         let st = self.lock();
         let now = Instant::now();
         Snapshot {
@@ -459,10 +480,12 @@ impl Pool {
                 })
                 .collect(),
             queue: st.queue.len(),
-            queue_size: self.cfg.queue_size,
-            min: self.cfg.min,
-            max: self.cfg.max,
-            per_worker: self.cfg.per_worker,
+            queue_size: cfg.queue_size,
+            min: cfg.min,
+            max: cfg.max,
+            per_worker: cfg.per_worker,
+            spare: cfg.spare,
+            request_timeout_s: cfg.request_timeout.as_secs_f64(),
             totals: st.totals,
             output_lines_dropped: self.output.dropped(),
             last_error: st.last_error.clone(),
@@ -474,7 +497,7 @@ impl Pool {
     /// Stops every worker (SIGTERM, then SIGKILL after `--stop-timeout`) and waits until all are
     /// reaped.
     pub async fn shutdown(&self) {
-        self.shutdown_within(self.cfg.stop_timeout).await;
+        self.shutdown_within(self.cfg().stop_timeout).await;
     }
 
     /// [`Pool::shutdown`] with SIGKILL after `grace` at most, so a shutdown keeps its bound.

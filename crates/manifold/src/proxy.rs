@@ -5,15 +5,13 @@
 //! closes).
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::time::Instant;
@@ -24,11 +22,18 @@ use crate::pool::{AcquireError, Lease, Pool, Replace};
 use crate::status;
 use crate::upstream;
 
+mod leased;
 mod tunnel;
+use leased::Leased;
 use tunnel::tunnel;
 
+/// Why a response body ended early (the worker's connection failed, or it fell silent for
+/// `--request-timeout`): hyper then aborts the response, so a client never takes a cut body
+/// for a whole one.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Body of every response manifold sends.
-pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
+pub type ProxyBody = BoxBody<Bytes, BodyError>;
 
 /// Name of the sticky-session cookie; its value is the worker id.
 pub const COOKIE: &str = "manifold_worker";
@@ -44,12 +49,10 @@ const HOP_BY_HOP: [&str; 7] = [
     "upgrade",
 ];
 
-/// Everything a request needs; shared by all connections.
+/// Everything a request needs; shared by all connections. The settings (sticky mode, time
+/// limits) are read from the pool for each request, so a reload applies them at once.
 pub struct Proxy {
     pool: Arc<Pool>,
-    sticky: Sticky,
-    retry_after: u64,
-    timeouts: Timeouts,
     rec: Arc<Recorder>,
     /// Where the app is mounted (`/` alone).
     prefix: String,
@@ -67,24 +70,33 @@ struct Served {
 /// The per-request time limits, copied into each request's task.
 #[derive(Clone, Copy)]
 struct Timeouts {
+    /// `--request-timeout`: for the response head, and for each silence in its body.
     request: Duration,
     ws_idle: Duration,
 }
 
+impl Timeouts {
+    fn of(cfg: &Config) -> Timeouts {
+        Timeouts {
+            request: cfg.request_timeout,
+            ws_idle: cfg.ws_idle_timeout,
+        }
+    }
+}
+
+/// `Retry-After` seconds for a 503: the queue timeout, 1 to 60.
+fn retry_after(cfg: &Config) -> u64 {
+    cfg.queue_timeout.as_secs().clamp(1, 60)
+}
+
 impl Proxy {
     /// Builds the handler over a pool; `rec` gets every forwarded request.
-    pub fn new(cfg: &Config, pool: Arc<Pool>, rec: Arc<Recorder>) -> Proxy {
+    pub fn new(pool: Arc<Pool>, rec: Arc<Recorder>) -> Proxy {
         Proxy {
             pool,
             rec,
             prefix: "/".into(),
             cookie: COOKIE.into(),
-            sticky: cfg.sticky,
-            retry_after: cfg.queue_timeout.as_secs().clamp(1, 60),
-            timeouts: Timeouts {
-                request: cfg.request_timeout,
-                ws_idle: cfg.ws_idle_timeout,
-            },
         }
     }
 
@@ -102,7 +114,8 @@ impl Proxy {
         let (arrived, arrived_at) = (Instant::now(), SystemTime::now());
         let id = self.rec.stamp(req.headers_mut(), arrived_at);
         let start = req.headers().get(account::REQUEST_START).cloned();
-        let cookie = if self.sticky == Sticky::Cookie {
+        let cfg = self.pool.cfg();
+        let cookie = if cfg.sticky == Sticky::Cookie {
             sticky_cookie(req.headers(), &self.cookie)
         } else {
             None
@@ -123,7 +136,7 @@ impl Proxy {
             worker: None,
             sticky: cookie,
         };
-        let mut resp = self.route(req, client, cookie, &mut record).await;
+        let mut resp = self.route(req, client, cookie, &mut record, &cfg).await;
         let h = resp.headers_mut();
         h.insert(
             account::REQUEST_ID,
@@ -143,6 +156,7 @@ impl Proxy {
         client: SocketAddr,
         cookie: Option<u64>,
         record: &mut Record,
+        cfg: &Config,
     ) -> Response<ProxyBody> {
         // Draining: only a session already on a worker here goes on; a new one is refused so the
         // balancer sends it elsewhere (HAProxy: `retry-on 503` + `option redispatch`).
@@ -159,14 +173,14 @@ impl Proxy {
         record.queue_wait = record.arrived.elapsed();
         let lease = match acquired {
             Ok(l) => l,
-            Err(e) => return unavailable(e, self.retry_after),
+            Err(e) => return unavailable(e, retry_after(cfg)),
         };
-        let (mut resp, served) = self.forward(req, client, lease).await;
+        let (mut resp, served) = self.forward(req, client, lease, Timeouts::of(cfg)).await;
         record.worker = served.worker;
         record.upstream = served.upstream;
         if let Some((worker, _)) = served
             .worker
-            .filter(|(w, _)| self.sticky == Sticky::Cookie && cookie != Some(*w))
+            .filter(|(w, _)| cfg.sticky == Sticky::Cookie && cookie != Some(*w))
         {
             let v = format!(
                 "{}={worker}; Path={}; HttpOnly; SameSite=Lax",
@@ -229,9 +243,10 @@ impl Proxy {
         req: Request<Incoming>,
         client: SocketAddr,
         lease: Lease,
+        timeouts: Timeouts,
     ) -> (Response<ProxyBody>, Served) {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let (pool, timeouts) = (self.pool.clone(), self.timeouts);
+        let pool = self.pool.clone();
         tokio::spawn(async move {
             let _ = tx.send(exchange(pool, req, client, lease, timeouts).await);
         });
@@ -262,8 +277,9 @@ async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> 
 }
 
 /// Sends one request to the leased worker and returns its response (body still streaming and
-/// holding the lease), a tunnel's 101, a 502, or a 504 after `--request-timeout` (the worker is
-/// then replaced), with the worker that answered.
+/// holding the lease, cut if the worker falls silent for `--request-timeout`, see `leased`), a
+/// tunnel's 101, a 502, or a 504 after `--request-timeout` (the worker is then replaced), with
+/// the worker that answered.
 async fn exchange(
     pool: Arc<Pool>,
     mut req: Request<Incoming>,
@@ -329,13 +345,7 @@ async fn exchange(
         }
     }
     strip_hop_by_hop(resp.headers_mut());
-    let resp = resp.map(|b| {
-        Leased {
-            inner: b.boxed(),
-            lease: Some(lease),
-        }
-        .boxed()
-    });
+    let resp = resp.map(|b| Leased::new(b, lease, pool, timeouts.request).boxed());
     (resp, worker)
 }
 
@@ -475,36 +485,6 @@ fn forwarded_headers(headers: &mut HeaderMap, client: SocketAddr, upgrade: bool)
     }
     if let Some(host) = headers.get(header::HOST).cloned() {
         headers.insert("x-forwarded-host", host);
-    }
-}
-
-/// A worker's response body that frees the worker when it ends or is dropped.
-struct Leased {
-    inner: ProxyBody,
-    lease: Option<Lease>,
-}
-
-impl Body for Leased {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let r = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(None) = r {
-            self.lease = None;
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

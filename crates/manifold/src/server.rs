@@ -22,12 +22,13 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::router::Router;
 
 /// Accepts connections until `shutdown` resolves, then waits for in-flight requests, at most
-/// `grace` (a hung client or worker cannot hold the stop up); returns what is left of `grace`.
+/// `grace()` (read then, as a reload may have changed it; a hung client or worker cannot hold
+/// the stop up); returns what is left of it.
 pub async fn serve(
     listener: TcpListener,
     proxy: Arc<Router>,
     shutdown: impl Future<Output = ()>,
-    grace: Duration,
+    grace: impl FnOnce() -> Duration,
     limits: Limits,
 ) -> Duration {
     let graceful = GracefulShutdown::new();
@@ -76,6 +77,7 @@ pub async fn serve(
     }
     drop(listener);
     tracing::info!("stopped accepting; finishing in-flight requests");
+    let grace = grace();
     let start = tokio::time::Instant::now();
     if tokio::time::timeout(grace, graceful.shutdown())
         .await

@@ -371,6 +371,8 @@ mod tests {
             min: 1,
             max: 4,
             per_worker: 2,
+            spare: 0,
+            request_timeout_s: 60.0,
             totals: Totals::default(),
             output_lines_dropped: 0,
             last_error: None,

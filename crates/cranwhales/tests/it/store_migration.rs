@@ -205,7 +205,9 @@ fn a_version_3_store_migrates_to_the_same_facts() {
         // The old store gets the days in another order: other package ids, the same facts.
         for (k, d) in dates.iter().rev().chain(dates.iter()).enumerate() {
             let f = cranlogs().join(format!("{d}.csv.gz"));
-            let day = cranwhales::ingest::read_day(&f, Some(d), &Silent).unwrap();
+            let day =
+                cranwhales::ingest::read_day(&f, Some(d), cranwhales::day::Threads::One, &Silent)
+                    .unwrap();
             let packed = PackedDay::new(day, cranwhales::day::Threads::One);
             let store = if k < dates.len() {
                 &mut old
@@ -271,7 +273,7 @@ fn a_version_3_store_migrates_to_the_same_facts() {
         assert_eq!(a.days, n);
         for t in a.top(20) {
             let days = store.package_days(&t.package, from, to, 6).unwrap();
-            let sum: u64 = days.iter().map(|d| d.downloads).sum();
+            let sum: u64 = days.iter().map(|d| d.counts.downloads).sum();
             assert_eq!(
                 (t.downloads, b.downloads(&t.package)),
                 (sum, sum),

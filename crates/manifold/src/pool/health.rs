@@ -18,13 +18,23 @@ pub fn probe_timeout(interval: Duration) -> Duration {
     interval.min(Duration::from_secs(10))
 }
 
-/// Probes idle ready workers every `--health-interval` until the pool is gone or shutting down.
-pub(super) async fn probe_loop(pool: Weak<Pool>, path: String, interval: Duration) {
-    let mut tick = tokio::time::interval(interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
+/// With no health path or a zero interval, how often the loop looks whether a reload set them.
+const DISABLED_RECHECK: Duration = Duration::from_secs(1);
+
+/// Probes idle ready workers every `--health-interval` on `--health-path` (both read each round,
+/// so a reload can change them) until the pool is gone or shutting down.
+pub(super) async fn probe_loop(pool: Weak<Pool>) {
     loop {
-        tick.tick().await;
+        let (path, interval) = {
+            let Some(p) = pool.upgrade() else { return };
+            let cfg = p.cfg();
+            (cfg.health_path.clone(), cfg.health_interval)
+        };
+        let Some(path) = path.filter(|_| !interval.is_zero()) else {
+            tokio::time::sleep(DISABLED_RECHECK).await;
+            continue;
+        };
+        tokio::time::sleep(interval).await;
         let Some(p) = pool.upgrade() else { return };
         let targets: Vec<(u64, u16)> = {
             let st = p.lock();

@@ -5,23 +5,34 @@
 //! Steps: the worker is marked *due* and keeps serving; the supervisor starts a replacement
 //! beside it (due workers do not count towards `--min`/`--max`); when a worker becomes ready, the
 //! oldest due one goes [`State::Draining`]: no new requests, its sticky sessions and in-flight
-//! requests go on; it is stopped once idle for [`QUIET`] or after its drain limit
-//! (`--drain-timeout`, or `--request-timeout` when that is 0, so an in-flight request is never cut
-//! before its own limit).
+//! requests go on. Once it has been idle for [`QUIET`] it gets one last request (the *barrier*:
+//! `--health-path`, else `/`) and is stopped when that is answered; past its drain limit
+//! (`--drain-timeout`, or `--request-timeout` when that is 0, so an in-flight request is never
+//! cut before its own limit) it is stopped at once.
+//!
+//! Why the barrier: a single-threaded app runs what a closed session leaves behind after the
+//! socket closed. httpuv (Shiny) sees the WebSocket close on its I/O thread and queues the close
+//! callback, with the session's `onSessionEnded` handlers, for R's one thread, which may still be
+//! busy; requests are queued the same way, in order. So an answer to a request sent after the
+//! last socket closed means every end handler queued before it has run: the worker can be stopped
+//! without cutting one, however loaded the machine. A fixed idle time cannot promise that (CI's
+//! chaos run lost an `onSessionEnded` with 1 s; 5 s only made it rarer).
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::{Inner, Pool, State};
 
-/// Idle time after which a draining worker is stopped: covers the gap between a Shiny page load
-/// and its WebSocket, and gives the app time to run its session-end handlers (R is single-threaded:
-/// `onSessionEnded` runs only once R gets to the close; with 1 s, a loaded CI machine saw a worker
-/// stopped before its last session's end handler ran).
-pub const QUIET: Duration = Duration::from_secs(5);
+/// Idle time after which a draining worker gets its barrier request: covers the gap between a
+/// Shiny page load and its WebSocket (the session-end handlers are the barrier's business).
+pub const QUIET: Duration = Duration::from_secs(1);
+
+/// Longest wait for the barrier's answer when no drain limit applies (both timeouts 0).
+const BARRIER_MAX: Duration = Duration::from_secs(60);
 
 /// Why a worker is recycled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +62,9 @@ impl Pool {
     /// This worker's request limit: `--max-requests` plus a jitter in `0..=--max-requests-jitter`
     /// (so workers started together are not all recycled at once).
     pub(super) fn request_limit(&self, id: u64) -> Option<u64> {
-        let n = self.cfg.max_requests?;
-        let j = self.cfg.max_requests_jitter;
+        let cfg = self.cfg();
+        let n = cfg.max_requests?;
+        let j = cfg.max_requests_jitter;
         if j == 0 {
             return Some(n);
         }
@@ -79,12 +91,12 @@ impl Pool {
 
     /// Tick: marks workers past `--max-lifetime` or `--max-rss` due (`rss` by process group).
     pub(super) fn check_limits(&self, st: &mut Inner, rss: Option<&HashMap<u32, u64>>) {
-        let now = Instant::now();
+        let (now, cfg) = (Instant::now(), self.cfg());
         let mut due = Vec::new();
         for s in st.slots.values().filter(|s| s.state == State::Ready) {
-            if self.cfg.max_lifetime.is_some_and(|l| now - s.started >= l) {
+            if cfg.max_lifetime.is_some_and(|l| now - s.started >= l) {
                 due.push((s.worker.id, Recycle::Lifetime));
-            } else if let (Some(limit), Some(rss)) = (self.cfg.max_rss, rss) {
+            } else if let (Some(limit), Some(rss)) = (cfg.max_rss, rss) {
                 let used = rss.get(&s.worker.pid).copied().unwrap_or(0);
                 if used >= limit {
                     due.push((s.worker.id, Recycle::Rss(used)));
@@ -115,31 +127,63 @@ impl Pool {
         }
     }
 
-    /// Tick: stops draining workers that are idle for [`QUIET`] or past their drain limit.
-    pub(super) fn stop_drained(&self, st: &mut Inner) {
-        let now = Instant::now();
-        let limit = if self.cfg.drain_timeout.is_zero() {
-            self.cfg.request_timeout
+    /// Tick: stops draining workers past their drain limit; sends the barrier request to those
+    /// idle for [`QUIET`] (see the module docs).
+    pub(super) fn stop_drained(self: &Arc<Self>, st: &mut Inner) {
+        let (now, cfg) = (Instant::now(), self.cfg());
+        let limit = if cfg.drain_timeout.is_zero() {
+            cfg.request_timeout
         } else {
-            self.cfg.drain_timeout
+            cfg.drain_timeout
         };
+        let path = cfg.health_path.clone().unwrap_or_else(|| "/".into());
         for s in st.slots.values_mut().filter(|s| s.state == State::Draining) {
             let idle = s.busy == 0 && now - s.last_used >= QUIET;
             let since = s.draining_since.map_or(Duration::ZERO, |t| now - t);
-            let over = !limit.is_zero() && since >= limit;
-            if idle || over {
-                if over && s.busy > 0 {
+            if !limit.is_zero() && since >= limit {
+                if s.busy > 0 {
                     tracing::warn!(
                         worker = s.worker.id,
                         busy = s.busy,
                         "drain limit passed: stopping a draining worker with sessions open"
                     );
                 } else {
-                    tracing::info!(worker = s.worker.id, "drained worker stopped");
+                    tracing::info!(worker = s.worker.id, "drain limit passed: worker stopped");
                 }
                 s.state = State::Stopping;
                 s.worker.stop();
+            } else if idle && !s.barrier {
+                s.barrier = true;
+                // A single-threaded worker (Python's http.server) reads its open keep-alive
+                // connection and accepts no other until it closes.
+                s.conns.clear();
+                let left = if limit.is_zero() {
+                    BARRIER_MAX
+                } else {
+                    limit - since
+                };
+                let (id, port) = (s.worker.id, s.worker.port);
+                tokio::spawn(barrier(Arc::downgrade(self), id, port, path.clone(), left));
             }
         }
+    }
+}
+
+/// Sends drained worker `id` its last request and, once it is answered (or failed, or `left`
+/// passed), stops the worker if it is still draining and idle; a request that came meanwhile
+/// (a sticky session) puts it back to waiting for [`QUIET`].
+async fn barrier(pool: Weak<Pool>, id: u64, port: u16, path: String, left: Duration) {
+    let answered = tokio::time::timeout(left, crate::upstream::probe(port, &path)).await;
+    let Some(p) = pool.upgrade() else { return };
+    let mut st = p.lock();
+    let Some(s) = st.slots.get_mut(&id) else {
+        return;
+    };
+    s.barrier = false;
+    if s.state == State::Draining && s.busy == 0 {
+        let answered = matches!(answered, Ok(Ok(_)));
+        tracing::info!(worker = id, answered, "drained worker stopped");
+        s.state = State::Stopping;
+        s.worker.stop();
     }
 }

@@ -1,26 +1,39 @@
-//! Reload with no downtime (SIGHUP): a new generation of workers runs the re-read command; every
-//! worker of older generations is marked due (see `recycle`), so each gets a replacement of the
-//! new generation and drains once one is ready; new sessions prefer the newest generation
-//! (`pick`). If the new generation cannot start ([`super::FAILING_AFTER`] failures in a row
-//! before any of it is ready), the reload is given up: the old workers stay in service, the
-//! command and generation go back, and `last_error` says why.
+//! Reload with no downtime (SIGHUP): the re-read settings replace the pool's at once (what each
+//! one changes, and when, is in `config::live`) and a new generation of workers runs the re-read
+//! command; every worker of older generations is marked due (see `recycle`), so each gets a
+//! replacement of the new generation and drains once one is ready; new sessions prefer the
+//! newest generation (`pick`). If the new generation cannot start ([`super::FAILING_AFTER`]
+//! failures in a row before any of it is ready), the reload is given up: the old workers stay in
+//! service, the settings and generation go back, and `last_error` says why.
 
 use std::sync::Arc;
 
 use super::recycle::Recycle;
 use super::{Inner, LastError, Pool, State, FAILING_AFTER};
+use crate::config::{live, Config};
 
 impl Pool {
-    /// Starts generation `n + 1` with `command`.
-    pub(super) fn start_reload(&self, st: &mut Inner, command: Vec<String>) {
+    /// Starts generation `n + 1` with the re-read settings `cfg` (in force from now on).
+    pub(super) fn start_reload(&self, st: &mut Inner, cfg: Config) {
         if st.shutting_down {
             return;
         }
-        let previous = (st.generation, st.command.clone());
+        let running = self.cfg();
+        let cfg = live::keep_process_settings(&running, cfg);
+        for c in live::changes(&running, &cfg) {
+            tracing::info!(
+                setting = c.flag,
+                from = %c.old,
+                to = %c.new,
+                "reload: {}",
+                c.when.as_str()
+            );
+        }
+        let previous = (st.generation, running);
         // A reload during a reload goes back to the last generation that was in service.
         st.reloading = Some(st.reloading.take().unwrap_or(previous));
         st.generation += 1;
-        st.command = Arc::from(command);
+        self.set_cfg(Arc::new(cfg));
         // A fresh start: old back-off does not delay the new generation.
         st.failures_in_row = 0;
         st.retry_at = None;
@@ -71,12 +84,12 @@ impl Pool {
         if st.failures_in_row < FAILING_AFTER {
             return;
         }
-        let Some((generation, command)) = st.reloading.take() else {
+        let Some((generation, cfg)) = st.reloading.take() else {
             return;
         };
         let failed = st.generation;
         st.generation = generation;
-        st.command = command;
+        self.set_cfg(cfg);
         st.failures_in_row = 0;
         st.retry_at = None;
         st.totals.reload_failures += 1;
@@ -98,9 +111,10 @@ impl Pool {
 }
 
 impl Pool {
-    /// Starts a reload: new workers run `command`, old ones drain once replaced (see the module
-    /// docs). Returns at once; progress shows in status (`generation`, each worker's).
-    pub fn reload(&self, command: Vec<String>) {
-        let _ = self.events.send(super::Event::Reload(command));
+    /// Starts a reload: `cfg`'s settings apply, new workers run its command, old ones drain once
+    /// replaced (see the module docs). Returns at once; progress shows in status (`generation`,
+    /// each worker's, and the settings).
+    pub fn reload(&self, cfg: Config) {
+        let _ = self.events.send(super::Event::Reload(Box::new(cfg)));
     }
 }

@@ -97,6 +97,11 @@ pub struct Snapshot {
     pub max: usize,
     /// --per-worker.
     pub per_worker: usize,
+    /// --spare.
+    pub spare: usize,
+    /// --request-timeout in seconds (0: off); with min, max, per-worker and spare it shows what
+    /// a reload applied.
+    pub request_timeout_s: f64,
     /// Counters.
     pub totals: Totals,
     /// Worker output lines dropped because the log writer was behind.

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tokio::sync::mpsc;
 
 use super::{Inner, Pool, Slot, State, FAILING_AFTER};
+use crate::config::Config;
 use crate::worker::{Worker, WorkerError};
 
 /// Back-off after the first failed start; doubles per failure up to [`MAX_BACKOFF`].
@@ -19,11 +20,11 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Worker ids reserved under the lock, started after it is released with this generation's
-/// command.
+/// settings (its command, stop and ready timeouts, health path).
 pub(super) struct Reserved {
     ids: Vec<u64>,
     generation: u64,
-    command: std::sync::Arc<[String]>,
+    cfg: Arc<Config>,
 }
 
 /// Things the supervisor reacts to.
@@ -31,8 +32,8 @@ pub(super) struct Reserved {
 pub(super) enum Event {
     /// A request is waiting (maybe start a worker).
     Demand,
-    /// SIGHUP: start a new generation running this command.
-    Reload(Vec<String>),
+    /// SIGHUP: start a new generation with these settings and command.
+    Reload(Box<Config>),
     /// A worker passed its readiness check.
     Ready(u64),
     /// A worker failed its readiness check (it is being stopped).
@@ -50,8 +51,8 @@ impl Pool {
             let events = self.events.clone();
             let spawned = Worker::spawn(
                 id,
-                &r.command,
-                self.cfg.stop_timeout,
+                &r.cfg.command,
+                r.cfg.stop_timeout,
                 &self.output,
                 move |status| {
                     let _ = events.send(Event::Exited(id, status));
@@ -61,7 +62,7 @@ impl Pool {
             st.spawning -= 1;
             st.totals.worker_starts += 1;
             match spawned {
-                Ok(worker) => self.insert_starting(&mut st, worker, r.generation),
+                Ok(worker) => self.insert_starting(&mut st, worker, r.generation, &r.cfg),
                 Err(e) => {
                     st.spawning -= ids.len();
                     self.start_failed(&mut st, e.to_string());
@@ -72,7 +73,7 @@ impl Pool {
     }
 
     /// Records a freshly spawned worker and probes its readiness off the supervisor.
-    fn insert_starting(&self, st: &mut Inner, worker: Worker, generation: u64) {
+    fn insert_starting(&self, st: &mut Inner, worker: Worker, generation: u64, cfg: &Config) {
         let id = worker.id;
         tracing::info!(
             worker = id,
@@ -97,12 +98,13 @@ impl Pool {
                 due: None,
                 request_limit: self.request_limit(id),
                 draining_since: None,
+                barrier: false,
                 conns: Vec::new(),
             },
         );
         // Readiness is probed off the supervisor so that slow starts never hold it up.
-        let health = self.cfg.health_path.clone();
-        let timeout = self.cfg.ready_timeout;
+        let health = cfg.health_path.clone();
+        let timeout = cfg.ready_timeout;
         let events = self.events.clone();
         tokio::spawn(async move {
             let ev = match probe.wait_ready(health.as_deref(), timeout).await {
@@ -139,12 +141,12 @@ impl Pool {
     /// outnumber starting slots; [`Pool::spawn_reserved`] starts them after the lock is released.
     fn scale(&self, st: &mut Inner) -> Reserved {
         let mut ids = Vec::new();
-        let (generation, command) = (st.generation, st.command.clone());
+        let (generation, cfg) = (st.generation, self.cfg());
         if st.shutting_down || st.retry_at.is_some_and(|t| t > Instant::now()) {
             return Reserved {
                 ids,
                 generation,
-                command,
+                cfg,
             };
         }
         // Due and draining workers do not count: their replacements are started beside them.
@@ -169,44 +171,47 @@ impl Pool {
         // --spare: idle ready workers (plus those starting) kept above the busy ones.
         let idle = idle_ready(st);
         let (mut alive, mut starting) = (alive, starting);
-        while alive < self.cfg.max
-            && (alive < self.cfg.min
-                || demand > starting * self.cfg.per_worker
+        while alive < cfg.max
+            && (alive < cfg.min
+                || demand > starting * cfg.per_worker
                 || due > starting
-                || idle + starting < self.cfg.spare)
+                || idle + starting < cfg.spare)
         {
             ids.push(st.next_id);
             st.next_id += 1;
             alive += 1;
             starting += 1;
         }
+        // At --max (a reload lowered it): due workers that no replacement is coming for drain
+        // now; the workers that count, `--max` of them, are at least `--min`.
+        for _ in starting..due {
+            self.retire_one_due(st);
+        }
         st.spawning += ids.len();
         Reserved {
             ids,
             generation,
-            command,
+            cfg,
         }
     }
 
     /// Stops the least recently used idle worker above `min` whose idle time passed.
     fn reap_idle(&self, st: &mut Inner) {
-        let now = Instant::now();
+        let (now, cfg) = (Instant::now(), self.cfg());
         loop {
             let alive = st
                 .slots
                 .values()
                 .filter(|s| s.state != State::Stopping)
                 .count();
-            if alive <= self.cfg.min || idle_ready(st) <= self.cfg.spare {
+            if alive <= cfg.min || idle_ready(st) <= cfg.spare {
                 return;
             }
             let victim = st
                 .slots
                 .values_mut()
                 .filter(|s| {
-                    s.state == State::Ready
-                        && s.busy == 0
-                        && now - s.last_used >= self.cfg.idle_timeout
+                    s.state == State::Ready && s.busy == 0 && now - s.last_used >= cfg.idle_timeout
                 })
                 .min_by_key(|s| s.last_used);
             let Some(slot) = victim else { return };
@@ -230,7 +235,7 @@ impl Pool {
         let mut st = self.lock();
         match ev {
             Event::Demand => {}
-            Event::Reload(command) => self.start_reload(&mut st, command),
+            Event::Reload(cfg) => self.start_reload(&mut st, *cfg),
             Event::Ready(id) => {
                 if let Some(slot) = st.slots.get_mut(&id) {
                     if slot.state == State::Starting {
@@ -299,7 +304,7 @@ fn idle_ready(st: &Inner) -> usize {
 pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::UnboundedReceiver<Event>) {
     let tick_every = {
         let Some(p) = pool.upgrade() else { return };
-        let t = (p.cfg.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let t = (p.cfg().idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         // Draining workers are stopped, and limits checked, at least this often.
         t.min(Duration::from_millis(250))
     };
@@ -331,7 +336,7 @@ pub(super) async fn supervise(pool: std::sync::Weak<Pool>, mut rx: mpsc::Unbound
             _ = tick.tick() => {
                 let Some(p) = pool.upgrade() else { return };
                 // /proc is read before the lock is taken, only when --max-rss asks for it.
-                let rss = p.cfg.max_rss.map(|_| crate::rss::by_group());
+                let rss = p.cfg().max_rss.map(|_| crate::rss::by_group());
                 let mut st = p.lock();
                 if !st.shutting_down {
                     p.reap_idle(&mut st);

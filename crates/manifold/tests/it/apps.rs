@@ -4,35 +4,7 @@
 
 use crate::common;
 
-use std::time::Duration;
-
 use common::*;
-use futures_util::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
-
-/// Reads the Shiny app's WebSocket (under `prefix`) until the rendered `clicks` output arrives.
-async fn shiny_output(addr: &str, prefix: &str, cookie: &str) -> String {
-    let mut req = format!("ws://{addr}{prefix}websocket/")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert("Cookie", cookie.parse().unwrap());
-    let (mut ws, resp) = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("handshake");
-    assert_eq!(resp.status(), 101);
-    let init = r#"{"method":"init","data":{"go:shiny.action":0,".clientdata_output_clicks_hidden":false}}"#;
-    ws.send(Message::text(init)).await.unwrap();
-    loop {
-        let msg = ws.next().await.expect("open").expect("message");
-        if let Message::Text(t) = msg {
-            if t.contains("clicks:") {
-                let _ = ws.close(None).await;
-                return t.to_string();
-            }
-        }
-    }
-}
 
 #[test]
 fn two_apps_on_one_port_each_with_its_pool() {
@@ -60,53 +32,13 @@ fn two_apps_on_one_port_each_with_its_pool() {
     assert_eq!((r.status, r.header("location")), (301, Some("/py/")));
     assert_eq!(m.get("/elsewhere").status, 404);
     // The Shiny app under its prefix: page, asset and WebSocket on the cookie's worker.
-    let page = m.get("/shiny/");
-    assert_eq!(page.status, 200);
-    let set = page.header("set-cookie").unwrap().to_string();
+    let p = shiny::open(&m.addr, "/shiny/");
+    let set = p.page.header("set-cookie").unwrap().to_string();
     assert!(set.contains("; Path=/shiny/;"), "{set}");
-    let cookie = page.cookie();
-    let worker: u64 = cookie
-        .strip_prefix("manifold_worker_shiny=")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let pid: u64 = page
-        .body
-        .split("<span id=\"pid\">")
-        .nth(1)
-        .and_then(|r| r.split('<').next())
-        .unwrap()
-        .parse()
-        .unwrap();
-    let script = page
-        .body
-        .split("src=\"")
-        .filter_map(|r| r.split('"').next())
-        .find(|p| p.ends_with("shiny.min.js"))
-        .unwrap()
-        .to_string();
-    let js = request(
-        &m.addr,
-        "GET",
-        &format!("/shiny/{script}"),
-        &[("Cookie", &cookie)],
-        "",
-    );
-    assert_eq!(js.status, 200);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = m.addr.clone();
-    let out = rt.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            shiny_output(&addr, "/shiny/", &cookie),
-        )
-        .await
-        .expect("shiny answered")
-    });
-    assert!(out.contains(&format!("pid: {pid}")), "{out}");
+    assert!(p.cookie.starts_with("manifold_worker_shiny="), "{set}");
+    let out = shiny::output(&m.addr, "/shiny/", &p.cookie);
+    assert!(out.contains(&format!("pid: {}", p.pid)), "{out}");
+    let worker = p.worker;
     let s = m.wait_status("websocket finished", |s| {
         workers(&s["apps"]["shiny"])
             .iter()

@@ -14,11 +14,12 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::replay::{surge_replay, wait_exit, Proc};
 use common::*;
 
 /// Phase 1: 40 users, one session each (their think time alone outlasts the 2.34 s warm-up).
@@ -47,18 +48,6 @@ impl Drop for TempDir {
     }
 }
 
-/// A child process killed on drop (a failing test leaves nothing running).
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -81,20 +70,8 @@ fn repo_root() -> PathBuf {
 /// One manifold "host": the shiny preset, 2 R workers, a 2 s drain, its own session log.
 fn start_host(n: u32, dir: &Path) -> (Manifold, PathBuf) {
     let log = dir.join(format!("host{n}.sessions"));
-    let app = fixture("shiny-replay");
-    let m = start_env(
-        &on_free_port(&[
-            "--min",
-            "2",
-            "--max",
-            "2",
-            "--drain-timeout",
-            "2s",
-            "shiny",
-            app.to_str().unwrap(),
-        ]),
-        &[("MANIFOLD_SESSION_LOG", log.to_str().unwrap())],
-    );
+    let flags = ["--min", "2", "--max", "2", "--drain-timeout", "2s"];
+    let m = common::replay::start_shiny(&fixture("shiny-replay"), &log, &flags);
     (m, log)
 }
 
@@ -239,45 +216,9 @@ fn logged(h: &Haproxy, from: usize) -> Vec<Logged> {
         .collect()
 }
 
-fn surge() -> Command {
-    let bin = Path::new(env!("CARGO_BIN_EXE_manifold")).with_file_name("surge");
-    assert!(
-        bin.is_file(),
-        "{} missing: cargo build -p surge --bin surge (make test-manifold-haproxy does)",
-        bin.display()
-    );
-    Command::new(bin)
-}
-
 fn replay(port: u16, users: u32, out: &Path) -> Proc {
-    Proc(
-        surge()
-            .arg("replay")
-            .arg(fixture("shiny-replay/recording.log"))
-            .args(["--target", &format!("http://127.0.0.1:{port}/")])
-            .args(["--users", &users.to_string(), "--start-interval", "60ms"])
-            .args(["--message-timeout", "20s", "--output-dir"])
-            .arg(out)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-fn wait_exit(p: &mut Proc, limit: Duration) -> Option<i32> {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = p.0.try_wait().unwrap() {
-            return s.code();
-        }
-        assert!(
-            start.elapsed() < limit,
-            "process did not finish in {limit:?}"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    let target = format!("http://127.0.0.1:{port}/");
+    surge_replay(&target, users, &["--start-interval", "60ms"], out)
 }
 
 /// One replayed session from its CSV: when its page was requested, and how it ended.
@@ -290,21 +231,14 @@ struct Session {
 
 fn sessions(run: &Path) -> Vec<Session> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(run.join("sessions")).unwrap() {
-        let p = e.unwrap().path();
-        let text = std::fs::read_to_string(&p).unwrap();
-        let rows: Vec<Vec<&str>> = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.starts_with("session_id"))
-            .map(|l| l.splitn(7, ',').collect())
-            .collect();
+    for (p, rows) in common::replay::session_csvs(run) {
         let home_ms = rows
             .iter()
             .find(|r| r[3] == "REQ_HOME_START")
             .map(|r| r[4].parse().unwrap())
             .unwrap_or_else(|| panic!("{}: no REQ_HOME_START", p.display()));
         let last = rows.last().unwrap();
-        let failure = (last[3] == "PLAYBACK_FAIL").then(|| last[6].to_string());
+        let failure = (last[3] == "PLAYBACK_FAIL").then(|| last[6].clone());
         assert!(
             failure.is_some() || last[3] == "PLAYBACK_DONE",
             "{}",

@@ -5,12 +5,8 @@ use crate::common;
 
 use std::collections::BTreeSet;
 use std::thread;
-use std::time::Duration;
 
 use common::*;
-use futures_util::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
 
 /// `manifold plumber api.R`: concurrent slow requests spread over two R workers, the extra one
 /// stops when idle, and SIGTERM stops every R process.
@@ -59,33 +55,6 @@ fn plumber_preset_scales_and_stops_cleanly() {
     assert_gone(kept);
 }
 
-/// Reads Shiny WebSocket messages until one carries the rendered `clicks` output.
-async fn shiny_output(addr: &str, cookie: &str) -> String {
-    let mut req = format!("ws://{addr}/websocket/")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert("Cookie", cookie.parse().unwrap());
-    let (mut ws, resp) = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("websocket handshake");
-    assert_eq!(resp.status(), 101);
-    let init = r#"{"method":"init","data":{"go:shiny.action":0,".clientdata_output_clicks_hidden":false}}"#;
-    ws.send(Message::text(init)).await.unwrap();
-    loop {
-        let msg = ws
-            .next()
-            .await
-            .expect("websocket open")
-            .expect("websocket message");
-        if let Message::Text(t) = msg {
-            if t.contains("clicks:") {
-                let _ = ws.close(None).await;
-                return t.to_string();
-            }
-        }
-    }
-}
-
 /// `manifold shiny APP_DIR`: the page, its assets and its WebSocket all reach the worker named in
 /// the sticky cookie (same pid); nothing of the session reaches the other worker.
 #[test]
@@ -99,52 +68,15 @@ fn shiny_session_stays_on_its_worker() {
         "shiny",
         app.to_str().unwrap(),
     ]));
-    let page = m.get("/");
-    assert_eq!(page.status, 200);
-    let cookie = page.cookie();
-    let worker: u64 = cookie
-        .strip_prefix("manifold_worker=")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let pid: u32 = page
-        .body
-        .split("<span id=\"pid\">")
-        .nth(1)
-        .and_then(|r| r.split('<').next())
-        .unwrap()
-        .parse()
-        .unwrap();
+    let p = shiny::open(&m.addr, "/");
+    assert!(p.cookie.starts_with("manifold_worker="), "{}", p.cookie);
+    let (worker, pid) = (p.worker, p.pid);
     let s = m.status();
     let w = workers(&s).into_iter().find(|w| w["id"] == worker).unwrap();
     assert_eq!(w["pid"].as_u64(), Some(pid as u64));
-    // The page's script, fetched with the cookie, comes from the same worker.
-    let script = page
-        .body
-        .split("src=\"")
-        .filter_map(|r| r.split('"').next())
-        .find(|p| p.ends_with("shiny.min.js"))
-        .unwrap()
-        .to_string();
-    let js = request(
-        &m.addr,
-        "GET",
-        &format!("/{script}"),
-        &[("Cookie", &cookie)],
-        "",
-    );
-    assert_eq!(js.status, 200);
-    assert!(js.header("set-cookie").is_none());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = m.addr.clone();
-    let out = rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(60), shiny_output(&addr, &cookie))
-            .await
-            .expect("shiny answered over the websocket")
-    });
+    // The page's script, fetched with the cookie, came from the same worker (no new cookie).
+    assert!(p.script.header("set-cookie").is_none());
+    let out = shiny::output(&m.addr, "/", &p.cookie);
     assert!(out.contains(&format!("pid: {pid}")), "{out}");
     // The tunnel frees its worker once both sides closed: page, script and WebSocket = 3.
     let s = m.wait_status("websocket finished", |s| {

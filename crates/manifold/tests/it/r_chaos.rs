@@ -36,17 +36,16 @@ fn victim(m: &Manifold, hit: &BTreeSet<u32>, seed: &mut u64) -> Option<u32> {
 #[test]
 #[ignore = "needs R shiny and the surge binary: make test-manifold-chaos"]
 fn chaos_only_sessions_on_killed_workers_fail() {
-    let secs: u64 = std::env::var("MANIFOLD_CHAOS_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let secs = env_secs("MANIFOLD_CHAOS_SECS", 60);
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app");
     let log = dir.path().join("sessions.log");
     let access = dir.path().join("access.jsonl");
     write_app(&app, "v1");
-    let mut m = start_env(
-        &on_free_port(&[
+    let mut m = start_shiny(
+        &app,
+        &log,
+        &[
             "--min",
             "4",
             "--max",
@@ -59,10 +58,7 @@ fn chaos_only_sessions_on_killed_workers_fail() {
             "30s",
             "--access-log",
             access.to_str().unwrap(),
-            "shiny",
-            app.to_str().unwrap(),
-        ]),
-        &[("MANIFOLD_SESSION_LOG", log.to_str().unwrap())],
+        ],
     );
     let mut seen: BTreeSet<u32> = pids(&m.status()).into_iter().collect();
     // Worker id → pid, to read the access log (ids) against the victims (pids).

@@ -14,26 +14,15 @@ use common::*;
 #[test]
 #[ignore = "needs R shiny and the surge binary: make test-manifold-reload"]
 fn reload_under_load_keeps_every_session() {
-    let secs: u64 = std::env::var("MANIFOLD_RELOAD_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let secs = env_secs("MANIFOLD_RELOAD_SECS", 60);
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app");
     let log = dir.path().join("sessions.log");
     write_app(&app, "v1");
-    let mut m = start_env(
-        &on_free_port(&[
-            "--min",
-            "2",
-            "--max",
-            "2",
-            "--drain-timeout",
-            "30s",
-            "shiny",
-            app.to_str().unwrap(),
-        ]),
-        &[("MANIFOLD_SESSION_LOG", log.to_str().unwrap())],
+    let mut m = start_shiny(
+        &app,
+        &log,
+        &["--min", "2", "--max", "2", "--drain-timeout", "30s"],
     );
     let old_pids = pids(&m.status());
     let run = dir.path().join("run");

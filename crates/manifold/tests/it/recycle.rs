@@ -1,7 +1,7 @@
 //! Recycling with real Python workers: after `--max-requests`, past `--max-rss` (a worker that
 //! leaks a known amount per request) or `--max-lifetime`, a worker is replaced with no failed
 //! request, its replacement ready before it stops (a ready worker is always there), and the old
-//! process gone.
+//! process gone, but not before it ran what its closed sessions left to do.
 
 use crate::common;
 
@@ -157,4 +157,40 @@ fn draining_worker_finishes_its_sticky_session() {
     let fresh = m.get("/pid");
     assert_ne!(fresh.body.trim(), old.to_string());
     assert_gone(old);
+}
+
+/// The drain barrier: a drained worker is stopped only once it answered one more request, so what
+/// its closed sessions left queued has run. The fixture takes 3 s after its WebSocket closed to
+/// log the session's end (as R runs `onSessionEnded` after the socket closed), far longer than
+/// the 1 s quiet time: the end is logged, and only then is the worker gone.
+#[test]
+fn a_drained_worker_runs_its_session_end_before_it_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ended = dir.path().join("ended.log");
+    let m = InProc::start(&with_command(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--max-requests",
+            "1",
+            "--stop-timeout",
+            "1s",
+        ],
+        py_worker(&["--end-ms", "3000", "--end-file", ended.to_str().unwrap()]),
+    ));
+    let old = pids(&m.status())[0];
+    // One WebSocket session; when it closes the worker is at its limit and is recycled.
+    let s = upgrade(&m.addr);
+    drop(s);
+    let closed = std::time::Instant::now();
+    assert_gone(old);
+    assert!(
+        closed.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        closed.elapsed()
+    );
+    let log = std::fs::read_to_string(&ended).unwrap_or_default();
+    assert_eq!(log, format!("ended {old}\n"), "the session end ran first");
+    assert_eq!(m.status()["totals"]["recycles"], 1);
+    assert_eq!(m.get("/hello").body, "hello");
 }

@@ -2,6 +2,8 @@
 //! again and a new generation of (Python) workers starts; new sessions see the new version, a
 //! session begun before goes on on its old worker until quiet, then the old process is gone. A
 //! new generation that cannot start, or a broken config file, leaves the old one in service.
+//! The pool settings read again apply too (`--min`, `--max`, `--request-timeout` …), and one
+//! that cannot change live is logged as kept.
 
 use crate::common;
 
@@ -10,14 +12,15 @@ use std::time::Duration;
 
 use common::*;
 
-fn write_config(path: &std::path::Path, command: &[String]) {
+/// Pool settings of the first test (sticky sessions, up to 2 workers).
+const SESSIONS: &str = "min = 1\nmax = 2\nper-worker = 4\nsticky = \"cookie\"\nstop-timeout = \"1s\"\ndrain-timeout = \"20s\"\n";
+
+/// Writes a config file: TOML `settings` lines and the worker `command`.
+fn write_config(path: &std::path::Path, settings: &str, command: &[String]) {
     let quoted: Vec<String> = command.iter().map(|a| format!("{a:?}")).collect();
     std::fs::write(
         path,
-        format!(
-            "min = 1\nmax = 2\nper-worker = 4\nsticky = \"cookie\"\nstop-timeout = \"1s\"\ndrain-timeout = \"20s\"\ncommand = [{}]\n",
-            quoted.join(", ")
-        ),
+        format!("{settings}command = [{}]\n", quoted.join(", ")),
     )
     .unwrap();
 }
@@ -32,7 +35,7 @@ fn sighup(m: &Manifold) {
 fn sighup_starts_a_new_generation_and_old_sessions_finish_on_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("manifold.toml");
-    write_config(&cfg, &py_worker(&["--version", "v1"]));
+    write_config(&cfg, SESSIONS, &py_worker(&["--version", "v1"]));
     let mut m = start(&on_free_port(&["--config", cfg.to_str().unwrap()]));
     let first = m.get("/version");
     assert_eq!(first.body, "v1");
@@ -40,7 +43,7 @@ fn sighup_starts_a_new_generation_and_old_sessions_finish_on_the_old_one() {
     let old_pid = pids(&m.status())[0];
     let session = || request(&m.addr, "GET", "/version", &[("Cookie", &cookie)], "");
 
-    write_config(&cfg, &py_worker(&["--version", "v2"]));
+    write_config(&cfg, SESSIONS, &py_worker(&["--version", "v2"]));
     sighup(&m);
     let s = m.wait_status("generation 2 in service", |s| s["totals"]["reloads"] == 1);
     assert_eq!(s["generation"], 2);
@@ -69,7 +72,7 @@ fn sighup_starts_a_new_generation_and_old_sessions_finish_on_the_old_one() {
     assert_eq!(after.body, "v2", "a session whose worker is gone moves on");
 
     // A new generation that cannot start: the old one keeps serving, and status says why.
-    write_config(&cfg, &args(&["/nonexistent/app", "{port}"]));
+    write_config(&cfg, SESSIONS, &args(&["/nonexistent/app", "{port}"]));
     sighup(&m);
     let s = m.wait_status("reload given up", |s| s["totals"]["reload_failures"] == 1);
     assert_eq!(s["generation"], 2);
@@ -91,6 +94,74 @@ fn sighup_starts_a_new_generation_and_old_sessions_finish_on_the_old_one() {
     }
     assert_eq!(m.get("/version").body, "v2");
     assert_eq!(m.status()["generation"], 2);
+    m.sigterm();
+    assert_eq!(m.wait().code(), Some(0), "{}", m.log());
+}
+
+/// Ready workers of generation `g`, and whether every worker listed is of it.
+fn generation_only(s: &serde_json::Value, g: u64) -> Option<usize> {
+    let all = workers(s);
+    all.iter()
+        .all(|w| w["generation"] == g)
+        .then(|| all.iter().filter(|w| w["state"] == "ready").count())
+}
+
+/// SIGHUP applies the pool settings read again, not only the command: `--min 1 --max 1` with a
+/// 30 s request timeout becomes `--min 3 --max 4` with 1 s (status shows them; three workers of
+/// the new generation run; a 5 s request gets 504 after 1 s), then `--min 1 --max 1` again
+/// (the three drain though only one replacement may start: one worker left). `--max-connections`
+/// belongs to the listening process: logged as kept.
+#[test]
+fn sighup_applies_pool_settings_and_the_pool_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("manifold.toml");
+    let pool = |min: usize, max: usize, timeout: &str, conns: usize| {
+        format!("min = {min}\nmax = {max}\nrequest-timeout = \"{timeout}\"\nmax-connections = {conns}\nstop-timeout = \"1s\"\ndrain-timeout = \"5s\"\n")
+    };
+    let settings = |s: &serde_json::Value| {
+        (
+            s["min"].as_u64().unwrap(),
+            s["max"].as_u64().unwrap(),
+            s["request_timeout_s"].as_f64().unwrap(),
+        )
+    };
+    write_config(&cfg, &pool(1, 1, "30s", 100), &py_worker(&[]));
+    let mut m = start(&on_free_port(&["--config", cfg.to_str().unwrap()]));
+    assert_eq!(settings(&m.status()), (1, 1, 30.0));
+
+    write_config(&cfg, &pool(3, 4, "1s", 200), &py_worker(&[]));
+    sighup(&m);
+    let s = m.wait_status("three workers of generation 2", |s| {
+        generation_only(s, 2) == Some(3)
+    });
+    assert_eq!(settings(&s), (3, 4, 1.0));
+    let log = m.log();
+    assert!(log.contains("reload: at once"), "{log}");
+    assert!(
+        log.contains("--max-connections") && log.contains("kept (needs a restart)"),
+        "{log}"
+    );
+    let start = std::time::Instant::now();
+    let r = m.get("/sleep?ms=5000");
+    assert_eq!(r.status, 504, "{}", r.body);
+    assert!(
+        r.body.contains("within 1s (--request-timeout)"),
+        "{}",
+        r.body
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+
+    write_config(&cfg, &pool(1, 1, "30s", 200), &py_worker(&[]));
+    sighup(&m);
+    let s = m.wait_status("one worker, of generation 3", |s| {
+        generation_only(s, 3) == Some(1) && workers(s).len() == 1
+    });
+    assert_eq!(settings(&s), (1, 1, 30.0));
+    assert_eq!(m.get("/hello").body, "hello");
     m.sigterm();
     assert_eq!(m.wait().code(), Some(0), "{}", m.log());
 }

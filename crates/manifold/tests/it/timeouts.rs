@@ -1,8 +1,10 @@
-//! Timeouts that heal: a worker that does not answer gets the client a 504 and is replaced; a
-//! client that leaves does not free the slot of a worker still busy; a silent WebSocket is closed;
-//! a worker that stops answering its health probe is replaced; SIGTERM is bounded whatever the
-//! clients do. Real Python workers (tests/fixtures/worker.py); the exact default timeout is
-//! measured on tokio's paused clock while the worker is stuck (no real process must progress).
+//! Timeouts that heal: a worker that does not answer, or falls silent in the middle of its
+//! response body, gets the client a 504 (or a cut response) and is replaced; a body that keeps
+//! flowing is never cut; a client that leaves does not free the slot of a worker still busy; a
+//! silent WebSocket is closed; a worker that stops answering its health probe is replaced;
+//! SIGTERM is bounded whatever the clients do. Real Python workers (tests/fixtures/worker.py);
+//! the default timeout is measured on tokio's paused clock while the worker is stuck (no real
+//! process must progress).
 
 use crate::common;
 
@@ -13,14 +15,54 @@ use std::time::{Duration, Instant};
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// One GET on a fresh connection, read to the end (async, for the paused-clock test).
-async fn get_async(addr: &str, path: &str) -> Resp {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.unwrap();
-    parse(&raw).unwrap()
+/// manifold with one Python worker (SIGKILLed 1 s after SIGTERM) on this test's runtime, and
+/// that worker's pid.
+async fn one_worker() -> (RunHere, u32) {
+    let m = run_here(&with_command(
+        &["--min", "1", "--max", "1", "--stop-timeout", "1s"],
+        py_worker(&[]),
+    ))
+    .await;
+    let pid = m.get("/pid").await.body.trim().parse().unwrap();
+    (m, pid)
+}
+
+/// Flags for one Python worker (`--min 1 --max 1`) and `extra`.
+fn one_worker_args(extra: &[&str]) -> Vec<String> {
+    base(&[&["--min", "1", "--max", "1"], extra].concat())
+}
+
+/// After a timeout on the paused clock (resumed): it came after `waited`, at least the given
+/// least and at most 60 s (timers have millisecond resolution); the next request is served by a
+/// new worker, the stuck process is gone, and status counts one timeout with `message` in
+/// `last_error`.
+async fn replaced_after_timeout(
+    m: RunHere,
+    stuck_pid: u32,
+    (waited, least): (Duration, Duration),
+    message: &str,
+) {
+    assert!(
+        waited >= least && waited <= Duration::from_millis(60_002),
+        "{waited:?}"
+    );
+    let next = m.get("/pid").await;
+    assert_eq!(next.status, 200);
+    assert_ne!(next.body.trim().parse::<u32>().unwrap(), stuck_pid);
+    let s = m.status().await;
+    assert_eq!(s["totals"]["request_timeouts"], 1);
+    assert!(
+        s["last_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(message),
+        "{s}"
+    );
+    assert!(s["last_error"]["time"].as_str().unwrap().ends_with('Z'));
+    tokio::task::spawn_blocking(move || assert_gone(stuck_pid))
+        .await
+        .unwrap();
+    m.stop().await;
 }
 
 /// A request the worker never answers gets `504` after exactly the default `--request-timeout`
@@ -28,25 +70,10 @@ async fn get_async(addr: &str, path: &str) -> Resp {
 /// the new one, and status counts the timeout with its message in `last_error`.
 #[tokio::test]
 async fn hung_request_gets_504_after_the_default_timeout_and_the_worker_is_replaced() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let cfg = config(&with_command(
-        &["--min", "1", "--max", "1", "--stop-timeout", "1s"],
-        py_worker(&[]),
-    ));
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        let shutdown = async {
-            let _ = rx.await;
-        };
-        manifold::run(listener, cfg, shutdown, std::future::pending()).await
-    });
-    let first = get_async(&addr, "/pid").await;
-    assert_eq!(first.status, 200);
-    let stuck_pid: u32 = first.body.trim().parse().unwrap();
+    let (m, stuck_pid) = one_worker().await;
     tokio::time::pause();
     let start = tokio::time::Instant::now();
-    let r = get_async(&addr, "/sleep?ms=600000").await;
+    let r = m.get("/sleep?ms=600000").await;
     let waited = start.elapsed();
     tokio::time::resume();
     assert_eq!(r.status, 504, "{}", r.body);
@@ -54,48 +81,72 @@ async fn hung_request_gets_504_after_the_default_timeout_and_the_worker_is_repla
         r.body.trim(),
         "manifold: worker 1 did not answer within 1m (--request-timeout); it is being replaced"
     );
-    assert!(
-        waited >= Duration::from_secs(60) && waited <= Duration::from_millis(60_002),
-        "{waited:?}"
-    );
-    // The replacement serves; the stuck process is gone.
-    let a = addr.clone();
-    let next = tokio::task::spawn_blocking(move || request(&a, "GET", "/pid", &[], ""))
-        .await
-        .unwrap();
-    assert_eq!(next.status, 200);
-    assert_ne!(next.body.trim().parse::<u32>().unwrap(), stuck_pid);
-    let a = addr.clone();
-    let s = tokio::task::spawn_blocking(move || status_at(&a))
-        .await
-        .unwrap();
-    assert_eq!(s["totals"]["request_timeouts"], 1);
-    assert!(
-        s["last_error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("worker 1 did not answer within 1m (--request-timeout); replaced"),
-        "{s}"
-    );
-    assert!(s["last_error"]["time"].as_str().unwrap().ends_with('Z'));
-    tokio::task::spawn_blocking(move || assert_gone(stuck_pid))
-        .await
-        .unwrap();
-    let _ = stop.send(());
-    server.await.unwrap().unwrap();
+    let message = "worker 1 did not answer within 1m (--request-timeout); replaced";
+    replaced_after_timeout(m, stuck_pid, (waited, Duration::from_secs(60)), message).await;
 }
 
-/// The reported bug: two hung requests whose clients gave up left status at `busy 0` and the next
-/// request went to a stuck worker. Now the slot stays busy after the client left, the next
-/// request waits in the queue instead, and once `--request-timeout` replaced the stuck worker it
-/// is served by the new one.
+/// A worker that sends its head and half its body, then nothing: once it has been silent for the
+/// default `--request-timeout` (60 s of paused time, measured from the moment the client had
+/// the first half) the response is cut (the client gets 5 of the 10 bytes announced, never a
+/// short body passed off as whole) and the worker is replaced as for a stalled head.
+#[tokio::test]
+async fn body_that_stalls_is_cut_after_the_default_timeout_and_the_worker_is_replaced() {
+    let (m, stuck_pid) = one_worker().await;
+    let mut s = tokio::net::TcpStream::connect(&m.addr).await.unwrap();
+    s.write_all(b"GET /stall HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    // Real time until the head and the first half arrived; then the clock stops.
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !raw.ends_with(b"first") {
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&raw));
+        raw.extend_from_slice(&buf[..n]);
+    }
+    tokio::time::pause();
+    let start = tokio::time::Instant::now();
+    // Cut: the connection ends (closed or reset) with the body incomplete.
+    let _ = s.read_to_end(&mut raw).await;
+    let waited = start.elapsed();
+    tokio::time::resume();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("content-length: 10\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\r\n\r\nfirst"),
+        "cut after the first half: {text}"
+    );
+    // The silence timer started as the first half went out, a moment before the clock stopped.
+    let message = "worker 1 fell silent mid-body for 1m (--request-timeout); replaced";
+    replaced_after_timeout(m, stuck_pid, (waited, Duration::from_secs(59)), message).await;
+}
+
+/// Worker silence, not response time: a body that keeps coming (5 parts 400 ms apart, 1.6 s in
+/// all) passes a 1 s `--request-timeout` whole, and the worker is kept.
 #[test]
-fn a_client_that_leaves_does_not_free_a_stuck_workers_slot() {
-    let m = InProc::start(&base(&[
-        "--min",
-        "1",
-        "--max",
-        "1",
+fn body_that_keeps_flowing_is_not_cut() {
+    let m = InProc::start(&one_worker_args(&["--request-timeout", "1s"]));
+    let pid = m.get("/pid").body;
+    let start = Instant::now();
+    let r = m.get("/drip?n=5&ms=400");
+    assert!(start.elapsed() >= Duration::from_millis(1600));
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (200, "part\n".repeat(5).as_str())
+    );
+    assert_eq!(m.get("/pid").body, pid, "the same worker");
+    assert_eq!(m.status()["totals"]["request_timeouts"], 0);
+}
+
+/// With one worker and a 2 s `--request-timeout`: a client sends GET `path`, reads until `until`
+/// has come (nothing: until the worker is busy) and leaves. Well after, the stuck worker's slot
+/// is still busy; the next request waits for its replacement instead of going to it.
+fn client_leaves_and_the_next_request_waits_for_the_replacement(path: &str, until: &[u8]) {
+    let m = InProc::start(&one_worker_args(&[
         "--request-timeout",
         "2s",
         "--stop-timeout",
@@ -105,10 +156,17 @@ fn a_client_that_leaves_does_not_free_a_stuck_workers_slot() {
     let mut hung = TcpStream::connect(&m.addr).unwrap();
     write!(
         hung,
-        "GET /sleep?ms=600000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     m.wait_status("busy worker", |s| workers(s)[0]["busy"] == 1);
+    let mut got = Vec::new();
+    let mut b = [0u8; 1024];
+    while !got.ends_with(until) {
+        let n = hung.read(&mut b).unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&b[..n]);
+    }
     drop(hung);
     // Well after the client left, the worker still counts as busy.
     std::thread::sleep(Duration::from_millis(500));
@@ -128,6 +186,22 @@ fn a_client_that_leaves_does_not_free_a_stuck_workers_slot() {
     assert_eq!(m.status()["totals"]["request_timeouts"], 1);
 }
 
+/// The reported bug: two hung requests whose clients gave up left status at `busy 0` and the next
+/// request went to a stuck worker. Now the slot stays busy after the client left, the next
+/// request waits in the queue instead, and once `--request-timeout` replaced the stuck worker it
+/// is served by the new one.
+#[test]
+fn a_client_that_leaves_does_not_free_a_stuck_workers_slot() {
+    client_leaves_and_the_next_request_waits_for_the_replacement("/sleep?ms=600000", b"");
+}
+
+/// The same when the worker fell silent mid-body and the client left after the first half: the
+/// rest is awaited (and the silent worker replaced) without the client.
+#[test]
+fn a_client_that_leaves_mid_body_does_not_free_a_stalled_workers_slot() {
+    client_leaves_and_the_next_request_waits_for_the_replacement("/stall", b"first");
+}
+
 /// An upgraded connection (the fixture's `/upgrade` echoes bytes) stays open while bytes move,
 /// and is closed once silent both ways for `--ws-idle-timeout`, freeing its slot.
 #[test]
@@ -138,20 +212,7 @@ fn silent_websocket_is_closed_after_ws_idle_timeout() {
         "--request-timeout",
         "1s",
     ]));
-    let mut s = TcpStream::connect(&m.addr).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    write!(
-        s,
-        "GET /upgrade HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut b).unwrap();
-        head.push(b[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
+    let mut s = upgrade(&m.addr);
     // Traffic every 400 ms for 2.4 s (longer than both timeouts): the tunnel stays open.
     for i in 0..6 {
         let msg = format!("ping {i}");

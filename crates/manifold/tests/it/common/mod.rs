@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod replay;
+pub mod shiny;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -268,6 +269,59 @@ impl Drop for InProc {
     }
 }
 
+/// `manifold::run` on the calling test's own tokio runtime (so a paused clock applies to it),
+/// listening on port 0.
+pub struct RunHere {
+    pub addr: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), manifold::Error>>,
+}
+
+/// Starts [`RunHere`] with these flags; requests wait in the backlog until `--min` are ready.
+pub async fn run_here(args: &[String]) -> RunHere {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let cfg = config(args);
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = rx.await;
+        };
+        manifold::run(listener, cfg, shutdown, std::future::pending()).await
+    });
+    RunHere { addr, stop, task }
+}
+
+impl RunHere {
+    /// Drains, stops every worker, and checks that `run` returned Ok.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
+
+    /// One GET on a fresh connection, read to the end.
+    pub async fn get(&self, path: &str) -> Resp {
+        get_async(&self.addr, path).await
+    }
+
+    /// The parsed status JSON.
+    pub async fn status(&self) -> serde_json::Value {
+        serde_json::from_str(&self.get("/__manifold__/status").await.body).unwrap()
+    }
+}
+
+/// One GET on a fresh connection (`Connection: close`), read to the end, without blocking the
+/// runtime (for tests on tokio's paused clock).
+pub async fn get_async(addr: &str, path: &str) -> Resp {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    parse(&raw).unwrap()
+}
+
 /// Waits for a child with a bound; panics if it does not exit.
 pub fn wait_child(child: &mut Child) -> ExitStatus {
     let start = Instant::now();
@@ -389,6 +443,26 @@ pub fn parse(raw: &[u8]) -> Option<Resp> {
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
     })
+}
+
+/// Opens an upgraded connection to the fixture's `/upgrade` echo (a WebSocket stand-in) through
+/// the manifold at `addr`; the 101 head has been read.
+pub fn upgrade(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        s,
+        "GET /upgrade HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut b).unwrap();
+        head.push(b[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
+    s
 }
 
 /// Converts string slices to owned args.

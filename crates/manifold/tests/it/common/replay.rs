@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::fixture;
+use super::{fixture, on_free_port, start_env, Manifold};
 
 /// A child process killed on drop (a failing test leaves nothing running).
 pub struct Proc(pub Child);
@@ -18,6 +18,23 @@ impl Drop for Proc {
             let _ = self.0.wait();
         }
     }
+}
+
+/// `manifold shiny APP` on a free port with `flags` before the preset, each R session logged to
+/// `log` (`MANIFOLD_SESSION_LOG`, read by [`r_sessions`]).
+pub fn start_shiny(app: &Path, log: &Path, flags: &[&str]) -> Manifold {
+    let mut a = on_free_port(flags);
+    a.push("shiny".into());
+    a.push(app.display().to_string());
+    start_env(&a, &[("MANIFOLD_SESSION_LOG", log.to_str().unwrap())])
+}
+
+/// A run length in seconds from environment variable `var`, else `default`.
+pub fn env_secs(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Seconds since the Unix epoch, as R's `Sys.time()` prints them.
@@ -96,13 +113,20 @@ pub fn surge() -> Command {
 
 /// surge replay of the recorded session against `addr`: `users` users, looping for `secs`.
 pub fn replay(addr: &str, users: u32, secs: u64, out: &Path) -> Proc {
+    let secs = format!("{secs}s");
+    let args = ["--start-interval", "300ms", "--loaded-duration", &secs];
+    surge_replay(&format!("http://{addr}/"), users, &args, out)
+}
+
+/// surge replay of the recorded session against `target` with `users` users and `args`, its
+/// run directory `out`; silent.
+pub fn surge_replay(target: &str, users: u32, args: &[&str], out: &Path) -> Proc {
     Proc(
         surge()
             .arg("replay")
             .arg(fixture("shiny-replay/recording.log"))
-            .args(["--target", &format!("http://{addr}/")])
-            .args(["--users", &users.to_string(), "--start-interval", "300ms"])
-            .args(["--loaded-duration", &format!("{secs}s")])
+            .args(["--target", target, "--users", &users.to_string()])
+            .args(args)
             .args(["--message-timeout", "20s", "--output-dir"])
             .arg(out)
             .stdin(Stdio::null())
@@ -136,26 +160,39 @@ pub struct Replayed {
     pub failure: Option<String>,
 }
 
+/// Every session CSV of a surge run directory: its path and its data rows, each split into at
+/// most 7 fields (the last, the message, may hold commas).
+pub fn session_csvs(run: &Path) -> Vec<(PathBuf, Vec<Vec<String>>)> {
+    std::fs::read_dir(run.join("sessions"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            let rows = text
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.starts_with("session_id"))
+                .map(|l| l.splitn(7, ',').map(str::to_string).collect())
+                .collect();
+            (p, rows)
+        })
+        .collect()
+}
+
 /// Every session of a surge run directory.
 pub fn replayed(run: &Path) -> Vec<Replayed> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(run.join("sessions")).unwrap() {
-        let p = e.unwrap().path();
-        let text = std::fs::read_to_string(&p).unwrap();
-        let rows: Vec<Vec<&str>> = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.starts_with("session_id"))
-            .map(|l| l.splitn(7, ',').collect())
-            .collect();
-        let Some(first) = rows.first() else { continue };
-        let last = rows.last().unwrap();
-        let failure = (last[3] == "PLAYBACK_FAIL").then(|| last[6].to_string());
-        out.push(Replayed {
-            file: p.clone(),
-            start_ms: first[4].parse().unwrap_or(0),
-            failure,
-        });
-    }
+    let mut out: Vec<Replayed> = session_csvs(run)
+        .into_iter()
+        .filter_map(|(file, rows)| {
+            let start_ms = rows.first()?[4].parse().unwrap_or(0);
+            let last = rows.last()?;
+            let failure = (last[3] == "PLAYBACK_FAIL").then(|| last[6].clone());
+            Some(Replayed {
+                file,
+                start_ms,
+                failure,
+            })
+        })
+        .collect();
     out.sort_by_key(|s| s.start_ms);
     out
 }

@@ -6,72 +6,25 @@
 // directory. Screenshots go to artifacts/surge-dashboard/.
 //
 // Usage: node web/e2e/surge-dashboard.mjs   (from the repo root; needs target/debug/surge built)
-import { spawn } from "node:child_process";
-import { createServer } from "node:http";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { appAndRecording, followReportLink, freePort, launchChromium, openDashboard, startSurge, suite } from "./dashboard-support.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const surge = process.env.SURGE_BIN || join(root, "target/debug/surge");
-const artifacts = join(root, "artifacts/surge-dashboard");
-mkdirSync(artifacts, { recursive: true });
-const work = mkdtempSync(join(tmpdir(), "surge-dashboard-e2e-"));
-
-let failures = 0;
-function check(ok, what) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures += 1;
-}
-
-/** A port nobody listens on now. */
-async function freePort() {
-  const s = createServer();
-  await new Promise((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-const app = createServer((req, res) => setTimeout(() => res.end("ok"), 30));
-await new Promise((r) => app.listen(0, "127.0.0.1", r));
-const appUrl = `http://127.0.0.1:${app.address().port}/`;
-const rec = join(work, "recording.log");
-writeFileSync(
-  rec,
-  '# version: 1\n# target_url: http://127.0.0.1:1\n# target_type: surge/http\n' +
-    '{"type":"REQ_HOME","begin":"2026-01-01T00:00:00.000Z","end":"2026-01-01T00:00:00.050Z","status":200,"url":"/"}\n',
-);
+const { artifacts, work, check, finish } = suite("surge-dashboard");
+const { app, appUrl, rec } = await appAndRecording(work, 30);
 const run = join(work, "run");
 const dashPort = await freePort();
 const dash = `http://127.0.0.1:${dashPort}/`;
 // 3 users looping over a 30 ms session for 12 s: sessions end steadily, so successive states differ.
-const child = spawn(
-  surge,
+const { child, io, exited } = startSurge(
   ["replay", rec, appUrl, "--users", "3", "--start-interval", "0s", "--loaded-duration", "12s",
     "--output-dir", run, "--dashboard", `127.0.0.1:${dashPort}`, "--dashboard-linger", "15s"],
-  { stdio: ["ignore", "ignore", "pipe"] },
 );
-let stderr = "";
-child.stderr.on("data", (d) => (stderr += d));
-const exited = new Promise((r) => child.on("exit", (code) => r(code)));
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-});
+const browser = await launchChromium();
 try {
-  for (let i = 0; i < 100 && !stderr.includes("dashboard at"); i++) await new Promise((r) => setTimeout(r, 100));
-  check(stderr.includes(`dashboard at ${dash}`), `surge says where the dashboard is (${stderr.trim().split("\n")[0]})`);
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(dash);
   // The first model (the page reloads itself into the report once a session has ended).
-  await page.waitForFunction(() => Number(document.documentElement.dataset.liveModels || 0) >= 1 && document.documentElement.dataset.ready === "1", null, { timeout: 30_000 });
+  const { page, errors } = await openDashboard(browser, io, dash, check);
   const state = () =>
     page.evaluate(() => ({
       models: Number(document.documentElement.dataset.liveModels),
@@ -88,12 +41,7 @@ try {
   check(/live · \d+ s · users 3/.test(b.strip), `live strip shows the run (${b.strip})`);
   await page.screenshot({ path: join(artifacts, "live-second.png"), fullPage: false });
 
-  await page.waitForFunction(() => document.documentElement.dataset.liveEnded === "1", null, { timeout: 30_000 });
-  const link = await page.$("#live-report");
-  check(link !== null, "the ended run links to the final report");
-  if (link) {
-    await Promise.all([page.waitForLoadState("load"), link.click()]);
-    await page.waitForFunction(() => document.documentElement.dataset.ready === "1", null, { timeout: 30_000 });
+  if (await followReportLink(page, check, "the ended run links to the final report", 30_000)) {
     const n = await page.evaluate(() => Number(document.querySelector('#summary-table td[data-run="0"][data-k="sessions"]').dataset.v));
     const csvs = readdirSync(join(run, "sessions")).filter((f) => f.endsWith(".csv")).length;
     check(page.url() === `${dash}report.html` && n === csvs, `final report at /report.html counts every session CSV (${n} = ${csvs})`);
@@ -106,10 +54,5 @@ try {
   await browser.close();
   child.kill();
   app.close();
-  rmSync(work, { recursive: true, force: true });
 }
-if (failures > 0) {
-  console.error(`surge-dashboard e2e: ${failures} check(s) failed`);
-  process.exit(1);
-}
-console.log("surge-dashboard e2e: all checks passed");
+finish();

@@ -97,6 +97,25 @@ fn args<T: Parser>(v: &[&str]) -> T {
     T::try_parse_from(std::iter::once("surge").chain(v.iter().copied())).unwrap()
 }
 
+/// Replays the one-request recording against `url` in-process with the shape flags `shape`
+/// (into a fresh `name` dir's `run/`): the run directory and the outcome.
+async fn replay_shape(name: &str, url: &str, shape: &[&str]) -> (PathBuf, surge::replay::Outcome) {
+    let dir = fresh_dir(name);
+    let rec = recording(&dir);
+    let out = dir.join("run");
+    let mut v = vec![rec.to_str().unwrap(), url];
+    v.extend_from_slice(shape);
+    v.extend_from_slice(&["--output-dir", out.to_str().unwrap()]);
+    let a: Replay = args(&v);
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+        .await
+        .unwrap();
+    let outcome = surge::replay::run(plan, std::future::pending())
+        .await
+        .unwrap();
+    (out, outcome)
+}
+
 /// 4 slots × 50 ms, closed model with no think time. N users each send their next request as
 /// soon as the last one returns, so all N requests are always in the system: with FIFO slots and
 /// a fixed service time S, a request waits for the ⌈N/c⌉−1 service rounds ahead of it, and its
@@ -187,25 +206,12 @@ async fn capacity_finds_the_queueing_knee() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stages_are_achieved() {
     let url = start_slots(100, Duration::from_millis(20));
-    let dir = fresh_dir("capacity-stages");
-    let rec = recording(&dir);
-    let out = dir.join("run");
-    let a: Replay = args(&[
-        rec.to_str().unwrap(),
+    let (out, outcome) = replay_shape(
+        "capacity-stages",
         &url,
-        "--stages",
-        "2s:6, 2s:6, 2s:0",
-        "--think-time",
-        "none",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
-        .await
-        .unwrap();
-    let outcome = surge::replay::run(plan, std::future::pending())
-        .await
-        .unwrap();
+        &["--stages", "2s:6, 2s:6, 2s:0", "--think-time", "none"],
+    )
+    .await;
     assert_eq!(outcome.exit_code(), 0);
     let points = surge::rundir::read_points(&out).expect("shape.csv");
     assert!(points.len() >= 6, "{points:?}");
@@ -250,24 +256,13 @@ async fn stages_over_minutes_on_the_paused_clock() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let dir = fresh_dir("capacity-stages-paused");
-    let rec = recording(&dir);
-    let out = dir.join("run");
-    let a: Replay = args(&[
-        rec.to_str().unwrap(),
-        &format!("http://127.0.0.1:{port}"),
-        "--stages",
-        "2m:4, 4m:4, 2m:0",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
     let wall = std::time::Instant::now();
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
-        .await
-        .unwrap();
-    let outcome = surge::replay::run(plan, std::future::pending())
-        .await
-        .unwrap();
+    let (out, outcome) = replay_shape(
+        "capacity-stages-paused",
+        &format!("http://127.0.0.1:{port}"),
+        &["--stages", "2m:4, 4m:4, 2m:0"],
+    )
+    .await;
     let points = surge::rundir::read_points(&out).expect("shape.csv");
     let (first, last) = (points[0].at_ms, points[points.len() - 1].at_ms);
     assert!(
@@ -319,25 +314,12 @@ async fn stages_over_minutes_on_the_paused_clock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arrival_rate_starts_the_asked_sessions() {
     let url = start_slots(100, Duration::from_millis(20));
-    let dir = fresh_dir("capacity-arrivals");
-    let rec = recording(&dir);
-    let out = dir.join("run");
-    let a: Replay = args(&[
-        rec.to_str().unwrap(),
+    let (out, outcome) = replay_shape(
+        "capacity-arrivals",
         &url,
-        "--arrival-rate",
-        "20/s",
-        "--loaded-duration",
-        "2s",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
-        .await
-        .unwrap();
-    let outcome = surge::replay::run(plan, std::future::pending())
-        .await
-        .unwrap();
+        &["--arrival-rate", "20/s", "--loaded-duration", "2s"],
+    )
+    .await;
     assert_eq!(outcome.summary.sessions.started, 40);
     assert_eq!(outcome.summary.sessions.completed, 40);
     assert_eq!(common::session_csvs(&out).len(), 40);

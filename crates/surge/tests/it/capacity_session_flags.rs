@@ -129,20 +129,6 @@ fn recording(dir: &Path) -> std::path::PathBuf {
     p
 }
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 #[test]
 fn every_step_gets_data_capture_and_sign_in() {
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -207,7 +193,7 @@ fn every_step_gets_data_capture_and_sign_in() {
     );
     assert!(seen.tokens.len() >= 44, "{} tokens", seen.tokens.len());
     // No secret in any file the search wrote, nor on its output.
-    for f in files(&out) {
+    for f in common::files_under(&out) {
         let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
         for secret in [API_KEY, TOKEN_HEADER] {
             assert!(!text.contains(secret), "{} holds a secret", f.display());

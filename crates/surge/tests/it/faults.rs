@@ -6,25 +6,11 @@ use crate::common;
 mod mounts;
 use crate::segments_support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::*;
 use mounts::Tmpfs;
 use segments_support::*;
-
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
 
 /// A replay whose run directory fills its disk: the run stops at the first session CSV it cannot
 /// write, exits 2 with one line naming that file, logs the failure once (not once per session),
@@ -68,7 +54,7 @@ fn a_full_disk_stops_the_replay_with_one_line_naming_the_file() {
         lost, 2,
         "the failure is logged once, then the error line:\n{stderr}"
     );
-    for f in files(&run) {
+    for f in common::files_under(&run) {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&f).unwrap();
         assert!(!name.starts_with('.'), "temporary file left: {f:?}");

@@ -394,6 +394,20 @@ pub fn unzip_run(zip: &Path, into: &Path) -> PathBuf {
     rec.parent().unwrap().to_path_buf()
 }
 
+/// Every file under `dir`, recursively (to grep a run's whole output, e.g. for secrets).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// An empty directory of this name under Cargo's tmp dir for integration tests (what an earlier
 /// run left there removed first).
 pub fn fresh_dir(name: &str) -> PathBuf {

@@ -275,13 +275,7 @@ fn capacity_scaling_table_over_worker_counts() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::stdout_of_success(&out);
     let scaling: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("scaling.json")).unwrap())
             .unwrap();

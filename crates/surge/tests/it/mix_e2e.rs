@@ -86,13 +86,7 @@ fn a_mix_splits_sessions_and_figures_by_weight_and_merges() {
         .arg(&run)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::stdout_of_success(&out);
     assert!(stdout.contains("journey browse (weight 70): "), "{stdout}");
     let s = summary(&run);
     let started = s["sessions"]["started"].as_u64().unwrap();

@@ -394,6 +394,18 @@ pub fn unzip_run(zip: &Path, into: &Path) -> PathBuf {
     rec.parent().unwrap().to_path_buf()
 }
 
+/// A finished command's stdout, after asserting it exited 0 (both streams shown when it did not).
+pub fn stdout_of_success(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Every file under `dir`, recursively (to grep a run's whole output, e.g. for secrets).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -11,7 +11,6 @@
 use crate::common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -224,39 +223,6 @@ fn tls_flags(pki: &Pki, port: u16) -> (String, Vec<String>) {
     )
 }
 
-/// `surge record` through TLS; returns it and the plain-http proxy URL it prints.
-fn start_record_tls(target: &str, flags: &[String], out: &Path) -> (Proc, String) {
-    let mut child = surge()
-        .args([
-            "record",
-            "--target",
-            target,
-            "--listen",
-            "127.0.0.1:0",
-            "-o",
-        ])
-        .arg(out)
-        .args(flags)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        while reader.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {
-            rest.clear();
-        }
-    });
-    let url = (line.split_whitespace())
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("surge record printed no URL: {line:?}"))
-        .to_string();
-    (Proc(child), url)
-}
-
 /// A clean replay over TLS (exit 0, no failed session, no `insecure`); returns summary.json.
 fn replay_tls(
     rec: &Path,
@@ -297,7 +263,7 @@ fn cranwhales_behind_haproxy_tls_records_replays_and_benches() {
 
     // Record in Chromium: the browser talks http to the recorder, the recorder https upstream.
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec, proxy) = start_record_tls(&target, &flags, &rec_path);
+    let (mut rec, proxy) = start_record_with(&target, &rec_path, &flags);
     drive_browser("cranwhales", &proxy, None);
     assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
     let recording = Recording::load(&rec_path).unwrap();
@@ -508,7 +474,7 @@ fn shiny_app_behind_haproxy_tls_records_and_replays_over_wss() {
 
     let rec_path = tmp.path().join("recording.log");
     let har = tmp.path().join("session.har");
-    let (mut rec, proxy) = start_record_tls(&target, &flags, &rec_path);
+    let (mut rec, proxy) = start_record_with(&target, &rec_path, &flags);
     drive_browser("shiny", &proxy, Some(&har));
     assert_eq!(wait_exit(&mut rec, Duration::from_secs(20)), Some(0));
     let recording = Recording::load(&rec_path).unwrap();

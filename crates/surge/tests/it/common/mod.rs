@@ -173,6 +173,11 @@ pub fn start_cranwhales_with_samples(dir: &Path) -> (Proc, u16) {
 
 /// Starts `surge record` on an ephemeral port; returns the process and the proxy URL it prints.
 pub fn start_record(target: &str, out: &Path) -> (Proc, String) {
+    start_record_with(target, out, &[])
+}
+
+/// [`start_record`] with extra flags (TLS: `--ca-cert`, `--resolve`, ...).
+pub fn start_record_with(target: &str, out: &Path, flags: &[String]) -> (Proc, String) {
     let mut child = surge()
         .args([
             "record",
@@ -183,6 +188,7 @@ pub fn start_record(target: &str, out: &Path) -> (Proc, String) {
             "-o",
         ])
         .arg(out)
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

@@ -184,7 +184,13 @@ fn create_comment(journey: Option<&str>, data_row: Option<u32>) -> String {
     parts.join(" ")
 }
 
-/// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines).
+/// Longest free-text CSV field, in characters: a cut failure reason with its size fits.
+const CSV_FIELD_MAX: usize = crate::failure::MAX_REASON + 40;
+
+/// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines). A failure
+/// reason arrives already cut to [`crate::failure::MAX_REASON`] characters with its size
+/// (`…(N bytes)`), and is kept whole so the CSV says what stderr and summary.json say; the
+/// bound here only stops what was not cut before.
 pub fn csv_safe(s: &str) -> String {
     s.chars()
         .map(|c| match c {
@@ -193,7 +199,7 @@ pub fn csv_safe(s: &str) -> String {
             '\n' | '\r' => ' ',
             c => c,
         })
-        .take(300)
+        .take(CSV_FIELD_MAX)
         .collect()
 }
 

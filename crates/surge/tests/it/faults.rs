@@ -210,3 +210,70 @@ fn black_hole_and_half_closing_targets_fail_with_their_reason() {
         );
     }
 }
+
+/// A recording with a 10 MB line (its URL): the failing request's reason is cut to its first 500
+/// characters with the whole size (`…(N bytes)`) wherever it goes, so stdout, stderr,
+/// summary.json and the session CSV stay small (each used to get the whole 10 MB).
+#[test]
+fn a_ten_megabyte_recording_line_is_cut_in_every_output() {
+    let tmp = TempDir::new("surge-huge-line");
+    let (_app, target) = start_sse_app("normal");
+    let url = format!("/{}", "a".repeat(10 << 20));
+    let rec = tmp.path().join("huge.log");
+    std::fs::write(
+        &rec,
+        format!(
+            "# version: 1\n# target_url: http://127.0.0.1:1/\n# target_type: surge/http\n\
+             {{\"type\":\"REQ_HOME\",\"begin\":\"2026-01-01T00:00:00.000Z\",\"end\":\"2026-01-01T00:00:00.005Z\",\"status\":200,\"url\":\"{url}\"}}\n"
+        ),
+    )
+    .unwrap();
+    let run = tmp.path().join("run");
+    let (code, out) = surge_bounded(&[
+        "replay",
+        rec.to_str().unwrap(),
+        &target,
+        "--users",
+        "2",
+        "--message-timeout",
+        "5s",
+        "--output-dir",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{}", &out[..out.len().min(2000)]);
+    assert!(out.len() < 16 << 10, "stdout + stderr: {} bytes", out.len());
+    // The reason is cut after 500 characters and ends with its whole size, more than the URL's.
+    let cut_at = |text: &str| -> Option<usize> {
+        let (_, rest) = text.split_once(&format!("/{}", "a".repeat(100)))?;
+        let (kept, size) = rest.split_once("…(")?;
+        if kept.len() > 500 || kept.bytes().any(|b| b != b'a') {
+            return None;
+        }
+        let size: usize = size.split_once(" bytes)")?.0.parse().ok()?;
+        (size > url.len()).then_some(size)
+    };
+    assert!(cut_at(&out).is_some(), "{}", &out[..out.len().min(2000)]);
+    let files = common::files_under(&run);
+    let mut csvs = 0;
+    for f in &files {
+        if f == &run.join("recording.log") {
+            continue; // the run's copy of what was replayed, whole by design
+        }
+        let size = std::fs::metadata(f).unwrap().len();
+        assert!(size < 16 << 10, "{f:?}: {size} bytes");
+        let text = std::fs::read_to_string(f).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy();
+        if name == "summary.json" {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let reason = v["failures"][0]["reason"].as_str().unwrap();
+            assert!(
+                cut_at(reason).is_some() && reason.chars().count() < 600,
+                "{reason}"
+            );
+        } else if name.ends_with(".csv") && f.starts_with(run.join("sessions")) {
+            csvs += 1;
+            assert!(cut_at(&text).is_some(), "{f:?}: {text}");
+        }
+    }
+    assert_eq!(csvs, 2, "one CSV per session: {files:?}");
+}

@@ -280,7 +280,8 @@ async fn progress_stream_reports_phases() {
     );
 }
 
-/// The API serves exactly what the CLI prints: `show --json` for a day, `days --json` for the list.
+/// The API serves exactly what the CLI prints: `show --json` for a day (a percent-encoded count
+/// too), `days --json` for the list.
 #[tokio::test]
 async fn api_matches_cli_json() {
     let server = App::start(&["2012-10-17", "2012-10-10"], &[]).await;
@@ -289,10 +290,11 @@ async fn api_matches_cli_json() {
     let cli = |args: &[&str]| -> serde_json::Value {
         serde_json::from_str(&engine_support::cli_ok(&db, args)).unwrap()
     };
-    for count in ["1", "6", "25"] {
+    // `%31%32` is 12 percent-encoded: the count is decoded as `from` and `q` are.
+    for (query, count) in [("1", "1"), ("6", "6"), ("25", "25"), ("%31%32", "12")] {
         let api = get(
             server.addr,
-            &format!("/api/days/2012-10-10?count={count}"),
+            &format!("/api/days/2012-10-10?count={query}"),
             &[],
         )
         .await

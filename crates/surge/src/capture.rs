@@ -27,38 +27,62 @@ pub struct Capture {
     how: How,
 }
 
+/// A `--capture` value that cannot be used, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// No `=` between the name and the pattern.
+    #[error("expected NAME=REGEX, NAME@LINE=REGEX or NAME=json:/pointer")]
+    Form,
+    /// `@LINE` is not a number.
+    #[error("{0:?} is not a recording line number")]
+    Line(String),
+    /// The name is not letters, digits and `_`.
+    #[error("{0:?} is not a placeholder name (letters, digits, _)")]
+    Name(String),
+    /// The name is one surge fills itself.
+    #[error("{0} is a built-in placeholder")]
+    BuiltIn(String),
+    /// `json:` without a pointer starting with `/`.
+    #[error("json:{0}: a JSON pointer starts with /")]
+    Pointer(String),
+    /// The regex does not compile (regex's last line of explanation).
+    #[error("bad regex {pattern:?}: {why}")]
+    Regex {
+        /// The pattern given.
+        pattern: String,
+        /// What the regex crate said, last line.
+        why: String,
+    },
+}
+
 impl FromStr for Capture {
-    type Err = String;
+    type Err = CaptureError;
 
     /// `NAME[@LINE]=REGEX` or `NAME[@LINE]=json:/pointer`.
-    fn from_str(s: &str) -> Result<Capture, String> {
-        let (left, pattern) = s
-            .split_once('=')
-            .ok_or("expected NAME=REGEX, NAME@LINE=REGEX or NAME=json:/pointer")?;
+    fn from_str(s: &str) -> Result<Capture, CaptureError> {
+        let (left, pattern) = s.split_once('=').ok_or(CaptureError::Form)?;
         let (name, line) = match left.split_once('@') {
             Some((n, l)) => {
-                let l: u32 = l
-                    .parse()
-                    .map_err(|_| format!("{l:?} is not a recording line number"))?;
+                let l: u32 = l.parse().map_err(|_| CaptureError::Line(l.into()))?;
                 (n, Some(l))
             }
             None => (left, None),
         };
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!(
-                "{name:?} is not a placeholder name (letters, digits, _)"
-            ));
+            return Err(CaptureError::Name(name.into()));
         }
         if crate::tokens::NAMES.contains(&name) {
-            return Err(format!("{name} is a built-in placeholder"));
+            return Err(CaptureError::BuiltIn(name.into()));
         }
         let how = match pattern.strip_prefix("json:") {
             Some(p) if p.is_empty() || p.starts_with('/') => How::Pointer(p.to_string()),
-            Some(p) => return Err(format!("json:{p}: a JSON pointer starts with /")),
+            Some(p) => return Err(CaptureError::Pointer(p.into())),
             None => How::Regex(regex::Regex::new(pattern).map_err(|e| {
                 let first = e.to_string();
-                let last = first.lines().last().unwrap_or_default().to_string();
-                format!("bad regex {pattern:?}: {last}")
+                CaptureError::Regex {
+                    pattern: pattern.into(),
+                    why: first.lines().last().unwrap_or_default().to_string(),
+                }
             })?),
         };
         Ok(Capture {
@@ -126,11 +150,13 @@ mod tests {
         assert!("TOKEN=x"
             .parse::<Capture>()
             .unwrap_err()
+            .to_string()
             .contains("built-in"));
         assert!("A@x=y".parse::<Capture>().is_err());
         assert!("A=("
             .parse::<Capture>()
             .unwrap_err()
+            .to_string()
             .starts_with("bad regex"));
         assert!("A=json:x".parse::<Capture>().is_err());
     }

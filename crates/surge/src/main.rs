@@ -114,9 +114,7 @@ async fn replay(cmd: ReplayCmd) -> anyhow::Result<u8> {
         .iter()
         .map(|k| k.name())
         .collect();
-    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &kinds)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &kinds).await?;
     if let Some(d) = &dash {
         plan.live = Some(d.metrics.clone());
         d.show(&out_dir, &format!("surge replay {}", plan.url));
@@ -160,9 +158,7 @@ async fn record(args: surge::record::RecordArgs) -> anyhow::Result<u8> {
 /// when more requests than `--max-error-rate` were not ok.
 async fn bench(cmd: BenchCmd) -> anyhow::Result<u8> {
     let args = cmd.bench;
-    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &[])
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let dash = surge::dashboard::Dashboard::start(&cmd.dashboard, &[]).await?;
     if let Some(d) = &dash {
         d.show_title(&format!("surge bench {}", args.url));
     }

@@ -22,21 +22,62 @@ const STATUS: &str = "__manifold__/status";
 /// One poll: Unix ms and the pool.
 pub type Point = (i64, PoolSample);
 
+/// What can go wrong with `--manifold`: its URL, a status read, the wait for workers, or a
+/// run directory's manifold.csv.
+#[derive(Debug, thiserror::Error)]
+pub enum PollError {
+    /// `--manifold` is not manifold's `http://host:port`.
+    #[error("--manifold {given:?}: {why}")]
+    Url {
+        /// The URL as given.
+        given: String,
+        /// Why it is refused.
+        why: String,
+    },
+    /// The answer is JSON but not manifold's status document.
+    #[error("no \"workers\" list: not manifold's status document")]
+    NotStatus,
+    /// The status could not be read (connection, body, JSON or the 2 s bound).
+    #[error("{url}: {why}")]
+    Read {
+        /// The status URL.
+        url: String,
+        /// What failed.
+        why: String,
+    },
+    /// Fewer workers than asked were ready in time.
+    #[error("manifold not ready after {limit:?}: {last}")]
+    NotReady {
+        /// The wait's bound.
+        limit: Duration,
+        /// The last poll: how many were ready, or why it failed.
+        last: String,
+    },
+    /// A manifold.csv line that is not `HEADER`'s six numbers.
+    #[error("{at}: expected {HEADER}")]
+    Csv {
+        /// `path:line`.
+        at: String,
+    },
+}
+
 /// `--manifold`'s URL checked: `http://host:port` (a path is ignored); returns the status URL.
-pub fn status_url(base: &str) -> Result<String, String> {
-    let u: hyper::Uri = base
-        .parse()
-        .map_err(|e| format!("--manifold {base:?}: {e}"))?;
+pub fn status_url(base: &str) -> Result<String, PollError> {
+    let refused = |why: String| PollError::Url {
+        given: base.to_string(),
+        why,
+    };
+    let u: hyper::Uri = base.parse().map_err(|e| refused(format!("{e}")))?;
     match (u.scheme_str(), u.authority()) {
         (Some("http"), Some(a)) => Ok(format!("http://{a}/{STATUS}")),
-        _ => Err(format!(
-            "--manifold {base:?}: expected http://host:port (manifold's address)"
+        _ => Err(refused(
+            "expected http://host:port (manifold's address)".into(),
         )),
     }
 }
 
 /// The pool in a status document: one app's workers, or every app's summed (`apps`).
-pub fn parse_status(doc: &serde_json::Value) -> Result<PoolSample, String> {
+pub fn parse_status(doc: &serde_json::Value) -> Result<PoolSample, PollError> {
     if let Some(apps) = doc.get("apps").and_then(|a| a.as_object()) {
         let mut sum = PoolSample::default();
         for app in apps.values() {
@@ -49,8 +90,7 @@ pub fn parse_status(doc: &serde_json::Value) -> Result<PoolSample, String> {
         }
         return Ok(sum);
     }
-    let workers = (doc.get("workers").and_then(|w| w.as_array()))
-        .ok_or("no \"workers\" list: not manifold's status document")?;
+    let workers = (doc.get("workers").and_then(|w| w.as_array())).ok_or(PollError::NotStatus)?;
     let mut s = PoolSample {
         queue: doc.get("queue").and_then(|q| q.as_u64()).unwrap_or(0) as u32,
         saturation: (doc.get("saturation").and_then(|q| q.as_f64())).unwrap_or(0.0),
@@ -80,36 +120,42 @@ pub struct Poller {
 
 impl Poller {
     /// A poller of `status_url` (from [`status_url`]).
-    pub fn new(status_url: &str) -> Result<Poller, String> {
+    pub fn new(status_url: &str) -> Result<Poller, PollError> {
         Ok(Poller {
-            url: status_url
-                .parse()
-                .map_err(|e| format!("{status_url}: {e}"))?,
+            url: status_url.parse().map_err(|e| PollError::Url {
+                given: status_url.to_string(),
+                why: format!("{e}"),
+            })?,
             client: Client::builder(TokioExecutor::new()).build_http(),
         })
     }
 
     /// One status read (bounded by 2 s). A draining manifold answers 404 with the document.
-    pub async fn sample(&self) -> Result<PoolSample, String> {
+    pub async fn sample(&self) -> Result<PoolSample, PollError> {
+        let read = |why: String| PollError::Read {
+            url: self.url.to_string(),
+            why,
+        };
         let get = async {
-            let resp = (self.client.get(self.url.clone()).await).map_err(|e| e.to_string())?;
+            let resp =
+                (self.client.get(self.url.clone()).await).map_err(|e| read(e.to_string()))?;
             let body = resp
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| read(e.to_string()))?;
             let doc: serde_json::Value =
-                serde_json::from_slice(&body.to_bytes()).map_err(|e| e.to_string())?;
-            parse_status(&doc)
+                serde_json::from_slice(&body.to_bytes()).map_err(|e| read(e.to_string()))?;
+            parse_status(&doc).map_err(|e| read(e.to_string()))
         };
         match tokio::time::timeout(Duration::from_secs(2), get).await {
-            Ok(r) => r.map_err(|e| format!("{}: {e}", self.url)),
-            Err(_) => Err(format!("{}: no answer within 2 s", self.url)),
+            Ok(r) => r,
+            Err(_) => Err(read("no answer within 2 s".into())),
         }
     }
 
     /// Waits until `ready` workers are ready (a pool just started), up to `limit`.
-    pub async fn wait_ready(&self, ready: u32, limit: Duration) -> Result<PoolSample, String> {
+    pub async fn wait_ready(&self, ready: u32, limit: Duration) -> Result<PoolSample, PollError> {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let last = self.sample().await;
@@ -119,11 +165,11 @@ impl Poller {
                 }
             }
             if tokio::time::Instant::now() >= deadline {
-                let what = match last {
+                let last = match last {
                     Ok(s) => format!("{} of {ready} workers ready", s.ready),
-                    Err(e) => e,
+                    Err(e) => e.to_string(),
                 };
-                return Err(format!("manifold not ready after {limit:?}: {what}"));
+                return Err(PollError::NotReady { limit, last });
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -167,7 +213,7 @@ fn row(ms: i64, s: &PoolSample) -> String {
 }
 
 /// Reads `dir/manifold.csv`; None when the run did not poll manifold.
-pub fn read(dir: &Path) -> Option<Result<Vec<Point>, String>> {
+pub fn read(dir: &Path) -> Option<Result<Vec<Point>, PollError>> {
     let path = dir.join(MANIFOLD_CSV);
     let text = std::fs::read_to_string(&path).ok()?;
     let at = |n: usize| format!("{}:{}", path.display(), n + 1);
@@ -177,7 +223,7 @@ pub fn read(dir: &Path) -> Option<Result<Vec<Point>, String>> {
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
         let vals: Option<Vec<f64>> = (0..6).map(num).collect();
         let Some(v) = vals else {
-            return Some(Err(format!("{}: expected {HEADER}", at(n))));
+            return Some(Err(PollError::Csv { at: at(n) }));
         };
         out.push((
             v[0] as i64,

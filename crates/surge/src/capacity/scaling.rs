@@ -78,8 +78,8 @@ pub async fn run_scaling(
     if args.workers.contains(&0) {
         return Err(usage("--workers: counts must be at least 1"));
     }
-    let poller = Poller::new(&status_url(url).map_err(CapacityError::Usage)?)
-        .map_err(CapacityError::Usage)?;
+    let usage_of = |e: crate::manifold_poll::PollError| CapacityError::Usage(e.to_string());
+    let poller = Poller::new(&status_url(url).map_err(usage_of)?).map_err(usage_of)?;
     check(&args)?;
     let root = prepare(&args)?;
     let stop = stop_watch(stop);
@@ -96,7 +96,7 @@ pub async fn run_scaling(
         })?;
         let mut child = start(&cmd.replace("{workers}", &w.to_string()), &dir)?;
         let ready = tokio::select! {
-            r = poller.wait_ready(w, READY_WITHIN) => r,
+            r = poller.wait_ready(w, READY_WITHIN) => r.map_err(|e| e.to_string()),
             status = child.wait() => Err(format!("--manifold-cmd exited before its workers were ready ({})", status.map(|s| s.to_string()).unwrap_or_default())),
         };
         if let Err(e) = ready {

@@ -74,7 +74,7 @@ pub(super) async fn start_dashboard(
     let kinds: Vec<&'static str> = Kind::ALL.iter().map(|k| k.name()).collect();
     Dashboard::start(&args.dashboard, &kinds)
         .await
-        .map_err(CapacityError::Usage)
+        .map_err(|e| CapacityError::Usage(e.to_string()))
 }
 
 /// One search into `dir` (created): steps up, then bisection; the answer in capacity.json.

@@ -55,19 +55,29 @@ pub struct Dashboard {
     pub addr: SocketAddr,
 }
 
+/// `--dashboard`'s address could not be bound (in use, not local, no permission).
+#[derive(Debug, thiserror::Error)]
+#[error("--dashboard {addr}: {err}")]
+pub struct DashboardError {
+    /// The address asked for.
+    pub addr: SocketAddr,
+    /// Why binding it failed.
+    pub err: std::io::Error,
+}
+
 impl Dashboard {
     /// Binds `--dashboard`'s address and starts serving; None without the flag. `event_types`
     /// are the histogram labels (recording.log's types; none for bench).
     pub async fn start(
         args: &DashboardArgs,
         event_types: &[&'static str],
-    ) -> Result<Option<Dashboard>, String> {
+    ) -> Result<Option<Dashboard>, DashboardError> {
         let Some(addr) = args.dashboard else {
             return Ok(None);
         };
-        let listener = (tokio::net::TcpListener::bind(addr).await)
-            .map_err(|e| format!("--dashboard {addr}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let bind = |err| DashboardError { addr, err };
+        let listener = (tokio::net::TcpListener::bind(addr).await).map_err(bind)?;
+        let addr = listener.local_addr().map_err(bind)?;
         let metrics = Arc::new(LiveMetrics::new(event_types));
         let (view, rx) = watch::channel(View::default());
         let server = tokio::spawn(server::serve(listener, metrics.clone(), rx));

@@ -35,8 +35,8 @@ pub enum MergeError {
         err: serde_json::Error,
     },
     /// A segment's per-journey figures cannot be read back (names the file and field).
-    #[error("{0}")]
-    Journeys(String),
+    #[error(transparent)]
+    Journeys(#[from] crate::replay::JourneyFailuresError),
     /// sessions/ without CSVs.
     #[error("{}: no session files (*.csv)", .0.display())]
     NoSessions(PathBuf),

@@ -175,13 +175,23 @@ pub(crate) fn of_row(row: &str) -> Option<&str> {
     })
 }
 
+/// A segment's summary.json whose `journeys.NAME.failures` cannot be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("summary.json: journeys.{journey}.failures: {err}")]
+pub struct JourneyFailuresError {
+    /// The journey's name.
+    pub journey: String,
+    /// What serde said.
+    pub err: serde_json::Error,
+}
+
 /// summary.json's `journeys` of a merged run: histograms and counts from every session's rows
 /// (`(journey, rows, completed, failed)`), names, recordings and weights from the first
 /// segment's summary, failures summed from every segment's.
 pub(crate) fn merged<'a>(
     segment_summaries: &[&serde_json::Value],
     sessions: impl Iterator<Item = (Option<&'a str>, &'a [(RowEvent, i64)], bool, bool)>,
-) -> Result<BTreeMap<String, JourneySummary>, String> {
+) -> Result<BTreeMap<String, JourneySummary>, JourneyFailuresError> {
     let Some(first) = segment_summaries
         .first()
         .and_then(|s| s["journeys"].as_object())
@@ -205,8 +215,11 @@ pub(crate) fn merged<'a>(
         let mut by: BTreeMap<(FailureKind, u32), FailureCount> = BTreeMap::new();
         for s in segment_summaries {
             let list = s["journeys"][*name]["failures"].clone();
-            let list: Vec<FailureCount> = serde_json::from_value(list)
-                .map_err(|e| format!("summary.json: journeys.{name}.failures: {e}"))?;
+            let list: Vec<FailureCount> =
+                serde_json::from_value(list).map_err(|err| JourneyFailuresError {
+                    journey: name.to_string(),
+                    err,
+                })?;
             for f in list {
                 match by.get_mut(&(f.kind, f.line)) {
                     Some(g) => g.count += f.count,

@@ -35,6 +35,7 @@ use tokio::time::Instant;
 pub use crate::rundir::{FailureCount, JourneySummary, Plan, RunSummary, SessionCounts, Split};
 pub use flags::{ReplayArgs, SessionArgs};
 pub use journey::Journey;
+pub use journey::JourneyFailuresError;
 pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
@@ -185,7 +186,8 @@ pub async fn run(
     let progress = counting.then(|| tokio::spawn(progress::progress(sh.clone())));
     let poller = match &sh.plan.manifold {
         Some(url) => {
-            let p = crate::manifold_poll::Poller::new(url).map_err(ReplayError::Usage)?;
+            let p = crate::manifold_poll::Poller::new(url)
+                .map_err(|e| ReplayError::Usage(e.to_string()))?;
             let (dir, live) = (sh.plan.out_dir.clone(), sh.plan.live.clone());
             Some(tokio::spawn(p.run(dir, live)))
         }

@@ -144,7 +144,7 @@ impl ReplayPlan {
         let manifold = (args.manifold.as_deref())
             .map(crate::manifold_poll::status_url)
             .transpose()
-            .map_err(ReplayError::Usage)?;
+            .map_err(|e| ReplayError::Usage(e.to_string()))?;
         let journeys = load_journeys(args)?;
         let rec = &journeys[0].rec;
         if args.users == 0 {

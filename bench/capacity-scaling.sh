@@ -10,7 +10,8 @@
 #   CRANWHALES_R_DIR=~/cranwhales make capacity-scaling
 # Knobs: WORKERS (1,2,4), AUDIENCE (100), LIMIT (2s), STEP_SESSIONS (20: sessions judged per
 # step), STEP_MAX (4m), GROWTH (2), PAUSE_MS (2000: the journey's pause between steps, the
-# recorded think time), OUT (bench/capacity-scaling/out). Debug builds are enough: surge and
+# recorded think time), REPEAT (1: searches on the same recording, with their spread), OUT
+# (bench/capacity-scaling/out). Debug builds are enough: surge and
 # manifold wait on R, which does the work (one R process parses the day for every session).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,7 +21,7 @@ die() { echo "capacity-scaling: $*" >&2; exit 2; }
 say() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 WORKERS="${WORKERS:-1,2,4}"; AUDIENCE="${AUDIENCE:-100}"; LIMIT="${LIMIT:-2s}"
 STEP_SESSIONS="${STEP_SESSIONS:-20}"; STEP_MAX="${STEP_MAX:-4m}"; GROWTH="${GROWTH:-2}"
-PAUSE_MS="${PAUSE_MS:-2000}"; OUT="${OUT:-$ROOT/bench/capacity-scaling/out}"
+PAUSE_MS="${PAUSE_MS:-2000}"; REPEAT="${REPEAT:-1}"; OUT="${OUT:-$ROOT/bench/capacity-scaling/out}"
 [ -n "${CRANWHALES_R_DIR:-}" ] || die "CRANWHALES_R_DIR is not set: a git clone of rstudio/cranwhales"
 git -C "$CRANWHALES_R_DIR" rev-parse -q --verify "sync^{commit}" >/dev/null ||
   git -C "$CRANWHALES_R_DIR" rev-parse -q --verify "origin/sync^{commit}" >/dev/null ||
@@ -85,13 +86,41 @@ say "recorded $(grep -c '^{' "$OUT/recording.log") events; the first plot is lin
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+search() { # $1: output directory
+  "$SURGE" capacity "$OUT/recording.log" "$URL/" --slo "until@$LINE:p95<$LIMIT" \
+    --step-sessions "$STEP_SESSIONS" --step-max "$STEP_MAX" --growth "$GROWTH" --message-timeout 120s \
+    --manifold "$URL" --workers "$WORKERS" --audience "$AUDIENCE" \
+    --manifold-cmd "env $R_ENV $MANIFOLD shiny $APP --min {workers} --max {workers} --idle-timeout 1h --ready-timeout 120s --queue-timeout 300s --listen 127.0.0.1:$PORT" \
+    --output-dir "$1" ${DASHBOARD:+--dashboard "$DASHBOARD"}
+}
 set +e
-"$SURGE" capacity "$OUT/recording.log" "$URL/" --slo "until@$LINE:p95<$LIMIT" \
-  --step-sessions "$STEP_SESSIONS" --step-max "$STEP_MAX" --growth "$GROWTH" --message-timeout 120s \
-  --manifold "$URL" --workers "$WORKERS" --audience "$AUDIENCE" \
-  --manifold-cmd "env $R_ENV $MANIFOLD shiny $APP --min {workers} --max {workers} --idle-timeout 1h --ready-timeout 120s --queue-timeout 300s --listen 127.0.0.1:$PORT" \
-  --output-dir "$OUT/capacity" ${DASHBOARD:+--dashboard "$DASHBOARD"} | tee "$OUT/table.txt"
+search "$OUT/capacity" | tee "$OUT/table.txt"
 code=${PIPESTATUS[0]}
+# REPEAT=N: the same search N times on the same recording and app (repeatability: do they agree
+# within one step?); each in capacity-K, then one line per worker count with every answer.
+for k in $(seq 2 "$REPEAT"); do
+  say "repeat $k of $REPEAT; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  search "$OUT/capacity-$k" | tee "$OUT/table-$k.txt"
+done
 set -e
+if [ "$REPEAT" -gt 1 ]; then
+  python3 - "$OUT" "$REPEAT" <<'PY' | tee "$OUT/repeats.txt"
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+runs = [json.load(open(f"{out}/capacity{'' if k == 1 else f'-{k}'}/scaling.json")) for k in range(1, n + 1)]
+for i, row in enumerate(runs[0]["rows"]):
+    rows = [r["rows"][i] for r in runs]
+    held = [r["holds"] for r in rows]
+    steps = [r["breaks"] - r["holds"] for r in rows if r["holds"] is not None and r["breaks"] is not None]
+    fmt = lambda x: "none" if x is None else f"{x:g}"
+    line = f"{row['workers']} workers: holds {', '.join(fmt(h) for h in held)} users"
+    if None not in held:
+        spread = max(held) - min(held)
+        step = max(steps) if steps else None
+        within = "" if step is None else (" (within one step)" if spread <= step else " (more than one step)")
+        line += f"; spread {spread:g}, last step {fmt(step)}{within}"
+    print(line)
+PY
+fi
 say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$code"

@@ -36,6 +36,7 @@ YESTERDAY = dt.date.today() - dt.timedelta(days=1)
 PUBLISHED = (dt.date(2021, 6, 7), 40_000_000, 17_713)  # date, gzip bytes a day, packages
 HEADER = '"date","time","size","r_version","r_arch","r_os","package","version","country","ip_id"\n'
 GB = 1e9
+DAYS_A_MONTH = 365.25 / 12
 
 
 def run(*args):
@@ -195,11 +196,13 @@ def sample(date, rows, packages):
         "SELECT d.packages, w.rows FROM days d JOIN whale_log w USING (date)").fetchone()
     c.close()
     # package_totals (a row per package name over all days, with its name index) is kept once
-    # per store, not per day: counted apart.
+    # per store, not per day, and package_months once per month (a row per package downloaded
+    # that month, shared by the month's days): counted apart.
     tables = by_table(db)
     totals = tables.pop("package_totals", 0)
+    months = tables.pop("package_months", 0)
     os.remove(day)
-    return n, stored_packages, whale_rows, b - totals, totals, breakdown(tables)
+    return n, stored_packages, whale_rows, b - totals - months, totals, months, breakdown(tables)
 
 
 def main():
@@ -240,20 +243,30 @@ def main():
     for d, r, p in pts:
         print(f"  {d}: {r:,.0f} rows, {p:,.0f} packages")
     print("synthetic sample days (real days stitched; rows, packages, whale rows, bytes stored):")
-    measured, once = [], 0
+    measured, per_month, once = [], [], 0
     for s in SAMPLES:
         d = dt.date.fromisoformat(s)
-        n, pk, whales, b, totals, tables = sample(s, rows_at(d), pk_at(d))
+        n, pk, whales, b, totals, months, tables = sample(s, rows_at(d), pk_at(d))
         b -= fixed
         measured.append((d, b))
+        # A month's package_months rows: the day's packages, twice (a month has more distinct
+        # packages than a day).
+        per_month.append((d, 2 * months))
         # The names table of the whole history: about the last day's, twice (names come and go).
         once = max(once, 2 * totals)
         print(f"  {s}: {n:,} rows, {pk:,} packages, {whales:,} whale rows: {b:,} bytes "
-              f"({b / n:.2f} per row; package_totals {totals:,} apart)")
+              f"({b / n:.2f} per row; package_totals {totals:,} and package_months {months:,} "
+              f"apart)")
         print(f"    by table: {tables}")
+    # package_months over the history: a month's rows per month (summed per day / days a month).
+    month_rows = project(per_month, None)[0] / DAYS_A_MONTH
+    month_flat = project(per_month, PUBLISHED[0])[0] / DAYS_A_MONTH
+    print(f"package_months over the history: {month_rows / GB:.2f} GB (a month's rows twice a "
+          f"sample day's packages' rows, per month)")
     proj = project(measured, None)
     flat = project(measured, PUBLISHED[0])
-    proj, flat = (proj[0] + once + fixed, proj[1]), (flat[0] + once + fixed, flat[1])
+    proj = (proj[0] + once + month_rows + fixed, proj[1])
+    flat = (flat[0] + once + month_flat + fixed, flat[1])
     print(f"projection {FIRST}..{YESTERDAY}: {proj[1]:,} days, {proj[0] / GB:.1f} GB growing at the "
           f"2015 -> 2021 rate to the end (target <= 10 GB: {'PASS' if proj[0] <= 10 * GB else 'MISS'}); "
           f"{flat[0] / GB:.1f} GB if days stop growing after {PUBLISHED[0]} (the last published point)")

@@ -9,7 +9,8 @@ whale log blob, copied as stored), the per-package download distribution and wha
 day's packages are the template's names plus `synth-N` names up to the model's count, downloads
 scaled to the model's rows (never below the template's: its whales, small and repeated downloads
 are kept as they are). Tables are cranwhales' own (schema from a real ingest), written with
-plain SQL in one transaction per 100 days; package_totals is kept as cranwhales keeps it.
+plain SQL in one transaction per 100 days; package_totals and package_months (each month's
+downloads and days per package, keyed month number * 2^20 + id) are kept as cranwhales keeps them.
 
 usage: synth_store.py CRANLOGS_DIR BIN WORK_DIR OUT.db [DAYS]
 """
@@ -56,11 +57,19 @@ def main():
     for name in t:
         c.execute(f"DELETE FROM {name}")
     c.execute("DELETE FROM package_totals")
+    c.execute("DELETE FROM package_months")
     cols = {name: len(t[name][0]) for name in t}
     day_row = list(t["days"][0])
     t_rows = day_row[6]
     pk_rows = sorted(t["packages"], key=lambda r: (-r[1], r[0]))
     totals, ids = {}, {}
+    month, month_rows = None, {}  # the month being written: {package id: [downloads, days]}
+
+    def flush_month():
+        c.executemany("INSERT INTO package_months (month_package, downloads, days) VALUES (?, ?, ?)",
+                      sorted((month * PACKAGE_IDS + i, n, dn) for i, (n, dn) in month_rows.items()))
+        month_rows.clear()
+
     rnd = random.Random(21)
     c.execute("BEGIN")
     for k in range(NDAYS):
@@ -82,10 +91,18 @@ def main():
             r[1] = r[2] + int((r[1] - r[2]) * scale)
             packages.append(r)
         packages.sort(key=lambda r: r[0])
+        m = (d.year - 1970) * 12 + d.month - 1  # store::codec::month_package's month number
+        if m != month:
+            if month is not None:
+                flush_month()
+            month = m
         for r in packages:
             ids.setdefault(r[0], len(ids) + 1)
             n, days_ = totals.get(r[0], (0, 0))
             totals[r[0]] = (n + r[1], days_ + 1)
+            mr = month_rows.setdefault(ids[r[0]], [0, 0])
+            mr[0] += r[1]
+            mr[1] += 1
         day0 = (d - dt.date(1970, 1, 1)).days * PACKAGE_IDS
         c.executemany("INSERT INTO packages VALUES (?, ?, ?, ?, ?, ?, ?)",
                       sorted((day0 + ids[r[0]], *r[1:]) for r in packages))
@@ -102,6 +119,7 @@ def main():
             c.execute("COMMIT")
             c.execute("BEGIN")
             print(f"synth_store: {k + 1}/{NDAYS} days ({date}: {npk:,} packages)", file=sys.stderr)
+    flush_month()
     c.executemany("INSERT INTO package_totals (id, package, downloads, days) VALUES (?, ?, ?, ?)",
                   sorted((ids[p], p, n, dn) for p, (n, dn) in totals.items()))
     c.execute("COMMIT")

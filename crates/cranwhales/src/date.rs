@@ -71,6 +71,22 @@ impl Day {
         Day(self.0 - (self.0 + 3).rem_euclid(7))
     }
 
+    /// Months since 1970-01 of this day: how `package_months` keys a month (a range's whole
+    /// months are one key range there).
+    pub fn month(self) -> i64 {
+        let (y, m, _) = civil_from_days(self.0);
+        (y - 1970) * 12 + m - 1
+    }
+
+    /// The first day of month `n` (months since 1970-01, as [`Day::month`] counts them).
+    pub fn month_start(n: i64) -> Day {
+        Day(days_from_civil(
+            1970 + n.div_euclid(12),
+            n.rem_euclid(12) + 1,
+            1,
+        ))
+    }
+
     /// Yesterday in UTC: the newest day CRAN can have a log for.
     pub fn yesterday() -> Day {
         Day(Day::today().0 - 1)
@@ -232,6 +248,24 @@ mod tests {
         assert_eq!(d("2015-01-04").week_start(), d("2014-12-29"));
         assert_eq!(d("2015-01-04").plus(-3), d("2015-01-01"));
         assert_eq!(d("2015-01-01").days_until(d("2015-01-04")), 3);
+    }
+
+    #[test]
+    fn months_count_from_1970() {
+        let d = |s| Day::parse(s).unwrap();
+        assert_eq!(d("1970-01-31").month(), 0);
+        assert_eq!(d("2015-01-08").month(), 45 * 12);
+        assert_eq!(d("2016-02-29").month(), 46 * 12 + 1);
+        assert_eq!(Day::month_start(46 * 12 + 1), d("2016-02-01"));
+        assert_eq!(Day::month_start(46 * 12 + 2).plus(-1), d("2016-02-29"));
+        assert_eq!(Day::month_start(0), EPOCH);
+        for s in ["2012-10-01", "2012-12-31", "2024-03-01", "9999-12-31"] {
+            let m = d(s).month();
+            assert!(
+                Day::month_start(m) <= d(s) && d(s) < Day::month_start(m + 1),
+                "{s}"
+            );
+        }
     }
 
     #[test]

@@ -36,6 +36,12 @@ pub fn day_range(day: i64) -> (i64, i64) {
     (day_package(day, 0), day_package(day, PACKAGE_IDS - 1))
 }
 
+/// `package_months.month_package` of package `id` in `month` (months since 1970-01,
+/// `date::Day::month`): like `day_package`, a month's rows are one key range.
+pub fn month_package(month: i64, id: i64) -> i64 {
+    month * PACKAGE_IDS + id
+}
+
 /// Days since 1970-01-01 of a stored `YYYY-MM-DD` date (`None` for anything else).
 pub fn day_number(date: &str) -> Option<i64> {
     crate::date::Day::parse(date).map(|d| crate::date::EPOCH.days_until(d))

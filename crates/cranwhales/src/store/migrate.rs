@@ -3,7 +3,9 @@
 //! then `whale_rows` dropped. Version 3 → 4 (and 2 → 4): each day's `packages` rows copied to
 //! the table keyed by day number and package id, `whale_ranks` (any version's) re-encoded
 //! against the day's common whales, profiles deflated with the preset dictionary, the whale
-//! log in format 4 (`blob::daylog`). Runs inside
+//! log in format 4 (`blob::daylog`). Version 4 → 5 (and every older one): each day's
+//! `packages` rows added to its month's `package_months` rows, as a day's write adds them. Runs
+//! inside
 //! `schema::create_or_migrate`'s one transaction, so a crash at any point (even `kill -9`) leaves
 //! the store as it was: wholly the old version.
 
@@ -13,6 +15,7 @@ use super::codec::{
     day_number, day_package, decode_ranks, encode_ranks, pack_profile, unpack_profile_v3, Common,
     WhaleCount,
 };
+use super::months;
 use crate::blob::{self, daylog};
 use crate::summary::Download;
 
@@ -39,14 +42,19 @@ pub fn rows(
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for (i, date) in dates.iter().enumerate() {
+        let day =
+            day_number(date).ok_or_else(|| corrupt(format!("days holds '{date}', not a date")))?;
         if found <= 2 {
             whale_log(conn, date)?;
             profiles(conn, date)?;
-        } else {
+        } else if found == 3 {
             repack_profiles(conn, date)?;
             repack_log(conn, date)?;
         }
-        packages(conn, date)?;
+        if found <= 3 {
+            packages(conn, date, day)?;
+        }
+        months::add_day(conn, day)?;
         progress(&Step {
             done: i + 1,
             total: dates.len(),
@@ -61,12 +69,10 @@ pub fn rows(
     Ok(())
 }
 
-/// The day's `packages_v3` rows (keyed by date and name) into `packages` (keyed by day number
+/// The day's (day number `day`) `packages_v3` rows (keyed by date and name) into `packages` (keyed by day number
 /// and package id, in key order), their `whale_ranks` relative to the day's common whales (kept
 /// in `days.common_whales`).
-fn packages(conn: &Connection, date: &str) -> rusqlite::Result<()> {
-    let day =
-        day_number(date).ok_or_else(|| corrupt(format!("days holds '{date}', not a date")))?;
+fn packages(conn: &Connection, date: &str, day: i64) -> rusqlite::Result<()> {
     type Row = (
         i64,
         i64,

@@ -9,12 +9,14 @@
 //! `spawn_blocking` call); opening is cheap (a file open and a schema-version read).
 //!
 //! Modules: `schema` (tables, version, migration), `write` (a day's one transaction), `read`
-//! (a day's summary and whales), `insight` (a package over days, trends), `range` (every
-//! package over a range, the calendar).
+//! (a day's summary and whales), `insight` (a package over days, trends), `months` (every
+//! package's downloads per month, kept by each day's transaction), `range` (every package over
+//! a range, the calendar).
 
 pub mod codec;
 mod insight;
 mod migrate;
+mod months;
 mod range;
 mod read;
 mod schema;

@@ -1,4 +1,5 @@
-//! Writing a day: every table of the day rewritten in one transaction.
+//! Writing a day: every table of the day rewritten in one transaction, with the totals kept over
+//! days (`package_totals`, `package_months`) following it; removing a day likewise.
 //!
 //! The work that needs no lock (packing the whales' rows, serialising their profiles, putting
 //! rows in key order) is done first, in `PackedDay::new`, on the thread that read the day; the
@@ -10,7 +11,7 @@ use super::codec::{
     day_number, day_range, encode_ranks, pack_profile, Common, WhaleCount, PACKAGE_IDS,
 };
 use super::schema::DAY_TABLES;
-use super::{sql, Result, Store};
+use super::{months, sql, Result, Store};
 use crate::day::{DayTables, Threads};
 use crate::parse::hms;
 use crate::summary::Behaviour;
@@ -94,24 +95,8 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let (lo, hi) = day_range(day_number(d).ok_or_else(|| {
-            rusqlite::Error::ToSqlConversionFailure(format!("'{d}' is not a date").into())
-        })?);
-        // The day's old packages (a re-ingest) leave the totals before they leave the table.
-        tx.prepare_cached(&format!(
-            "UPDATE package_totals SET downloads = package_totals.downloads - p.downloads,
-                 days = package_totals.days - 1
-             FROM (SELECT day_package % {PACKAGE_IDS} AS id, downloads FROM packages
-                   WHERE day_package BETWEEN ?1 AND ?2) AS p
-             WHERE package_totals.id = p.id"
-        ))?
-        .execute([lo, hi])?;
-        tx.prepare_cached("DELETE FROM packages WHERE day_package BETWEEN ?1 AND ?2")?
-            .execute([lo, hi])?;
-        for t in DAY_TABLES {
-            tx.prepare_cached(&format!("DELETE FROM {t} WHERE date = ?1"))?
-                .execute([d])?;
-        }
+        let n = number(d)?;
+        let replaced = clear_day(&tx, d, n)?;
         day_row(&tx, day, packed.common, source)?;
         let mut st = tx.prepare_cached("INSERT INTO hourly VALUES (?1, ?2, ?3)")?;
         for (h, n) in day.hourly.iter().enumerate() {
@@ -119,7 +104,11 @@ impl Store {
         }
         drop(st);
         let ids = package_totals(&tx, packed)?;
-        packages(&tx, packed, lo, ids)?;
+        packages(&tx, packed, day_range(n).0, ids)?;
+        months::add_day(&tx, n)?;
+        if replaced {
+            months::prune(&tx, n)?;
+        }
         whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
         {
@@ -128,6 +117,64 @@ impl Store {
         }
         tx.commit()
     }
+}
+
+impl Store {
+    /// Removes one day, atomically: its rows of every table, and its share of the totals kept
+    /// over days (`package_totals`, `package_months`), so every answer reads as if it had never
+    /// been stored. Returns whether it was stored.
+    pub fn remove_day(&mut self, date: &str) -> Result<bool> {
+        self.check_writable("cannot remove a day")?;
+        let path = self.path.clone();
+        self.remove(date).map_err(sql(&path))
+    }
+
+    fn remove(&mut self, date: &str) -> rusqlite::Result<bool> {
+        let n = number(date)?;
+        let _turn = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let stored = clear_day(&tx, date, n)?;
+        months::prune(&tx, n)?;
+        tx.prepare_cached("DELETE FROM package_totals WHERE days <= 0")?
+            .execute([])?;
+        tx.commit()?;
+        Ok(stored)
+    }
+}
+
+/// Day number of a stored date.
+fn number(d: &str) -> rusqlite::Result<i64> {
+    day_number(d).ok_or_else(|| {
+        rusqlite::Error::ToSqlConversionFailure(format!("'{d}' is not a date").into())
+    })
+}
+
+/// Deletes day `n` (`d`)'s rows of every table, its packages first taken out of the totals kept
+/// over days (a name or month row left without days stays until pruned). Returns whether the
+/// day was stored.
+fn clear_day(tx: &Transaction<'_>, d: &str, n: i64) -> rusqlite::Result<bool> {
+    let (lo, hi) = day_range(n);
+    tx.prepare_cached(&format!(
+        "UPDATE package_totals SET downloads = package_totals.downloads - p.downloads,
+             days = package_totals.days - 1
+         FROM (SELECT day_package % {PACKAGE_IDS} AS id, downloads FROM packages
+               WHERE day_package BETWEEN ?1 AND ?2) AS p
+         WHERE package_totals.id = p.id"
+    ))?
+    .execute([lo, hi])?;
+    months::take_day(tx, n)?;
+    tx.prepare_cached("DELETE FROM packages WHERE day_package BETWEEN ?1 AND ?2")?
+        .execute([lo, hi])?;
+    let mut stored = false;
+    for t in DAY_TABLES {
+        let gone = tx
+            .prepare_cached(&format!("DELETE FROM {t} WHERE date = ?1"))?
+            .execute([d])?;
+        stored |= t == "days" && gone > 0;
+    }
+    Ok(stored)
 }
 
 /// Rows per `INSERT` of `packages`: one statement run per 64 rows instead of per row (the

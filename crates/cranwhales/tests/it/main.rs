@@ -22,3 +22,4 @@ mod server_abuse;
 mod server_drain;
 mod server_support;
 mod store_migration;
+mod store_months;

@@ -2,13 +2,15 @@
 //! (`legacy_support`), migrated to the current version (through version 3's whale log and
 //! version 4's packages keyed by day and package id), and every fact compared — with the old
 //! encoding's whale rows, profiles and per-whale package counts, and with the same days ingested
-//! fresh; a version 3 store (`legacy_support::to_v3`) likewise. And `kill -9` mid-migration: the
-//! store opens as wholly version 2, then migrates whole.
+//! fresh; a version 3 store (`legacy_support::to_v3`) likewise, and a version 4 store (its
+//! month rows). And `kill -9` mid-migration (from version 2, from version 4): the store opens as
+//! wholly the old version, then migrates whole.
 
 use crate::engine_support;
 use crate::ingest_support;
 use crate::legacy_support;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -174,10 +176,32 @@ fn every_real_day_migrates_to_the_same_facts() {
         v
     };
     assert!(names(&store) == names(&fresh), "package totals differ");
+    assert!(
+        month_rows(&old_db) == month_rows(&fresh_db),
+        "month rows differ"
+    );
     // The old tables are gone and the file is smaller once compacted.
     let before = store.file_bytes().unwrap();
     store.compact().unwrap();
     assert!(store.file_bytes().unwrap() * 2 < before);
+}
+
+/// `dates` stored in two new stores at `old` and `fresh`: the old store gets them in another
+/// order (other package ids, the same facts).
+fn old_and_fresh(old: &Path, fresh: &Path, dates: &[&str]) {
+    let (mut old, mut fresh) = (Store::open(old).unwrap(), Store::open(fresh).unwrap());
+    for (k, d) in dates.iter().rev().chain(dates.iter()).enumerate() {
+        let f = cranlogs().join(format!("{d}.csv.gz"));
+        let day = cranwhales::ingest::read_day(&f, Some(d), cranwhales::day::Threads::One, &Silent)
+            .unwrap();
+        let packed = PackedDay::new(day, cranwhales::day::Threads::One);
+        let store = if k < dates.len() {
+            &mut old
+        } else {
+            &mut fresh
+        };
+        store.replace_day(&packed, "fresh").unwrap();
+    }
 }
 
 /// Version 3 → 4 (`packages` keyed by day number and package id): a version-3 store of real
@@ -197,26 +221,7 @@ fn a_version_3_store_migrates_to_the_same_facts() {
         "2015-01-08",
         "2015-03-14",
     ];
-    {
-        let (mut old, mut fresh) = (
-            Store::open(&old_db).unwrap(),
-            Store::open(&fresh_db).unwrap(),
-        );
-        // The old store gets the days in another order: other package ids, the same facts.
-        for (k, d) in dates.iter().rev().chain(dates.iter()).enumerate() {
-            let f = cranlogs().join(format!("{d}.csv.gz"));
-            let day =
-                cranwhales::ingest::read_day(&f, Some(d), cranwhales::day::Threads::One, &Silent)
-                    .unwrap();
-            let packed = PackedDay::new(day, cranwhales::day::Threads::One);
-            let store = if k < dates.len() {
-                &mut old
-            } else {
-                &mut fresh
-            };
-            store.replace_day(&packed, "fresh").unwrap();
-        }
-    }
+    old_and_fresh(&old_db, &fresh_db, &dates);
     legacy_support::to_v3(&old_db);
     let mut steps = 0;
     let store = Store::open_with_progress(&old_db, &mut |_| steps += 1).unwrap();
@@ -251,6 +256,10 @@ fn a_version_3_store_migrates_to_the_same_facts() {
         v
     };
     assert!(names(&store) == names(&fresh), "package totals differ");
+    assert!(
+        month_rows(&old_db) == month_rows(&fresh_db),
+        "month rows differ"
+    );
     let all = cranwhales::date::Range::parse(Some("2012-10-01"), Some("2015-03-14")).unwrap();
     let (a, b) = (
         store.range_totals(all).unwrap(),
@@ -295,6 +304,117 @@ fn a_version_3_store_migrates_to_the_same_facts() {
                 .unwrap()
         );
     }
+}
+
+/// Every `package_months` row by month and package name: (downloads, days).
+fn month_rows(db: &Path) -> BTreeMap<(i64, String), (i64, i64)> {
+    let c = Connection::open(db).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT m.month_package / 1048576, t.package, m.downloads, m.days
+             FROM package_months m JOIN package_totals t ON t.id = m.month_package % 1048576",
+        )
+        .unwrap();
+    let rows = st
+        .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+fn user_version(db: &Path) -> (i64, bool) {
+    let c = Connection::open(db).unwrap();
+    let v = c.query_row("PRAGMA user_version", [], |r| r.get(0));
+    let months = c.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE name = 'package_months'",
+        [],
+        |r| r.get::<_, i64>(0),
+    );
+    (v.unwrap(), months.unwrap() == 1)
+}
+
+/// Version 4 → 5 (`package_months`): a version-4 store of real days migrates, a step per day,
+/// to the month rows the same days have when ingested fresh (by month and name: the stores'
+/// package ids differ), its every other fact unchanged, and the same range answers.
+#[test]
+fn a_version_4_store_migrates_to_the_same_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old_db, fresh_db) = (dir.path().join("v4.db"), dir.path().join("fresh.db"));
+    let dates = [
+        "2012-10-01",
+        "2012-10-17",
+        "2013-12-04",
+        "2014-05-06",
+        "2014-12-25",
+        "2014-12-31",
+        "2015-01-08",
+        "2015-03-14",
+    ];
+    old_and_fresh(&old_db, &fresh_db, &dates);
+    legacy_support::to_v4(&old_db);
+    assert_eq!(user_version(&old_db), (4, false));
+    let mut steps = Vec::new();
+    let store = Store::open_with_progress(&old_db, &mut |s| steps.push(s.clone())).unwrap();
+    let fresh = Store::open(&fresh_db).unwrap();
+    assert_eq!(
+        steps.iter().map(|s| s.date.as_str()).collect::<Vec<_>>(),
+        dates
+    );
+    assert_eq!(steps.last().unwrap().done, dates.len());
+    assert_eq!(user_version(&old_db), (5, true));
+    assert!(store.integrity_ok().unwrap());
+    let (a, b) = (month_rows(&old_db), month_rows(&fresh_db));
+    assert!(a.len() > 20_000, "{} month rows", a.len());
+    assert!(a == b, "migrated and fresh month rows differ");
+    for d in dates {
+        assert_eq!(
+            store.day_summary(d, 100).unwrap(),
+            fresh.day_summary(d, 100).unwrap()
+        );
+        let list = store.packages(d, 1_000_000).unwrap();
+        assert_eq!(list, fresh.packages(d, 1_000_000).unwrap(), "{d} packages");
+    }
+    for (from, to) in [
+        ("2012-10-01", "2015-03-14"),
+        ("2014-12-01", "2014-12-31"),
+        ("2013-01-01", "2014-12-31"),
+        ("2014-12-26", "2015-01-31"),
+        ("2015-01-08", "2015-01-08"),
+    ] {
+        let r = cranwhales::date::Range::parse(Some(from), Some(to)).unwrap();
+        let (a, b) = (
+            store.range_totals(r).unwrap(),
+            fresh.range_totals(r).unwrap(),
+        );
+        assert_eq!((a.days, a.len(), a.total()), (b.days, b.len(), b.total()));
+        assert_eq!(a.top(a.len()), b.top(b.len()), "{from}..{to}");
+    }
+}
+
+/// `kill -9` while a version-4 store gains its month rows: wholly version 4 (no
+/// `package_months`), then migrated whole by the next run.
+#[test]
+fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, fresh_db) = (dir.path().join("v4.db"), dir.path().join("fresh.db"));
+    let dates = ["2012-10-05", "2012-10-10", "2013-12-01", "2013-12-15"];
+    old_and_fresh(&db, &fresh_db, &dates);
+    legacy_support::to_v4(&db);
+    let mut child = cli_migrate(&db, 2_000);
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("migrate: 1/4 days"), "{line}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert_eq!(user_version(&db), (4, false));
+    let out = cli_migrate(&db, 0).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(user_version(&db), (5, true));
+    assert!(month_rows(&db) == month_rows(&fresh_db));
 }
 
 fn cli_migrate(db: &Path, pause_ms: u64) -> std::process::Child {

@@ -241,8 +241,17 @@ pub fn to_v3(db: &Path) {
          DROP TABLE package_totals;
          ALTER TABLE totals_v3 RENAME TO package_totals;
          ALTER TABLE days DROP COLUMN common_whales;
+         DROP TABLE package_months;
          PRAGMA user_version = 3;",
     )
     .unwrap();
     tx.commit().unwrap();
+}
+
+/// Turns a current store back into what version 4 stored: the same tables without
+/// `package_months` (version 5's only change).
+pub fn to_v4(db: &Path) {
+    let c = Connection::open(db).unwrap();
+    c.execute_batch("BEGIN; DROP TABLE package_months; PRAGMA user_version = 4; COMMIT;")
+        .unwrap();
 }

@@ -1,12 +1,14 @@
 //! Run-wide results, filled in as sessions end: every duration (ms) per event kind and per
 //! completed session, kept exactly (4 bytes each) so percentiles are nearest rank over the real
 //! values, sessions counted by how they ended, and failures grouped by kind and recording line.
-//! [`Aggregate::outcome`] (in `outcome`) turns it into the one [`super::Outcome`].
+//! [`Aggregate::outcome`] turns it into the one [`Outcome`]: the only place its figures are
+//! computed.
 
-use super::outcome::{Ended, FailureCount};
+use super::outcome::{Ended, FailureCount, Outcome, Percentiles, SessionCounts};
 use super::session::{RowEvent, SessionLog};
 use crate::failure::FailureKind;
 use crate::recording::Kind;
+use crate::stats;
 use std::collections::BTreeMap;
 
 /// Run-wide durations (ms), session counts and failures, filled as sessions end (a replay), from
@@ -123,6 +125,47 @@ impl Aggregate {
     /// Every event's duration, all types together ("all events").
     pub fn overall(&self) -> Vec<u32> {
         self.per_kind.values().flatten().copied().collect()
+    }
+
+    /// What the sessions gathered so far say: the one computation behind summary.json's figures
+    /// (a replay's, a merge's, a journey's) and the report's.
+    pub fn outcome(&self) -> Outcome {
+        let started = self.completed + self.failed + self.unfinished;
+        let failure_rate = if started == 0 {
+            0.0
+        } else {
+            self.failed as f64 / started as f64
+        };
+        let mut failures: Vec<FailureCount> = self.failures.values().cloned().collect();
+        failures.sort_by_key(|f| std::cmp::Reverse(f.count));
+        let mut failures_by_kind = BTreeMap::new();
+        for f in &failures {
+            *failures_by_kind.entry(f.kind).or_insert(0) += f.count;
+        }
+        Outcome {
+            sessions: SessionCounts {
+                started,
+                completed: self.completed,
+                failed: self.failed,
+                unfinished: self.unfinished,
+                unwritten: self.write_errors,
+            },
+            failure_rate,
+            failures_by_kind,
+            failures,
+            percentiles: self.percentiles(),
+        }
+    }
+
+    /// The percentiles of every duration gathered so far.
+    pub fn percentiles(&self) -> Percentiles {
+        Percentiles {
+            events: (self.per_kind.iter())
+                .map(|(k, v)| (*k, stats::exact(v)))
+                .collect(),
+            overall: stats::exact(&self.overall()),
+            session_duration: stats::exact(&self.session),
+        }
     }
 }
 

@@ -2,12 +2,11 @@
 //! unfinished, failures by kind and by (kind, line) with a reason, and the latency percentiles.
 //! summary.json embeds it (a replay's, a merge's, each journey's), the terminal prints it, and the
 //! report states it for every run it reads (a shinycannon run too, which has no summary.json), all
-//! computed by one function, [`Aggregate::outcome`].
+//! computed by one function, [`super::Aggregate::outcome`].
 
-use super::aggregate::Aggregate;
 use crate::failure::{Failure, FailureKind};
 use crate::recording::Kind;
-use crate::stats::{self, Summary};
+use crate::stats::Summary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,7 +33,7 @@ pub struct Outcome {
 }
 
 /// A run's latency percentiles (ms, nearest rank over the exact values): what summary.json, the
-/// terminal text and the report state alike, from one [`Aggregate`].
+/// terminal text and the report state alike, from one [`super::Aggregate`].
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[schemars(deny_unknown_fields)]
@@ -127,47 +126,4 @@ pub enum Ended {
     Failed = 1,
     /// Neither (the run was stopped).
     Unfinished = 2,
-}
-
-impl Aggregate {
-    /// What the sessions gathered so far say: the one computation behind summary.json's figures
-    /// (a replay's, a merge's, a journey's) and the report's.
-    pub fn outcome(&self) -> Outcome {
-        let started = self.completed + self.failed + self.unfinished;
-        let failure_rate = if started == 0 {
-            0.0
-        } else {
-            self.failed as f64 / started as f64
-        };
-        let mut failures: Vec<FailureCount> = self.failures.values().cloned().collect();
-        failures.sort_by_key(|f| std::cmp::Reverse(f.count));
-        let mut failures_by_kind = BTreeMap::new();
-        for f in &failures {
-            *failures_by_kind.entry(f.kind).or_insert(0) += f.count;
-        }
-        Outcome {
-            sessions: SessionCounts {
-                started,
-                completed: self.completed,
-                failed: self.failed,
-                unfinished: self.unfinished,
-                unwritten: self.write_errors,
-            },
-            failure_rate,
-            failures_by_kind,
-            failures,
-            percentiles: self.percentiles(),
-        }
-    }
-
-    /// The percentiles of every duration gathered so far.
-    pub fn percentiles(&self) -> Percentiles {
-        Percentiles {
-            events: (self.per_kind.iter())
-                .map(|(k, v)| (*k, stats::exact(v)))
-                .collect(),
-            overall: stats::exact(&self.overall()),
-            session_duration: stats::exact(&self.session),
-        }
-    }
 }

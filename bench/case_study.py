@@ -127,6 +127,8 @@ def session_times(rows, rec, chart):
     last = rows[-1][0]
     if last != "PLAYBACK_DONE":
         reason = rows[-1][3] if last == "PLAYBACK_FAIL" else "unfinished"
+        # surge's comment starts with the failure's kind (`kind=timeout ...`); the table shows the reason.
+        reason = re.sub(r"^kind=\S+ ", "", reason)
         return False, reason or f"failed at recording line {rows[-1][2]}", None, None
     home = next((t for ev, t, _, _ in rows if ev == "REQ_HOME_START"), None)
     if home is None:

@@ -76,11 +76,14 @@ pub enum FailureKind {
     Interrupted,
     /// [`Cause::Internal`] (`"internal"`).
     Internal,
+    /// A PLAYBACK_FAIL row that does not say its kind (`"unknown"`): shinycannon's CSVs, read by
+    /// `surge report`; a replay never produces it.
+    Unknown,
 }
 
 impl FailureKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FailureKind; 12] = [
+    pub const ALL: [FailureKind; 13] = [
         FailureKind::Timeout,
         FailureKind::WrongStatus,
         FailureKind::Closed,
@@ -93,6 +96,7 @@ impl FailureKind {
         FailureKind::Capture,
         FailureKind::Interrupted,
         FailureKind::Internal,
+        FailureKind::Unknown,
     ];
 
     /// The name in summary.json and the text summary.
@@ -110,7 +114,13 @@ impl FailureKind {
             FailureKind::Capture => "capture",
             FailureKind::Interrupted => "interrupted",
             FailureKind::Internal => "internal",
+            FailureKind::Unknown => "unknown",
         }
+    }
+
+    /// The kind named `name` (as [`FailureKind::name`] spells it).
+    pub fn from_name(name: &str) -> Option<FailureKind> {
+        (FailureKind::ALL.into_iter()).find(|k| k.name() == name)
     }
 }
 
@@ -124,8 +134,7 @@ impl Serialize for FailureKind {
 impl<'de> Deserialize<'de> for FailureKind {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;
-        (FailureKind::ALL.into_iter())
-            .find(|k| k.name() == name)
+        FailureKind::from_name(&name)
             .ok_or_else(|| serde::de::Error::custom(format!("unknown failure kind {name:?}")))
     }
 }

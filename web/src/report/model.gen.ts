@@ -1,5 +1,5 @@
 // Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,
-// report/inputs.rs, rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
+// report/inputs.rs, rundir/outcome.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
 
 export type Model = { 
 /**
@@ -103,9 +103,10 @@ warmup_end_ms: number,
  */
 cooldown_start_ms: number, 
 /**
- * Summary numbers.
+ * What the run's sessions say (summary.json's [`crate::rundir::Outcome`]) and the report's
+ * own figures.
  */
-summary: RunStats, 
+summary: RunFigures, 
 /**
  * Session columns.
  */
@@ -160,27 +161,16 @@ session: Summary,
  */
 events: Summary, };
 
-export type RunStats = { 
+export type RunFigures = { 
+/**
+ * Sessions (started, completed, failed, unfinished), failures by kind and by (kind, line)
+ * with their reasons, latency percentiles: as summary.json states them.
+ */
+outcome: Outcome, 
 /**
  * Distinct worker ids (simulated users).
  */
 workers: number, 
-/**
- * Session files.
- */
-sessions: number, 
-/**
- * Ended with PLAYBACK_DONE.
- */
-completed: number, 
-/**
- * Ended with PLAYBACK_FAIL.
- */
-failed: number, 
-/**
- * Ended with neither.
- */
-unfinished: number, 
 /**
  * Replayed events (START/END pairs, plus events cut short by a failure).
  */
@@ -190,10 +180,6 @@ events: number,
  */
 failed_events: number, 
 /**
- * Failure reasons with their counts, most frequent first.
- */
-reasons: Array<[string, number]>, 
-/**
  * Page load (home + its assets), per session.
  */
 page_load: Dist, 
@@ -202,15 +188,92 @@ page_load: Dist,
  */
 over_limit: number, 
 /**
- * Per event type, all events and completed sessions, as in summary.json.
- */
-percentiles: Percentiles, 
-/**
  * Event durations per class, indexed by `Class::index`.
  */
 classes: Array<Dist>, };
 
 export type Dist = [n: number, p50: number, p90: number, p99: number, max: number];
+
+export type Outcome = { 
+/**
+ * Sessions started, completed, failed (and unfinished).
+ */
+sessions: SessionCounts, 
+/**
+ * failed / started (0 when none started).
+ */
+failure_rate: number, 
+/**
+ * Failed sessions per kind of failure (`timeout`, `wrong_status`, `closed`, ...).
+ */
+failures_by_kind: Record<string, number>, 
+/**
+ * Failed sessions grouped by kind and recording line, most frequent first.
+ */
+failures: Array<FailureCount>, 
+/**
+ * Per event type (REQ_HOME, WS_RECV, ...): durations in ms.
+ */
+events: { [key in string]?: Summary }, 
+/**
+ * All events together, ms.
+ */
+overall: Summary, 
+/**
+ * Whole completed sessions, ms.
+ */
+session_duration: Summary, };
+
+export type SessionCounts = { 
+/**
+ * Sessions begun (completed + failed + unfinished).
+ */
+started: number, 
+/**
+ * Sessions that played to their end (PLAYBACK_DONE).
+ */
+completed: number, 
+/**
+ * Sessions that failed (PLAYBACK_FAIL), interrupted ones included.
+ */
+failed: number, 
+/**
+ * Sessions whose CSV ends with neither (a shinycannon run stopped midway; a replay writes
+ * PLAYBACK_FAIL for the sessions it stops, so its summary.json leaves this out).
+ */
+unfinished?: number, 
+/**
+ * Sessions whose CSV could not be written (e.g. a full disk): absent from the run directory.
+ */
+unwritten: number, };
+
+export type FailureCount = { 
+/**
+ * What went wrong.
+ */
+kind: string, 
+/**
+ * recording.log line (0: before the first event).
+ */
+line: number, 
+/**
+ * The recording event's type (absent before the first event).
+ */
+event?: string, 
+/**
+ * The request's URL as sent (absent for failures outside a request, and in what the report
+ * reads from session CSVs, whose comment has it inside the reason only).
+ */
+url?: string, 
+/**
+ * The first such failure's readable line (in the report: as the CSV's PLAYBACK_FAIL comment
+ * holds it, commas as `;`).
+ */
+reason: string, 
+/**
+ * How many sessions failed so.
+ */
+count: number, };
 
 export type Percentiles = { 
 /**
@@ -286,7 +349,7 @@ dur: number[],
  */
 outcome: Array<number>, 
 /**
- * Index into `summary.reasons`, -1 when none.
+ * Index into `summary.outcome.failures` (its failure's group), -1 when none.
  */
 reason: Array<number>, 
 /**

@@ -5,8 +5,9 @@
 
 use crate::checks::{Stat, Threshold};
 use crate::recording::Kind;
-use crate::report::load::{Outcome, Run, Session};
+use crate::report::load::{Run, Session};
 use crate::report::stats;
+use crate::rundir::Ended;
 use crate::stats::rank;
 use std::fmt;
 use std::str::FromStr;
@@ -141,7 +142,7 @@ pub fn measure(
     dropped: usize,
 ) -> Measured {
     let kept: Vec<&Session> = run.sessions.iter().filter(|s| keep(s)).collect();
-    let failed = kept.iter().filter(|s| s.outcome != Outcome::Done).count() + dropped;
+    let failed = kept.iter().filter(|s| s.outcome != Ended::Done).count() + dropped;
     let values = (slos.iter())
         .map(|slo| slo.of(values_of(run, &kept, slo.metric)))
         .collect();
@@ -159,7 +160,7 @@ fn values_of(run: &Run, kept: &[&Session], metric: Metric) -> Vec<i64> {
     for s in kept {
         match metric {
             Metric::PageLoad => v.extend(stats::page_load(s, rec)),
-            Metric::Session if s.outcome == Outcome::Done => v.push(s.end - s.start),
+            Metric::Session if s.outcome == Ended::Done => v.push(s.end - s.start),
             Metric::Session => {}
             Metric::Until(line) => v.extend(until(s, rec, line)),
             Metric::All | Metric::Kind(_) => {

@@ -30,6 +30,16 @@ pub struct SessionFile {
 }
 
 impl SessionFile {
+    /// How it ended: a PLAYBACK_FAIL row makes it failed, else PLAYBACK_DONE completed.
+    pub fn ended(&self) -> crate::rundir::Ended {
+        use crate::rundir::Ended;
+        match (&self.failure, self.done) {
+            (Some(_), _) => Ended::Failed,
+            (None, true) => Ended::Done,
+            (None, false) => Ended::Unfinished,
+        }
+    }
+
     /// Unix ms of its first row (its start).
     pub fn start(&self) -> i64 {
         self.events.first().map_or(0, |e| e.1)

@@ -5,11 +5,9 @@
 use super::error::MergeError;
 use super::read::{Part, SessionFile};
 use crate::checks::Threshold;
-use crate::failure::FailureKind;
 use crate::rundir::{self, Aggregate, FailureCount, Head, Plan, RunSummary, Split};
 use crate::timefmt;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The sessions of all parts in start order (ties: segment, then the segment's own id), with
@@ -24,57 +22,41 @@ pub fn in_start_order(parts: &[Part]) -> Vec<&SessionFile> {
 /// the merged numbers.
 pub fn summary(parts: &[Part], sessions: &[&SessionFile]) -> Result<RunSummary, MergeError> {
     let mut agg = Aggregate::new();
-    let (mut done, mut failed) = (0, 0);
     for s in sessions {
-        agg.add_session(s.events.iter().copied(), s.failure.is_none() && s.done);
-        if s.failure.is_some() {
-            failed += 1;
-        } else if s.done {
-            done += 1;
-        }
+        agg.add_session(s.events.iter().copied(), s.ended());
     }
+    failures(parts)?
+        .into_iter()
+        .for_each(|f| agg.add_failure(f));
     let (max_failure_rate, thresholds) = checks_of(&parts[0])?;
-    let mut merged = rundir::from_aggregate(
-        head(parts, sessions),
-        &agg,
-        (done, failed),
-        failures(parts)?,
-        (max_failure_rate, &thresholds),
-    );
+    let mut merged =
+        rundir::from_aggregate(head(parts, sessions), &agg, (max_failure_rate, &thresholds));
     let summaries: Vec<&Value> = parts.iter().map(|p| &p.summary).collect();
     let rows = sessions.iter().map(|s| {
         let journey = s
             .rows
             .first()
             .and_then(|r| crate::replay::journey_of_row(r));
-        let completed = s.failure.is_none() && s.done;
-        (journey, s.events.as_slice(), completed, s.failure.is_some())
+        (journey, s.events.as_slice(), s.ended())
     });
     merged.journeys =
         crate::replay::merged_journeys(&summaries, rows).map_err(MergeError::Journeys)?;
     Ok(merged)
 }
 
-/// The segments' failures grouped again by (kind, recording line): counts added, the detail of
-/// the lowest segment's.
+/// The segments' failures in segment order (the aggregate groups them again by kind and
+/// recording line: counts added, the detail of the lowest segment's).
 fn failures(parts: &[Part]) -> Result<Vec<FailureCount>, MergeError> {
-    let mut by: BTreeMap<(FailureKind, u32), FailureCount> = BTreeMap::new();
+    let mut all = Vec::new();
     for p in parts {
         let list: Vec<FailureCount> = serde_json::from_value(p.summary["failures"].clone())
             .map_err(|err| MergeError::Json {
                 path: p.dir.join("summary.json: failures"),
                 err,
             })?;
-        for f in list {
-            match by.get_mut(&(f.kind, f.line)) {
-                Some(g) => g.count += f.count,
-                None => {
-                    by.insert((f.kind, f.line), f);
-                }
-            }
-        }
+        all.extend(list);
     }
-    Ok(by.into_values().collect())
+    Ok(all)
 }
 
 /// `--max-failure-rate` and `--threshold`s, read back from a segment's summary.json checks.

@@ -6,12 +6,9 @@
 //! PLAYER_SESSION_CREATE row), and summary.json splits every figure by journey.
 
 use super::ReplayError;
-use crate::failure::FailureKind;
 use crate::recording::Recording;
-use crate::rundir::RowEvent;
-use crate::rundir::{Aggregate, FailureCount, JourneySummary, SessionCounts};
+use crate::rundir::{Aggregate, Ended, FailureCount, JourneySummary, RowEvent};
 use crate::segment::Segment;
-use crate::stats;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,78 +87,25 @@ pub fn pick(weights: &[u32], sid: u32, segment: Option<Segment>) -> usize {
     weights.len() - 1
 }
 
-/// One journey's results while the run goes.
-#[derive(Default)]
-pub(crate) struct JourneyAgg {
-    pub agg: Aggregate,
-    pub done: u64,
-    pub failed: u64,
-}
-
-/// The per-journey part of summary.json (empty for a run of one recording).
+/// The per-journey part of summary.json (empty for a run of one recording): each journey's
+/// aggregate (filled as its sessions ended) says its [`crate::rundir::Outcome`].
 pub(crate) fn summaries(
     journeys: &[Journey],
-    aggs: &[JourneyAgg],
+    aggs: &[Aggregate],
 ) -> BTreeMap<String, JourneySummary> {
     if journeys.len() < 2 {
         return BTreeMap::new();
     }
     (journeys.iter().zip(aggs))
         .map(|(j, a)| {
-            let failures = (a.agg.failures.iter())
-                .map(|(&(kind, line), (f, count))| FailureCount {
-                    kind,
-                    line,
-                    event: f.at.map(|x| x.kind),
-                    url: f.url.clone(),
-                    reason: f.to_string(),
-                    count: *count,
-                })
-                .collect();
-            let recording = j.rec.path.display().to_string();
-            (
-                j.name.to_string(),
-                summary_of(recording, j.weight, a, failures),
-            )
+            let s = JourneySummary {
+                recording: j.rec.path.display().to_string(),
+                weight: j.weight,
+                outcome: a.outcome(),
+            };
+            (j.name.to_string(), s)
         })
         .collect()
-}
-
-/// One journey's figures from its aggregate and its failures.
-fn summary_of(
-    recording: String,
-    weight: u32,
-    a: &JourneyAgg,
-    mut failures: Vec<FailureCount>,
-) -> JourneySummary {
-    let started = a.done + a.failed;
-    failures.sort_by_key(|f| std::cmp::Reverse(f.count));
-    let mut by_kind = BTreeMap::new();
-    for f in &failures {
-        *by_kind.entry(f.kind).or_insert(0) += f.count;
-    }
-    JourneySummary {
-        recording,
-        weight,
-        sessions: SessionCounts {
-            started,
-            completed: a.done,
-            failed: a.failed,
-            unwritten: a.agg.write_errors,
-        },
-        failure_rate: if started == 0 {
-            0.0
-        } else {
-            a.failed as f64 / started as f64
-        },
-        failures_by_kind: by_kind,
-        failures,
-        events: (a.agg.per_kind.iter())
-            .map(|(k, v)| (*k, stats::exact(v)))
-            .collect(),
-        overall: stats::exact(&a.agg.overall()),
-        session_duration: stats::exact(&a.agg.session),
-    }
 }
 
 /// The journey a session CSV row names (`journey=<name>` on PLAYER_SESSION_CREATE), given the
@@ -186,11 +130,11 @@ pub struct JourneyFailuresError {
 }
 
 /// summary.json's `journeys` of a merged run: histograms and counts from every session's rows
-/// (`(journey, rows, completed, failed)`), names, recordings and weights from the first
-/// segment's summary, failures summed from every segment's.
+/// (`(journey, rows, how it ended)`), names, recordings and weights from the first segment's
+/// summary, failures summed from every segment's.
 pub(crate) fn merged<'a>(
     segment_summaries: &[&serde_json::Value],
-    sessions: impl Iterator<Item = (Option<&'a str>, &'a [(RowEvent, i64)], bool, bool)>,
+    sessions: impl Iterator<Item = (Option<&'a str>, &'a [(RowEvent, i64)], Ended)>,
 ) -> Result<BTreeMap<String, JourneySummary>, JourneyFailuresError> {
     let Some(first) = segment_summaries
         .first()
@@ -198,41 +142,32 @@ pub(crate) fn merged<'a>(
     else {
         return Ok(BTreeMap::new());
     };
-    let mut aggs: BTreeMap<&str, JourneyAgg> = first
+    let mut aggs: BTreeMap<&str, Aggregate> = first
         .keys()
-        .map(|k| (k.as_str(), JourneyAgg::default()))
+        .map(|k| (k.as_str(), Aggregate::new()))
         .collect();
-    for (name, rows, completed, failed) in sessions {
-        let Some(a) = name.and_then(|n| aggs.get_mut(n)) else {
-            continue;
-        };
-        a.agg.add_session(rows.iter().copied(), completed);
-        a.done += u64::from(completed);
-        a.failed += u64::from(failed);
+    for (name, rows, ended) in sessions {
+        if let Some(a) = name.and_then(|n| aggs.get_mut(n)) {
+            a.add_session(rows.iter().copied(), ended);
+        }
     }
     let mut out = BTreeMap::new();
-    for (name, a) in &aggs {
-        let mut by: BTreeMap<(FailureKind, u32), FailureCount> = BTreeMap::new();
+    for (name, mut a) in aggs {
         for s in segment_summaries {
-            let list = s["journeys"][*name]["failures"].clone();
+            let list = s["journeys"][name]["failures"].clone();
             let list: Vec<FailureCount> =
                 serde_json::from_value(list).map_err(|err| JourneyFailuresError {
                     journey: name.to_string(),
                     err,
                 })?;
-            for f in list {
-                match by.get_mut(&(f.kind, f.line)) {
-                    Some(g) => g.count += f.count,
-                    None => {
-                        by.insert((f.kind, f.line), f);
-                    }
-                }
-            }
+            list.into_iter().for_each(|f| a.add_failure(f));
         }
-        let j = &first[*name];
-        let recording = j["recording"].as_str().unwrap_or_default().to_string();
-        let weight = j["weight"].as_u64().unwrap_or(1) as u32;
-        let s = summary_of(recording, weight, a, by.into_values().collect());
+        let j = &first[name];
+        let s = JourneySummary {
+            recording: j["recording"].as_str().unwrap_or_default().to_string(),
+            weight: j["weight"].as_u64().unwrap_or(1) as u32,
+            outcome: a.outcome(),
+        };
         out.insert(name.to_string(), s);
     }
     Ok(out)

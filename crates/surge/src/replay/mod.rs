@@ -66,7 +66,7 @@ struct Shared {
     failed: AtomicU32,
     agg: Mutex<Aggregate>,
     /// The same, per journey of a mix (empty for one recording).
-    by_journey: Mutex<Vec<journey::JourneyAgg>>,
+    by_journey: Mutex<Vec<crate::rundir::Aggregate>>,
     /// Users and arrivals over time, asked and achieved (shape.csv).
     points: Mutex<Vec<ShapePoint>>,
     /// Stops the run early (as the caller's stop does): a session CSV could not be written.

@@ -26,31 +26,32 @@ pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
     let _ = writeln!(
         s,
         "Sessions: {} started, {} completed, {} failed ({:.1}%){}",
-        r.sessions.started,
-        r.sessions.completed,
-        r.sessions.failed,
-        r.failure_rate * 100.0,
+        r.outcome.sessions.started,
+        r.outcome.sessions.completed,
+        r.outcome.sessions.failed,
+        r.outcome.failure_rate * 100.0,
         if r.interrupted { "  [interrupted]" } else { "" }
     );
     for (name, j) in &r.journeys {
+        let (j, weight) = (&j.outcome, j.weight);
         let _ = writeln!(
             s,
             "  journey {name} (weight {}): {} started, {} failed ({:.1}%), session p50 {} ms, p90 {} ms",
-            j.weight,
+            weight,
             j.sessions.started,
             j.sessions.failed,
             j.failure_rate * 100.0,
-            j.session_duration.p50,
-            j.session_duration.p90
+            j.percentiles.session_duration.p50,
+            j.percentiles.session_duration.p90
         );
     }
-    if !r.failures_by_kind.is_empty() {
-        let kinds: Vec<String> = (r.failures_by_kind.iter())
+    if !r.outcome.failures_by_kind.is_empty() {
+        let kinds: Vec<String> = (r.outcome.failures_by_kind.iter())
             .map(|(k, n)| format!("{} {n}", k.name()))
             .collect();
         let _ = writeln!(s, "Failures by kind: {}", kinds.join(", "));
     }
-    for f in r.failures.iter().take(5) {
+    for f in r.outcome.failures.iter().take(5) {
         let _ = writeln!(s, "  {:>6} x {}", f.count, f.reason);
     }
     let _ = writeln!(
@@ -65,7 +66,7 @@ pub fn replay_text(r: &RunSummary, dir: &Path) -> String {
             name, x.count, x.p50, x.p90, x.p99, x.max
         );
     };
-    let p = &r.percentiles;
+    let p = &r.outcome.percentiles;
     for (k, v) in &p.events {
         row(k.name(), v);
     }

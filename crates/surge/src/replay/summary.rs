@@ -3,7 +3,7 @@
 
 use super::shape::Shape;
 use super::Shared;
-use crate::rundir::{from_aggregate, FailureCount, Head, Plan, RunSummary, Split};
+use crate::rundir::{from_aggregate, Head, Plan, RunSummary, Split};
 use crate::timefmt;
 use std::sync::atomic::Ordering;
 
@@ -37,20 +37,8 @@ pub(super) fn summarize(sh: &Shared, interrupted: bool) -> RunSummary {
             merged_segments: None,
         },
     };
-    let failures = (agg.failures.iter())
-        .map(|(&(kind, line), (f, count))| FailureCount {
-            kind,
-            line,
-            event: f.at.map(|a| a.kind),
-            url: f.url.clone(),
-            reason: f.to_string(),
-            count: *count,
-        })
-        .collect();
-    let done = u64::from(sh.done.load(Ordering::Relaxed));
-    let failed = u64::from(sh.failed.load(Ordering::Relaxed));
     let checks = (p.max_failure_rate, p.thresholds.as_slice());
-    let mut summary = from_aggregate(head, &agg, (done, failed), failures, checks);
+    let mut summary = from_aggregate(head, &agg, checks);
     summary.arrivals_dropped = u64::from(sh.dropped.load(Ordering::Relaxed));
     summary
 }

@@ -203,8 +203,7 @@ async fn run_session(
     }
     (sh.agg.lock().expect("aggregate lock")).record(&log, write.is_err());
     if let Some(a) = (sh.by_journey.lock().expect("journey aggregate lock")).get_mut(j) {
-        a.agg.record(&log, write.is_err());
-        *(if ok { &mut a.done } else { &mut a.failed }) += 1;
+        a.record(&log, write.is_err());
     }
     sh.observe(&log, ok);
     ok

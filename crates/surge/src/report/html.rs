@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{class::CLASS_NAMES, model::Model, stats::RunStats};
+use super::{class::CLASS_NAMES, model::Model, stats::RunFigures};
 
 /// Escapes text for HTML content and attributes.
 pub fn esc(s: &str) -> String {
@@ -90,17 +90,26 @@ fn summary_rows(m: &Model) -> Vec<Row<'static>> {
         values: (0..runs.len()).map(f).collect(),
         ms,
     };
-    let count = |key, label: &str, f: fn(&RunStats) -> usize| {
+    let count = |key, label: &str, f: fn(&RunFigures) -> usize| {
         row(key, label.into(), false, &|i| f(&runs[i].summary) as i64)
     };
     let mut rows = vec![
         count("workers", "Simulated users", |s| s.workers),
-        count("sessions", "Sessions started", |s| s.sessions),
-        count("completed", "Sessions completed", |s| s.completed),
-        count("failed", "Sessions failed", |s| s.failed),
+        count("sessions", "Sessions started", |s| s.sessions()),
+        count("completed", "Sessions completed", |s| {
+            s.outcome.sessions.completed as usize
+        }),
+        count("failed", "Sessions failed", |s| {
+            s.outcome.sessions.failed as usize
+        }),
     ];
-    if runs.iter().any(|r| r.summary.unfinished > 0) {
-        rows.push(count("unfinished", "Sessions unfinished", |s| s.unfinished));
+    if runs
+        .iter()
+        .any(|r| r.summary.outcome.sessions.unfinished > 0)
+    {
+        rows.push(count("unfinished", "Sessions unfinished", |s| {
+            s.outcome.sessions.unfinished as usize
+        }));
     }
     rows.push(count("events", "Events replayed", |s| s.events));
     let duration = |i: usize| runs[i].duration_ms;
@@ -117,7 +126,7 @@ fn summary_rows(m: &Model) -> Vec<Row<'static>> {
     }
     let over = format!("Page loads over {}", fmt_ms(m.page_load_limit_ms));
     rows.push(count("over_limit", &over, |s| s.over_limit));
-    let sd = |i: usize| &runs[i].summary.percentiles.session_duration;
+    let sd = |i: usize| &runs[i].summary.outcome.percentiles.session_duration;
     let (p50, max) = (|i| sd(i).p50 as i64, |i| sd(i).max as i64);
     rows.push(row("sd_p50", "Session duration p50".into(), true, &p50));
     rows.push(row("sd_max", "Session duration max".into(), true, &max));
@@ -236,7 +245,7 @@ fn class_table(m: &Model) -> String {
 fn failures(m: &Model) -> String {
     let mut h = String::new();
     for r in &m.runs {
-        if r.summary.reasons.is_empty() {
+        if r.summary.outcome.failures.is_empty() {
             continue;
         }
         let _ = write!(
@@ -244,12 +253,17 @@ fn failures(m: &Model) -> String {
             "<div class=\"failures\"><b>{}</b> failures:<ul>",
             esc(&r.name)
         );
-        for (reason, n) in &r.summary.reasons {
+        for f in &r.summary.outcome.failures {
+            // The kind, when the CSVs say it (shinycannon's do not).
+            let kind = match f.kind {
+                crate::failure::FailureKind::Unknown => String::new(),
+                k => format!("<span class=\"dim\">{}</span> ", k.name()),
+            };
             let _ = write!(
                 h,
-                "<li><span class=\"n\">{}×</span> {}</li>",
-                fmt_int(*n),
-                esc(reason)
+                "<li><span class=\"n\">{}×</span> {kind}{}</li>",
+                fmt_int(f.count as usize),
+                esc(&f.reason)
             );
         }
         h.push_str("</ul></div>");
@@ -263,7 +277,7 @@ fn failures(m: &Model) -> String {
 fn overview(m: &Model) -> String {
     let mut h = String::from("<ul class=\"overview\">");
     for (i, r) in m.runs.iter().enumerate() {
-        let s = &r.summary;
+        let (s, n) = (&r.summary, &r.summary.outcome.sessions);
         let _ = write!(
             h,
             "<li data-run=\"{i}\"><b>{}</b>: {} user{}, <span data-k=\"sessions\">{}</span> sessions, \
@@ -273,12 +287,12 @@ fn overview(m: &Model) -> String {
             esc(&r.name),
             s.workers,
             if s.workers == 1 { "" } else { "s" },
-            fmt_int(s.sessions),
+            fmt_int(s.sessions()),
             fmt_int(s.events),
             fmt_ms(r.duration_ms),
-            fmt_int(s.completed),
-            fmt_int(s.failed),
-            if s.unfinished > 0 { format!(", {} unfinished", fmt_int(s.unfinished)) } else { String::new() },
+            fmt_int(n.completed as usize),
+            fmt_int(n.failed as usize),
+            if n.unfinished > 0 { format!(", {} unfinished", fmt_int(n.unfinished as usize)) } else { String::new() },
             fmt_ms(s.page_load.p90),
             fmt_int(s.over_limit),
             fmt_int(s.page_load.n),

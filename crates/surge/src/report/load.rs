@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use super::{lines, lines::Lines, ReportError};
+use crate::failure::FailureKind;
 use crate::recording::Kind;
 use crate::rundir::csv;
-use crate::rundir::RowEvent;
+use crate::rundir::{parse_fail_comment, Ended, RowEvent};
 
 /// One step of a session: a recording line replayed from `start` to `end` (epoch ms).
 #[derive(Debug, Clone)]
@@ -21,17 +22,6 @@ pub struct Event {
     pub end: i64,
     /// The session failed (or stopped) while this event was running.
     pub failed: bool,
-}
-
-/// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// `PLAYBACK_DONE`.
-    Done = 0,
-    /// `PLAYBACK_FAIL`.
-    Failed = 1,
-    /// Neither (run interrupted).
-    Unfinished = 2,
 }
 
 /// One simulated session (one CSV file).
@@ -48,9 +38,12 @@ pub struct Session {
     /// Epoch ms of its last row.
     pub end: i64,
     /// Done, failed or unfinished.
-    pub outcome: Outcome,
-    /// Why it failed: the CSV comment, or the line it failed at when the comment is empty.
+    pub outcome: Ended,
+    /// Why it failed: the CSV comment (without its `kind=`), or the line it failed at when the
+    /// comment is empty.
     pub reason: Option<String>,
+    /// The kind of its failure (`kind=` in the comment; `unknown` for shinycannon's).
+    pub fail_kind: Option<FailureKind>,
     /// Line the failure happened at, if failed.
     pub fail_line: Option<u32>,
     /// Its events in order.
@@ -124,8 +117,9 @@ fn read_session(path: &Path, rec: &Lines) -> Result<Session, ReportError> {
         iteration: file.iteration,
         first: None,
         last: 0,
-        outcome: Outcome::Unfinished,
+        outcome: Ended::Unfinished,
         reason: None,
+        fail_kind: None,
         fail_line: None,
         open: Vec::new(),
         events: Vec::new(),
@@ -145,8 +139,9 @@ struct Reading {
     iteration: u32,
     first: Option<i64>,
     last: i64,
-    outcome: Outcome,
+    outcome: Ended,
     reason: Option<String>,
+    fail_kind: Option<FailureKind>,
     fail_line: Option<u32>,
     open: Vec<Open>,
     events: Vec<Event>,
@@ -169,11 +164,12 @@ impl Reading {
         match e {
             RowEvent::SessionCreate => self.input = data_row(comment),
             RowEvent::SleepStart | RowEvent::SleepEnd => {}
-            RowEvent::Done => self.outcome = Outcome::Done,
+            RowEvent::Done => self.outcome = Ended::Done,
             RowEvent::Fail => {
-                self.outcome = Outcome::Failed;
+                self.outcome = Ended::Failed;
                 self.fail_line = Some(line);
-                let comment = comment.trim();
+                let (kind, comment) = parse_fail_comment(comment);
+                self.fail_kind = Some(kind);
                 self.reason = Some(if comment.is_empty() {
                     let kind = rec_kind(rec, line);
                     format!("failed at recording line {line} ({kind})")
@@ -243,6 +239,7 @@ impl Reading {
             end: self.last,
             outcome: self.outcome,
             reason: self.reason,
+            fail_kind: self.fail_kind,
             fail_line: self.fail_line,
             events: self.events,
             input: self.input,

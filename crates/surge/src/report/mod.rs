@@ -1,8 +1,9 @@
 //! `surge report`: one self-contained HTML file for a run or a comparison of runs.
 //!
-//! Data flows one way: run directories (`load`, `lines`) → numbers (`stats`) → compact data
-//! model (`model`) → page (`html`, with the chart runtime from web/src/report inlined). It reads
-//! only `recording.log` and `sessions/*.csv`, so shinycannon runs work as well as surge runs.
+//! Data flows one way: run directories (`load`, `lines`) → numbers (`stats`: the run directory's
+//! one `Outcome`, as summary.json states it, plus the report's own figures) → compact data model
+//! (`model`) → page (`html`, with the chart runtime from web/src/report inlined). Its figures come
+//! from `recording.log` and `sessions/*.csv`, so shinycannon runs work as well as surge runs.
 //! `inputs` splits each line's durations by a session's first use or reuse of its `--data` row.
 
 pub mod class;
@@ -193,7 +194,7 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     };
     Ok(Built {
         content,
-        sessions: summaries.iter().map(|s| s.sessions).collect(),
+        sessions: summaries.iter().map(|s| s.sessions()).collect(),
         events: summaries.iter().map(|s| s.events).collect(),
         model: json,
     })

@@ -13,8 +13,8 @@ use serde::Serialize;
 use super::{
     class::CLASS_NAMES,
     lines::Lines,
-    load::{Outcome, Run},
-    stats::{self, RunStats},
+    load::Run,
+    stats::{self, RunFigures},
 };
 
 /// Root of the model.
@@ -93,8 +93,9 @@ pub struct RunModel {
     /// Cool-down starts (ms since run start).
     #[cfg_attr(test, ts(type = "number"))]
     pub cooldown_start_ms: i64,
-    /// Summary numbers.
-    pub summary: RunStats,
+    /// What the run's sessions say (summary.json's [`crate::rundir::Outcome`]) and the report's
+    /// own figures.
+    pub summary: RunFigures,
     /// Session columns.
     pub sessions: SessionCols,
     /// Event columns, grouped by session in `sessions` order.
@@ -173,7 +174,7 @@ pub struct SessionCols {
     pub dur: Vec<i64>,
     /// 0 done, 1 failed, 2 unfinished.
     pub outcome: Vec<u8>,
-    /// Index into `summary.reasons`, -1 when none.
+    /// Index into `summary.outcome.failures` (its failure's group), -1 when none.
     pub reason: Vec<i32>,
     /// Page load (ms), -1 when none.
     #[cfg_attr(test, ts(type = "number[]"))]
@@ -199,7 +200,7 @@ pub struct EventCols {
 }
 
 /// Builds the model from loaded runs and their summaries.
-pub fn build(runs: &[Run], summaries: &[RunStats], page_load_limit_ms: i64) -> Model {
+pub fn build(runs: &[Run], summaries: &[RunFigures], page_load_limit_ms: i64) -> Model {
     let mut recordings: Vec<&Lines> = Vec::new();
     let mut rec_index = Vec::new();
     for r in runs {
@@ -242,7 +243,7 @@ fn rec_model(r: &Lines) -> RecModel {
     }
 }
 
-fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
+fn run_model(run: &Run, sum: &RunFigures, recording: usize) -> RunModel {
     let mut s = SessionCols::default();
     let mut e = EventCols::default();
     for sess in &run.sessions {
@@ -251,17 +252,8 @@ fn run_model(run: &Run, sum: &RunStats, recording: usize) -> RunModel {
         s.iter.push(sess.iteration);
         s.start.push(sess.start - sum.start_ms);
         s.dur.push(sess.end - sess.start);
-        s.outcome.push(match sess.outcome {
-            Outcome::Done => 0,
-            Outcome::Failed => 1,
-            Outcome::Unfinished => 2,
-        });
-        s.reason.push(
-            sess.reason
-                .as_ref()
-                .and_then(|r| sum.reasons.iter().position(|(x, _)| x == r))
-                .map_or(-1, |i| i as i32),
-        );
+        s.outcome.push(sess.outcome as u8);
+        s.reason.push(sum.failure_of(sess).map_or(-1, |i| i as i32));
         s.page_load
             .push(stats::page_load(sess, &run.recording).unwrap_or(-1));
         s.n.push(sess.events.len() as u32);
@@ -342,7 +334,7 @@ mod tests {
     use super::*;
     use crate::capfile::{CapacityResult, StepResult};
     use crate::report::stats::Dist;
-    use crate::rundir::Percentiles;
+    use crate::rundir::{FailureCount, Outcome, Percentiles, SessionCounts};
     use ts_rs::TS;
 
     /// web/src/report/model.gen.ts is what the Rust types the model serializes generate: a field
@@ -354,8 +346,11 @@ mod tests {
             RecModel::decl(),
             RunModel::decl(),
             JourneyRow::decl(),
-            RunStats::decl(),
+            RunFigures::decl(),
             Dist::decl(),
+            Outcome::decl(),
+            SessionCounts::decl(),
+            FailureCount::decl(),
             Percentiles::decl(),
             Summary::decl(),
             SessionCols::decl(),
@@ -370,7 +365,7 @@ mod tests {
         ts_types::check(
             &path,
             "// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,\n\
-             // report/inputs.rs, rundir/summary.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
+             // report/inputs.rs, rundir/outcome.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
             &decls,
             "SURGE_WRITE_TS",
             "SURGE_WRITE_TS=1 cargo test -p surge --lib model",

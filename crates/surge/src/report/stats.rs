@@ -1,14 +1,16 @@
-//! Numbers the report states: per-run counts, percentiles (the run directory's one definition,
-//! [`crate::stats::rank`]: nearest rank over all values), run phases and per-line boxes.
+//! Numbers the report states: per run, the run directory's one [`Outcome`] (counts, failures,
+//! percentiles by its one definition, [`crate::stats::rank`]: nearest rank over all values) and
+//! the report's own figures; run phases and per-line boxes.
 
 use std::collections::HashMap;
 
-use crate::rundir::{Aggregate, Percentiles};
+use crate::failure::FailureKind;
+use crate::rundir::{Aggregate, Ended, FailureCount, Outcome};
 
 use super::{
     class::Class,
     lines::Lines,
-    load::{Outcome, Run, Session},
+    load::{Run, Session},
 };
 
 /// A latency distribution in ms; serialized as `[n, p50, p90, p99, max]` for the report page.
@@ -71,12 +73,12 @@ pub struct Phases {
     pub cooldown_start: i64,
 }
 
-/// What the report states of one run beyond summary.json's numbers (the report page's
-/// `summary`; times and phases are sent beside it). Its latency percentiles are the run
-/// directory's one [`Percentiles`], computed as a replay computes them for summary.json.
+/// What the report states of one run (the report page's `summary`; times and phases are sent
+/// beside it): the run directory's one [`Outcome`], computed from the session rows by the same
+/// function a replay uses for summary.json, and the figures only the report draws.
 #[derive(Debug, Clone, serde::Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-pub struct RunStats {
+pub struct RunFigures {
     /// Epoch ms of the first row of any session.
     #[serde(skip)]
     #[cfg_attr(test, ts(type = "number"))]
@@ -85,33 +87,37 @@ pub struct RunStats {
     #[serde(skip)]
     #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: i64,
+    /// Sessions (started, completed, failed, unfinished), failures by kind and by (kind, line)
+    /// with their reasons, latency percentiles: as summary.json states them.
+    pub outcome: Outcome,
     /// Distinct worker ids (simulated users).
     pub workers: usize,
-    /// Session files.
-    pub sessions: usize,
-    /// Ended with PLAYBACK_DONE.
-    pub completed: usize,
-    /// Ended with PLAYBACK_FAIL.
-    pub failed: usize,
-    /// Ended with neither.
-    pub unfinished: usize,
     /// Replayed events (START/END pairs, plus events cut short by a failure).
     pub events: usize,
     /// Events cut short by a failure.
     pub failed_events: usize,
-    /// Failure reasons with their counts, most frequent first.
-    pub reasons: Vec<(String, usize)>,
     /// Page load (home + its assets), per session.
     pub page_load: Dist,
     /// Sessions whose page load exceeded the page-load limit.
     pub over_limit: usize,
-    /// Per event type, all events and completed sessions, as in summary.json.
-    pub percentiles: Percentiles,
     /// Event durations per class, indexed by `Class::index`.
     pub classes: Vec<Dist>,
     /// Warm-up / loaded / cool-down boundaries.
     #[serde(skip)]
     pub phases: Phases,
+}
+
+impl RunFigures {
+    /// Sessions read (every session CSV).
+    pub fn sessions(&self) -> usize {
+        self.outcome.sessions.started as usize
+    }
+
+    /// The index in `outcome.failures` of the group session `s` failed in (None: it did not).
+    pub fn failure_of(&self, s: &Session) -> Option<usize> {
+        let (kind, line) = (s.fail_kind?, s.fail_line?);
+        (self.outcome.failures.iter()).position(|f| f.kind == kind && f.line == line)
+    }
 }
 
 /// Page load of a session: the time spent in the first Homepage event and the asset requests
@@ -138,29 +144,22 @@ pub fn page_load(s: &Session, rec: &Lines) -> Option<i64> {
     Some(total)
 }
 
-/// Computes a run's summary.
-pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunStats {
+/// Computes what the report states of a run: the [`Outcome`] through the run directory's one
+/// [`Aggregate`] (durations of the events and completed sessions, each session counted by how it
+/// ended, failures grouped by kind and line with the first to fail giving the reason, as a
+/// replay's), then the report's own figures.
+pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunFigures {
     let rec = &run.recording;
     let start_ms = run.sessions.iter().map(|s| s.start).min().unwrap_or(0);
     let end_ms = run.sessions.iter().map(|s| s.end).max().unwrap_or(start_ms);
-    let mut reasons: HashMap<&str, usize> = HashMap::new();
     let mut class_durs: Vec<Vec<i64>> = vec![Vec::new(); 5];
     let mut loads = Vec::new();
     let mut agg = Aggregate::new();
-    let (mut completed, mut failed, mut unfinished, mut events, mut failed_events) =
-        (0, 0, 0, 0, 0);
+    let (mut events, mut failed_events) = (0, 0);
     for s in &run.sessions {
-        match s.outcome {
-            Outcome::Done => completed += 1,
-            Outcome::Failed => failed += 1,
-            Outcome::Unfinished => unfinished += 1,
-        }
-        if let Some(r) = &s.reason {
-            *reasons.entry(r.as_str()).or_default() += 1;
-        }
-        if s.outcome == Outcome::Done {
-            agg.session
-                .push((s.end - s.start).clamp(0, i64::from(u32::MAX)) as u32);
+        agg.ended(s.outcome);
+        if s.outcome == Ended::Done {
+            agg.add_session_length(s.end - s.start);
         }
         if let Some(p) = page_load(s, rec) {
             loads.push(p);
@@ -177,11 +176,22 @@ pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunStats {
             }
         }
     }
-    let mut reasons: Vec<(String, usize)> = reasons
-        .into_iter()
-        .map(|(r, n)| (r.to_string(), n))
+    // In the order they failed (a replay counts a failure when its session ends).
+    let mut failed: Vec<&Session> = (run.sessions.iter())
+        .filter(|s| s.fail_kind.is_some())
         .collect();
-    reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    failed.sort_by_key(|s| (s.end, s.id));
+    for s in failed {
+        let line = s.fail_line.unwrap_or(0);
+        agg.add_failure(FailureCount {
+            kind: s.fail_kind.unwrap_or(FailureKind::Unknown),
+            line,
+            event: rec.get(line).map(|l| l.kind),
+            url: None,
+            reason: s.reason.clone().unwrap_or_default(),
+            count: 1,
+        });
+    }
     let over_limit = loads.iter().filter(|&&l| l > page_load_limit_ms).count();
     let workers = {
         let mut w: Vec<u32> = run.sessions.iter().map(|s| s.worker).collect();
@@ -189,20 +199,15 @@ pub fn summarize(run: &Run, page_load_limit_ms: i64) -> RunStats {
         w.dedup();
         w.len()
     };
-    RunStats {
+    RunFigures {
         start_ms,
         duration_ms: end_ms - start_ms,
+        outcome: agg.outcome(),
         workers,
-        sessions: run.sessions.len(),
-        completed,
-        failed,
-        unfinished,
         events,
         failed_events,
-        reasons,
         page_load: Dist::of(loads),
         over_limit,
-        percentiles: agg.percentiles(),
         classes: class_durs.into_iter().map(Dist::of).collect(),
         phases: phases(run, start_ms, end_ms),
     }

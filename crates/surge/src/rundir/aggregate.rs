@@ -1,20 +1,31 @@
 //! Run-wide results, filled in as sessions end: every duration (ms) per event kind and per
 //! completed session, kept exactly (4 bytes each) so percentiles are nearest rank over the real
-//! values, and failures grouped by kind and recording line.
+//! values, sessions counted by how they ended, and failures grouped by kind and recording line.
+//! [`Aggregate::outcome`] turns it into the one [`Outcome`]: the only place its figures are
+//! computed.
 
+use super::outcome::{Ended, FailureCount, Outcome, Percentiles, SessionCounts};
 use super::session::{RowEvent, SessionLog};
-use crate::failure::{Failure, FailureKind};
+use crate::failure::FailureKind;
 use crate::recording::Kind;
+use crate::stats;
 use std::collections::BTreeMap;
 
-/// Run-wide durations (ms) and failures, filled as sessions end.
+/// Run-wide durations (ms), session counts and failures, filled as sessions end (a replay), from
+/// CSV rows (`surge merge`) or from the report's reading of them.
 pub struct Aggregate {
     /// Event durations per event type.
     pub per_kind: BTreeMap<Kind, Vec<u32>>,
     /// Durations of completed sessions (first to last row).
     pub session: Vec<u32>,
     /// Failures by (kind, recording line): the first one seen (its detail) and how many.
-    pub failures: BTreeMap<(FailureKind, u32), (Failure, u64)>,
+    pub failures: BTreeMap<(FailureKind, u32), FailureCount>,
+    /// Sessions that ended with PLAYBACK_DONE.
+    pub completed: u64,
+    /// Sessions that ended with PLAYBACK_FAIL.
+    pub failed: u64,
+    /// Sessions that ended with neither.
+    pub unfinished: u64,
     /// Sessions whose CSV could not be written.
     pub write_errors: u64,
 }
@@ -32,6 +43,9 @@ impl Aggregate {
             per_kind: BTreeMap::new(),
             session: Vec::new(),
             failures: BTreeMap::new(),
+            completed: 0,
+            failed: 0,
+            unfinished: 0,
             write_errors: 0,
         }
     }
@@ -42,24 +56,48 @@ impl Aggregate {
             self.write_errors += 1;
         }
         let rows = log.rows.iter().map(|r| (r.event, r.ts));
-        self.add_session(rows, log.failure.is_none());
+        let ended = match log.failure {
+            None => Ended::Done,
+            Some(_) => Ended::Failed,
+        };
+        self.add_session(rows, ended);
         if let Some(f) = &log.failure {
-            self.failures
-                .entry((f.cause.kind(), f.line()))
-                .or_insert_with(|| (f.clone(), 0))
-                .1 += 1
+            self.add_failure(FailureCount::of(f));
         }
     }
 
-    /// Adds one session's durations given as its rows (event, Unix ms): `<TYPE>_START` ..
+    /// Counts failures: added to the group of their kind and line (which keeps the first detail
+    /// seen), or a new group.
+    pub fn add_failure(&mut self, f: FailureCount) {
+        match self.failures.get_mut(&(f.kind, f.line)) {
+            Some(g) => g.count += f.count,
+            None => {
+                self.failures.insert((f.kind, f.line), f);
+            }
+        }
+    }
+
+    /// Counts one session by how it ended.
+    pub fn ended(&mut self, how: Ended) {
+        *match how {
+            Ended::Done => &mut self.completed,
+            Ended::Failed => &mut self.failed,
+            Ended::Unfinished => &mut self.unfinished,
+        } += 1;
+    }
+
+    /// Adds a completed session's length (first to last row, ms).
+    pub fn add_session_length(&mut self, ms_: i64) {
+        self.session.push(ms(ms_));
+    }
+
+    /// Adds one session given as its rows (event, Unix ms) and how it ended: `<TYPE>_START` ..
     /// `<TYPE>_END` pairs are event durations, a completed session's first to last row its
     /// length. `surge merge` feeds the rows it reads back from CSVs, so merged histograms are the
     /// ones one process would have built. Failures are counted by the caller.
-    pub fn add_session(
-        &mut self,
-        rows: impl IntoIterator<Item = (RowEvent, i64)>,
-        completed: bool,
-    ) {
+    pub fn add_session(&mut self, rows: impl IntoIterator<Item = (RowEvent, i64)>, how: Ended) {
+        self.ended(how);
+        let completed = how == Ended::Done;
         let mut open: Option<(Kind, i64)> = None;
         let (mut first, mut last) = (None, None);
         for (event, ts) in rows {
@@ -75,7 +113,7 @@ impl Aggregate {
             }
         }
         if let (true, Some(a), Some(b)) = (completed, first, last) {
-            self.session.push(ms(b - a));
+            self.add_session_length(b - a);
         }
     }
 
@@ -87,6 +125,47 @@ impl Aggregate {
     /// Every event's duration, all types together ("all events").
     pub fn overall(&self) -> Vec<u32> {
         self.per_kind.values().flatten().copied().collect()
+    }
+
+    /// What the sessions gathered so far say: the one computation behind summary.json's figures
+    /// (a replay's, a merge's, a journey's) and the report's.
+    pub fn outcome(&self) -> Outcome {
+        let started = self.completed + self.failed + self.unfinished;
+        let failure_rate = if started == 0 {
+            0.0
+        } else {
+            self.failed as f64 / started as f64
+        };
+        let mut failures: Vec<FailureCount> = self.failures.values().cloned().collect();
+        failures.sort_by_key(|f| std::cmp::Reverse(f.count));
+        let mut failures_by_kind = BTreeMap::new();
+        for f in &failures {
+            *failures_by_kind.entry(f.kind).or_insert(0) += f.count;
+        }
+        Outcome {
+            sessions: SessionCounts {
+                started,
+                completed: self.completed,
+                failed: self.failed,
+                unfinished: self.unfinished,
+                unwritten: self.write_errors,
+            },
+            failure_rate,
+            failures_by_kind,
+            failures,
+            percentiles: self.percentiles(),
+        }
+    }
+
+    /// The percentiles of every duration gathered so far.
+    pub fn percentiles(&self) -> Percentiles {
+        Percentiles {
+            events: (self.per_kind.iter())
+                .map(|(k, v)| (*k, stats::exact(v)))
+                .collect(),
+            overall: stats::exact(&self.overall()),
+            session_duration: stats::exact(&self.session),
+        }
     }
 }
 

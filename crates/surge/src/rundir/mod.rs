@@ -4,40 +4,40 @@
 //! ```text
 //! <run>/recording.log      the recording replayed (copied)
 //! <run>/sessions/*.csv     one shinycannon-format CSV per session
-//! <run>/summary.json       RunSummary (this module's one summary type)
+//! <run>/summary.json       RunSummary: the run's header and its Outcome
 //! <run>/shape.csv          users and arrivals over time, asked and achieved
 //! ```
 //!
 //! Here: the directory prepared (`files`), a session's CSV rows rendered when it ends and read
 //! back (`session`: the shinycannon vocabulary, `COLUMNS` and `RowEvent`; `csv`: the one reader),
-//! shape.csv (`shape`), summary.json (the one `RunSummary`, written and read), the aggregate
-//! behind it, and the one segment join.
+//! shape.csv (`shape`), what the session rows say (the one `Outcome`, which summary.json and the
+//! report both state), summary.json (`RunSummary`: the run's header around its `Outcome`, written
+//! and read), the aggregate behind them, and the one segment join.
 //!
 //! Every figure derived from it uses one percentile definition, nearest rank over the exact
 //! values ([`crate::stats::rank`]): summary.json, the terminal text and the report agree.
 //!
 //! `files` (prepare, copy the recording, write whole or not at all), `session` (a session's rows
-//! and their CSV), `shape` (shape.csv), `aggregate` (durations and failures as sessions end, or
-//! from CSV rows), `summary` (summary.json and computing it from an aggregate), `csv` (the one
-//! session-CSV reader), `join` (the one order of a joined plan's sessions, for `merge` and
-//! `report`).
+//! and their CSV), `shape` (shape.csv), `aggregate` (durations, counts and failures as sessions
+//! end, or from CSV rows), `outcome` (the `Outcome` an aggregate says), `summary` (summary.json
+//! and computing it from an aggregate), `csv` (the one session-CSV reader), `join` (the one order
+//! of a joined plan's sessions, for `merge` and `report`).
 
 mod aggregate;
 pub mod csv;
 mod files;
 pub mod join;
+mod outcome;
 mod session;
 mod shape;
 mod summary;
 
 pub use aggregate::Aggregate;
 pub use files::{copy_recording, prepare_dir, write_atomic, OutputError};
-pub use session::{csv_safe, Row, RowEvent, SessionLog, COLUMNS};
+pub use outcome::{Ended, FailureCount, Outcome, Percentiles, SessionCounts};
+pub use session::{csv_safe, fail_comment, parse_fail_comment, Row, RowEvent, SessionLog, COLUMNS};
 pub use shape::{read_points, write_points, ShapePoint, SHAPE_CSV};
-pub use summary::{
-    from_aggregate, FailureCount, Head, JourneySummary, Percentiles, Plan, RunSummary,
-    SessionCounts, Split,
-};
+pub use summary::{from_aggregate, Head, JourneySummary, Plan, RunSummary, Split};
 
 /// The file name of a run's summary.
 pub const SUMMARY_JSON: &str = "summary.json";

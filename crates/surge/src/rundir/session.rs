@@ -2,7 +2,7 @@
 //! report` read it): `sessions/<session>_<worker>_<iteration>.csv`, the shinycannon row vocabulary
 //! (`COLUMNS`, `RowEvent`), written whole when the session ends (no half files).
 
-use crate::failure::Failure;
+use crate::failure::{Failure, FailureKind};
 use crate::recording::Kind;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -139,9 +139,7 @@ impl SessionLog {
         s.push('\n');
         for r in &self.rows {
             let comment = match (r.event, &self.journey) {
-                (RowEvent::Fail, _) => (self.failure.as_ref())
-                    .map(|f| csv_safe(&f.to_string()))
-                    .unwrap_or_default(),
+                (RowEvent::Fail, _) => self.failure.as_ref().map(fail_comment).unwrap_or_default(),
                 (RowEvent::SessionCreate, j) => create_comment(j.as_deref(), self.data_row),
                 _ => String::new(),
             };
@@ -186,6 +184,28 @@ fn create_comment(journey: Option<&str>, data_row: Option<u32>) -> String {
 
 /// Longest free-text CSV field, in characters: a cut failure reason with its size fits.
 const CSV_FIELD_MAX: usize = crate::failure::MAX_REASON + 40;
+
+/// PLAYBACK_FAIL's comment: `kind=<kind> <reason>` (the kind summary.json counts by, then the
+/// readable line shinycannon's comment holds), so a reader of the rows alone (`surge report`)
+/// states failures by kind as summary.json does.
+pub fn fail_comment(f: &Failure) -> String {
+    format!(
+        "kind={} {}",
+        f.cause.kind().name(),
+        csv_safe(&f.to_string())
+    )
+}
+
+/// A PLAYBACK_FAIL comment read back: its kind and its reason. A comment without `kind=`
+/// (shinycannon's, or surge's before it wrote one) is of kind `unknown`, all of it the reason.
+pub fn parse_fail_comment(comment: &str) -> (FailureKind, &str) {
+    let comment = comment.trim();
+    let tagged = comment.strip_prefix("kind=").and_then(|rest| {
+        let (name, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+        Some((FailureKind::from_name(name)?, reason.trim()))
+    });
+    tagged.unwrap_or((FailureKind::Unknown, comment))
+}
 
 /// Makes free text safe for an unquoted CSV field (no commas, quotes or newlines). A failure
 /// reason arrives already cut to [`crate::failure::MAX_REASON`] characters with its size
@@ -269,7 +289,18 @@ mod tests {
         assert_eq!(
             csv,
             "# a\n# {}\nsession_id,worker_id,iteration,event,timestamp,input_line_number,comment\n\
-             3,1,2,PLAYER_SESSION_CREATE,10,0,\n3,1,2,PLAYBACK_FAIL,12,7,status 500; expected 200: GET /x\n"
+             3,1,2,PLAYER_SESSION_CREATE,10,0,\n3,1,2,PLAYBACK_FAIL,12,7,kind=wrong_status status 500; expected 200: GET /x\n"
         );
+        let comment = csv.lines().last().unwrap().splitn(7, ',').nth(6).unwrap();
+        assert_eq!(
+            parse_fail_comment(comment),
+            (FailureKind::WrongStatus, "status 500; expected 200: GET /x")
+        );
+        let shinycannon = "timeout waiting for message";
+        assert_eq!(
+            parse_fail_comment(shinycannon),
+            (FailureKind::Unknown, shinycannon)
+        );
+        assert_eq!(parse_fail_comment(""), (FailureKind::Unknown, ""));
     }
 }

@@ -1,13 +1,12 @@
-//! summary.json: the machine-readable result of a run, and computing it from the aggregate (a
+//! summary.json: the machine-readable result of a run, its header (tool, plan, times, split,
+//! checks, journeys) around the sessions' one [`Outcome`], and computing it from the aggregate (a
 //! replay's, as its sessions ended, or `surge merge`'s, from the segments' CSV rows).
 
 use super::aggregate::Aggregate;
+use super::outcome::Outcome;
 use crate::checks::{CheckResult, Scope, Threshold};
-use crate::failure::FailureKind;
-use crate::recording::Kind;
-use crate::stats::{self, Summary};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// summary.json: the machine-readable result of a run. Its JSON Schema, generated from this type,
@@ -38,19 +37,11 @@ pub struct RunSummary {
     /// Its part of a plan spread over several processes.
     #[serde(flatten)]
     pub split: Split,
-    /// Sessions started, completed and failed.
-    pub sessions: SessionCounts,
     /// `--arrival-rate`: arrivals not started because `--max-users` users were running (0 otherwise).
     pub arrivals_dropped: u64,
-    /// failed / started (0 when none started).
-    pub failure_rate: f64,
-    /// Failed sessions per kind of failure (`timeout`, `wrong_status`, `closed`, ...).
-    pub failures_by_kind: BTreeMap<FailureKind, u64>,
-    /// Failed sessions grouped by kind and recording line, most frequent first.
-    pub failures: Vec<FailureCount>,
-    /// Per event type, all events and completed sessions: durations in ms.
+    /// What its sessions say: counts, failures, percentiles (the one [`Outcome`]).
     #[serde(flatten)]
-    pub percentiles: Percentiles,
+    pub outcome: Outcome,
     /// `--max-failure-rate` and each `--threshold`, evaluated.
     pub checks: Vec<CheckResult>,
     /// A mix of journeys (`browse.log:70 export.log:30`): the figures above, per journey.
@@ -58,34 +49,6 @@ pub struct RunSummary {
     pub journeys: BTreeMap<String, JourneySummary>,
     /// Every check passed (exit status 0 unless interrupted).
     pub ok: bool,
-}
-
-/// A run's latency percentiles (ms, nearest rank over the exact values): what summary.json, the
-/// terminal text and the report state alike, from one [`Aggregate`].
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[schemars(deny_unknown_fields)]
-pub struct Percentiles {
-    /// Per event type (REQ_HOME, WS_RECV, ...): durations in ms.
-    #[cfg_attr(test, ts(as = "BTreeMap<String, Summary>"))]
-    pub events: BTreeMap<Kind, Summary>,
-    /// All events together, ms.
-    pub overall: Summary,
-    /// Whole completed sessions, ms.
-    pub session_duration: Summary,
-}
-
-impl Aggregate {
-    /// The percentiles of every duration gathered so far.
-    pub fn percentiles(&self) -> Percentiles {
-        Percentiles {
-            events: (self.per_kind.iter())
-                .map(|(k, v)| (*k, stats::exact(v)))
-                .collect(),
-            overall: stats::exact(&self.overall()),
-            session_duration: stats::exact(&self.session),
-        }
-    }
 }
 
 /// A run's plan as its flags gave it (a replay) or its segments' config line (`surge merge`).
@@ -138,55 +101,9 @@ pub struct JourneySummary {
     pub recording: String,
     /// Its weight in the mix.
     pub weight: u32,
-    /// Its sessions started, completed and failed.
-    pub sessions: SessionCounts,
-    /// failed / started (0 when none started).
-    pub failure_rate: f64,
-    /// Its failed sessions per kind of failure.
-    pub failures_by_kind: BTreeMap<FailureKind, u64>,
-    /// Its failures grouped by kind and recording line (lines of its own recording).
-    pub failures: Vec<FailureCount>,
-    /// Per event type: durations in ms.
-    pub events: BTreeMap<Kind, Summary>,
-    /// All its events together, ms.
-    pub overall: Summary,
-    /// Its whole completed sessions, ms.
-    pub session_duration: Summary,
-}
-
-/// Session counts of a run.
-#[derive(Serialize, JsonSchema, Debug)]
-#[schemars(deny_unknown_fields)]
-pub struct SessionCounts {
-    /// Sessions begun (completed + failed).
-    pub started: u64,
-    /// Sessions that played to their end (PLAYBACK_DONE).
-    pub completed: u64,
-    /// Sessions that failed (PLAYBACK_FAIL), interrupted ones included.
-    pub failed: u64,
-    /// Sessions whose CSV could not be written (e.g. a full disk): absent from the run directory.
-    pub unwritten: u64,
-}
-
-/// Sessions that failed the same way at the same recording line: the kind, where (line, event
-/// type, URL), the first such failure's readable reason, and how many.
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
-#[schemars(deny_unknown_fields)]
-pub struct FailureCount {
-    /// What went wrong.
-    pub kind: FailureKind,
-    /// recording.log line (0: before the first event).
-    pub line: u32,
-    /// The recording event's type (absent before the first event).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub event: Option<Kind>,
-    /// The request's URL as sent (absent for failures outside a request).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// The first such failure's readable line, as in the CSV's PLAYBACK_FAIL comment.
-    pub reason: String,
-    /// How many sessions failed so.
-    pub count: u64,
+    /// What its sessions say (failures at lines of its own recording).
+    #[serde(flatten)]
+    pub outcome: Outcome,
 }
 
 /// The plan and timing of a run: everything in summary.json that is not computed from the
@@ -209,31 +126,20 @@ pub struct Head {
     pub split: Split,
 }
 
-/// summary.json from a run's head, its aggregate, its (completed, failed) session counts and its
-/// failures, with the checks (`--max-failure-rate`, `--threshold`s) evaluated.
+/// summary.json from a run's head and its aggregate (the sessions' [`Outcome`]), with the checks
+/// (`--max-failure-rate`, `--threshold`s) evaluated.
 pub fn from_aggregate(
     head: Head,
     agg: &Aggregate,
-    (done, failed): (u64, u64),
-    mut failures: Vec<FailureCount>,
     (max_failure_rate, thresholds): (f64, &[Threshold]),
 ) -> RunSummary {
-    let started = done + failed;
-    let failure_rate = if started == 0 {
-        0.0
-    } else {
-        failed as f64 / started as f64
-    };
-    failures.sort_by_key(|f| std::cmp::Reverse(f.count));
-    let mut failures_by_kind = BTreeMap::new();
-    for f in &failures {
-        *failures_by_kind.entry(f.kind).or_insert(0) += f.count;
-    }
+    let outcome = agg.outcome();
+    let failure_rate = outcome.failure_rate;
     let mut checks_out = vec![CheckResult {
         check: format!("failure_rate<={max_failure_rate}"),
         value: failure_rate,
         limit: max_failure_rate,
-        ok: failure_rate <= max_failure_rate && started > 0,
+        ok: failure_rate <= max_failure_rate && outcome.sessions.started > 0,
     }];
     let overall = agg.overall();
     for t in thresholds {
@@ -267,16 +173,7 @@ pub fn from_aggregate(
         plan: h.plan,
         split: h.split,
         arrivals_dropped: 0,
-        sessions: SessionCounts {
-            started,
-            completed: done,
-            failed,
-            unwritten: agg.write_errors,
-        },
-        failure_rate,
-        failures_by_kind,
-        failures,
-        percentiles: agg.percentiles(),
+        outcome,
         checks: checks_out,
         journeys: BTreeMap::new(),
         ok,

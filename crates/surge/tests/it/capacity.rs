@@ -198,7 +198,12 @@ async fn capacity_finds_the_queueing_knee() {
     );
     for s in &res.steps {
         let m = common::report_model(&common::report_args(vec![out.join(&s.dir)], &[]));
-        assert!(m["runs"][0]["summary"]["sessions"].as_u64().unwrap() as usize >= s.sessions);
+        assert!(
+            m["runs"][0]["summary"]["outcome"]["sessions"]["started"]
+                .as_u64()
+                .unwrap() as usize
+                >= s.sessions
+        );
     }
 }
 
@@ -292,11 +297,12 @@ async fn stages_over_minutes_on_the_paused_clock() {
         );
     }
     assert!(points.iter().filter(|p| p.users == 4).count() >= 200);
-    let s = &outcome.summary.sessions;
+    let s = &outcome.summary.outcome.sessions;
     assert!(s.started > 100 && s.completed == 0, "{s:?}");
     assert_eq!(
         outcome
             .summary
+            .outcome
             .failures_by_kind
             .keys()
             .map(|k| k.name())
@@ -320,8 +326,8 @@ async fn arrival_rate_starts_the_asked_sessions() {
         &["--arrival-rate", "20/s", "--loaded-duration", "2s"],
     )
     .await;
-    assert_eq!(outcome.summary.sessions.started, 40);
-    assert_eq!(outcome.summary.sessions.completed, 40);
+    assert_eq!(outcome.summary.outcome.sessions.started, 40);
+    assert_eq!(outcome.summary.outcome.sessions.completed, 40);
     assert_eq!(common::session_csvs(&out).len(), 40);
     let last = surge::rundir::read_points(&out).unwrap().pop().unwrap();
     assert_eq!((last.arrivals, last.asked_arrivals), (40, Some(40)));

@@ -44,7 +44,7 @@ fn small_valid_run() {
     a.page_load_limit = std::time::Duration::from_millis(120);
     let m = report_model(&a);
     let s = &m["runs"][0]["summary"];
-    assert_eq!(s["sessions"], 1);
+    assert_eq!(s["outcome"]["sessions"]["started"], 1);
     assert_eq!(s["events"], 2);
     // Page load = home start (1000) to the asset's end (1150); over the 120 ms page-load limit.
     assert_eq!(s["page_load"][1], 150);

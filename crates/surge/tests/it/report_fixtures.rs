@@ -89,10 +89,11 @@ fn model(runs: Vec<PathBuf>, names: &[&str]) -> Value {
 
 fn check_run(run: &Value, c: &Counted, what: &str) {
     let s = &run["summary"];
-    assert_eq!(s["sessions"], c.sessions, "{what}: sessions");
+    let n = &s["outcome"]["sessions"];
+    assert_eq!(n["started"], c.sessions, "{what}: sessions");
     assert_eq!(s["events"], c.events, "{what}: events");
-    assert_eq!(s["completed"], c.done, "{what}: completed");
-    assert_eq!(s["failed"], c.failed, "{what}: failed");
+    assert_eq!(n["completed"], c.done, "{what}: completed");
+    assert_eq!(n["failed"], c.failed, "{what}: failed");
     assert_eq!(s["workers"], c.workers.len(), "{what}: workers");
     // Columns are complete: one entry per session, one per event.
     assert_eq!(
@@ -150,7 +151,7 @@ fn every_fixture_run_states_its_counts() {
     check_run(&m["runs"][0], &c, "label-run");
     // label-run's first session fails on its first WebSocket reply (line 16).
     assert_eq!(
-        m["runs"][0]["summary"]["reasons"][0][0],
+        m["runs"][0]["summary"]["outcome"]["failures"][0]["reason"],
         "failed at recording line 16 (WS_RECV)"
     );
 }
@@ -167,7 +168,10 @@ fn asset_class_matches_req_get() {
     assert_eq!(cls[2], pct(&mut gets, 90.0));
     assert_eq!(cls[4], *gets.iter().max().unwrap());
     // Sliders has two failed sessions, both at line 22.
-    assert_eq!(m["runs"][0]["summary"]["reasons"][0][1], 2);
+    assert_eq!(
+        m["runs"][0]["summary"]["outcome"]["failures"][0]["count"],
+        2
+    );
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
 
@@ -185,7 +189,8 @@ fn compares_two_runs_of_one_recording() {
     check_run(&m["runs"][1], &count(&r5), "run5");
     // 5 users vs 1: more sessions in the same loaded time.
     assert!(
-        m["runs"][1]["summary"]["sessions"].as_u64() > m["runs"][0]["summary"]["sessions"].as_u64()
+        m["runs"][1]["summary"]["outcome"]["sessions"]["started"].as_u64()
+            > m["runs"][0]["summary"]["outcome"]["sessions"]["started"].as_u64()
     );
     let _ = std::fs::remove_dir_all(r1.parent().unwrap());
     let _ = std::fs::remove_dir_all(r5.parent().unwrap());

@@ -5,7 +5,11 @@ use crate::common;
 use crate::segments_support;
 
 use common::{fresh_dir, replay_cmd, report_args, report_model, start_http, surge};
-use std::{path::PathBuf, time::Duration};
+use serde_json::Value;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 const API_DELAY_MS: u64 = 40;
 
@@ -76,10 +80,10 @@ fn report_of_a_fresh_surge_replay() {
     let s = &m["runs"][0]["summary"];
     let n = files.len();
     assert!(n >= 4, "{n} sessions");
-    assert_eq!(s["sessions"], n);
+    assert_eq!(s["outcome"]["sessions"]["started"], n);
     assert_eq!(s["events"], starts);
-    assert_eq!(s["completed"], n, "{s}");
-    assert_eq!(s["failed"], 0);
+    assert_eq!(s["outcome"]["sessions"]["completed"], n, "{s}");
+    assert_eq!(s["outcome"]["sessions"]["failed"], 0);
     assert_eq!(s["classes"][0][0], n, "one Homepage per session");
     assert_eq!(s["classes"][1][0], 2 * n, "two JS/CSS per session");
     assert_eq!(s["classes"][3][0], n, "one Calculate (API GET) per session");
@@ -175,7 +179,9 @@ async fn summary_json_terminal_and_report_agree_on_every_percentile() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     let m = report_model(&report_args(vec![run.clone()], &["run"]));
-    let report = &m["runs"][0]["summary"]["percentiles"];
+    let report = &m["runs"][0]["summary"]["outcome"];
+    report_states_summary_json(&json, report, &run);
+    assert_eq!(json["sessions"]["failed"], 0, "{json}");
 
     let durations = segments_support::durations(&segments_support::sessions(&run));
     let mut names: Vec<&str> = vec!["overall", "session"];
@@ -231,5 +237,133 @@ async fn summary_json_terminal_and_report_agree_on_every_percentile() {
         );
     }
     assert!(durations["REQ_GET"].len() >= 12, "{durations:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// summary.json (what the replay computed as its sessions ended) and the report's
+/// `summary.outcome` (what it computed from the session CSVs) state the same run: session counts,
+/// failure rate, failures by kind, every failure group's kind, line, event type, reason (as the
+/// CSV holds it: commas as `;`) and count in the same order, and every percentile. The counts are
+/// also checked against the CSVs' last rows, counted here.
+fn report_states_summary_json(json: &Value, report: &Value, run: &Path) {
+    assert_eq!(report["sessions"], json["sessions"], "sessions");
+    assert_eq!(report["failure_rate"], json["failure_rate"], "failure_rate");
+    assert_eq!(
+        report["failures_by_kind"], json["failures_by_kind"],
+        "failures_by_kind"
+    );
+    let groups = |v: &Value, csv: bool| -> Vec<(String, u64, String, String, u64)> {
+        (v["failures"].as_array().unwrap().iter())
+            .map(|f| {
+                let reason = f["reason"].as_str().unwrap();
+                (
+                    f["kind"].as_str().unwrap().to_string(),
+                    f["line"].as_u64().unwrap(),
+                    f["event"].as_str().unwrap_or("").to_string(),
+                    if csv {
+                        surge::rundir::csv_safe(reason)
+                    } else {
+                        reason.to_string()
+                    },
+                    f["count"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(groups(report, false), groups(json, true), "failures");
+    for key in ["events", "overall", "session_duration"] {
+        assert_eq!(report[key], json[key], "{key}: report vs summary.json");
+    }
+    // Independently: each CSV's last row, and a failure's kind from its comment.
+    let (mut done, mut by_kind) = (0u64, std::collections::BTreeMap::<String, u64>::new());
+    for f in common::session_csvs(run) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let last: Vec<&str> = text.lines().last().unwrap().splitn(7, ',').collect();
+        match last[3] {
+            "PLAYBACK_DONE" => done += 1,
+            "PLAYBACK_FAIL" => {
+                let kind = last[6].strip_prefix("kind=").unwrap().split(' ').next();
+                *by_kind.entry(kind.unwrap().to_string()).or_default() += 1;
+            }
+            other => panic!("{}: ends with {other}", f.display()),
+        }
+    }
+    assert_eq!(json["sessions"]["completed"], done, "completed vs the CSVs");
+    assert_eq!(
+        json["failures_by_kind"],
+        serde_json::json!(by_kind),
+        "kinds vs the CSVs"
+    );
+}
+
+/// `/api` answers the n-th request by mode n % 4: 200, 500, close without answering, never answer
+/// (within the run's 1 s message timeout).
+fn start_failing_app() -> u16 {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    start_http(|path| {
+        if !path.starts_with("/api/") {
+            return Some("200 OK");
+        }
+        match N.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 4 {
+            0 => Some("200 OK"),
+            1 => Some("500 Internal Server Error"),
+            2 => None,
+            _ => {
+                std::thread::sleep(Duration::from_secs(3));
+                None
+            }
+        }
+    })
+}
+
+/// A run whose sessions fail three ways (wrong status, connection closed, timeout) at one line:
+/// the report, reading only the CSVs, states the failures summary.json states, by kind and reason,
+/// with the same counts and percentiles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_json_and_report_agree_on_every_failure() {
+    let port = start_failing_app();
+    let dir = fresh_dir("rundir-failures-agree");
+    let rec = dir.join("recording.log");
+    std::fs::write(&rec, recording(port)).unwrap();
+    let run = dir.join("run");
+    let (rec_s, run_s) = (rec.to_str().unwrap(), run.to_str().unwrap());
+    let target = format!("http://127.0.0.1:{port}");
+    let a: Replay = clap::Parser::try_parse_from([
+        "surge",
+        rec_s,
+        &target,
+        "--users",
+        "8",
+        "--start-interval",
+        "0",
+        "--think-time",
+        "none",
+        "--message-timeout",
+        "1s",
+        "--output-dir",
+        run_s,
+        "--overwrite-output",
+    ])
+    .unwrap();
+    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+        .await
+        .unwrap();
+    let outcome = surge::replay::run(plan, std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(outcome.exit_code(), 1, "{:?}", outcome.summary.checks);
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["failures_by_kind"],
+        serde_json::json!({"timeout": 2, "wrong_status": 2, "closed": 2}),
+        "{json}"
+    );
+    let m = report_model(&report_args(vec![run.clone()], &["run"]));
+    report_states_summary_json(&json, &m["runs"][0]["summary"]["outcome"], &run);
+    // Each failed session's reason column points at its group.
+    let s = &m["runs"][0]["sessions"];
+    let pointed = (s["reason"].as_array().unwrap().iter()).filter(|r| r.as_i64() != Some(-1));
+    assert_eq!(pointed.count(), 6);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -239,9 +239,10 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
             let last = read_csv(&f).rows.pop().unwrap();
             assert_eq!(last[3], "PLAYBACK_FAIL");
             assert_eq!(last[5], line.to_string());
-            // shinycannon's readable reason stays in the comment (commas made safe).
+            // shinycannon's readable reason stays in the comment (commas made safe), after the
+            // failure's kind.
             assert!(
-                last[6].starts_with(&want.replace(',', ";")),
+                last[6].starts_with(&format!("kind={kind} {}", want.replace(',', ";"))),
                 "{mode}: {}",
                 last[6]
             );

@@ -18,7 +18,7 @@ fn schema_path() -> PathBuf {
 }
 
 /// The committed schema is the one the Rust type generates. After changing `RunSummary`, run
-/// `SURGE_WRITE_SCHEMA=1 cargo test -p surge --test summary_json` and commit the file.
+/// `SURGE_WRITE_SCHEMA=1 cargo test -p surge --test it summary_json::` and commit the file.
 #[test]
 fn committed_schema_is_generated_from_the_rust_type() {
     let generated = schemars::schema_for!(surge::replay::RunSummary);
@@ -29,7 +29,7 @@ fn committed_schema_is_generated_from_the_rust_type() {
     let committed = std::fs::read_to_string(schema_path()).unwrap_or_default();
     assert!(
         committed == text,
-        "{} is not what RunSummary generates: run SURGE_WRITE_SCHEMA=1 cargo test -p surge --test summary_json",
+        "{} is not what RunSummary generates: run SURGE_WRITE_SCHEMA=1 cargo test -p surge --test it summary_json::",
         schema_path().display()
     );
 }
@@ -124,7 +124,8 @@ fn failures_are_counted_by_kind_and_the_summary_validates() {
     assert_eq!(groups, [g("closed"), g("timeout"), g("wrong_status")]);
     assert_eq!(s["events"]["REQ_HOME"]["count"], 4);
 
-    // The CSVs keep shinycannon's readable reason in the PLAYBACK_FAIL comment.
+    // The CSVs keep shinycannon's readable reason in the PLAYBACK_FAIL comment, after the
+    // failure's kind (`kind=<kind> `, what the report counts failures by).
     let mut comments: Vec<String> = std::fs::read_dir(run.join("sessions"))
         .unwrap()
         .filter_map(|e| {
@@ -136,17 +137,17 @@ fn failures_are_counted_by_kind_and_the_summary_validates() {
     comments.sort();
     assert_eq!(comments.len(), 3);
     assert!(
-        comments[0].starts_with(
-            "REQ_GET line 5: no response within 1s (--message-timeout): GET /api/items?page=1"
-        ),
+        comments[0].starts_with("kind=closed REQ_GET line 5: request to 127.0.0.1:"),
         "{comments:?}"
     );
     assert!(
-        comments[1].starts_with("REQ_GET line 5: request to 127.0.0.1:"),
+        comments[1].starts_with(
+            "kind=timeout REQ_GET line 5: no response within 1s (--message-timeout): GET /api/items?page=1"
+        ),
         "{comments:?}"
     );
     assert_eq!(
         comments[2],
-        "REQ_GET line 5: status 500; expected 200: GET /api/items?page=1"
+        "kind=wrong_status REQ_GET line 5: status 500; expected 200: GET /api/items?page=1"
     );
 }

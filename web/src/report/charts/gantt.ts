@@ -96,7 +96,7 @@ function renderClass(run: Run, aligned: boolean, rowOf: Int32Array) {
 
 function failTip(run: Run, i: number): string {
   const s = run.m.sessions;
-  const reason = s.reason[i] >= 0 ? run.m.summary.reasons[s.reason[i]][0] : "failed";
+  const reason = s.reason[i] >= 0 ? run.m.summary.outcome.failures[s.reason[i]].reason : "failed";
   return `<b>session ${s.id[i]}</b> (user ${s.worker[i]}, iteration ${s.iter[i]})<br>` +
     `<span style="color:${FAIL}">✕ ${esc(reason)}</span>`;
 }

@@ -9,7 +9,7 @@ const OUTCOME_COLOR = ["#3b6fb6", FAIL, "#98a2b3"];
 
 function sessionTip(run: Run, i: number, extra: string): string {
   const s = run.m.sessions;
-  const reason = s.reason[i] >= 0 ? ` — ${esc(run.m.summary.reasons[s.reason[i]][0])}` : "";
+  const reason = s.reason[i] >= 0 ? ` — ${esc(run.m.summary.outcome.failures[s.reason[i]].reason)}` : "";
   return `<b>session ${s.id[i]}</b> (user ${s.worker[i]}, iteration ${s.iter[i]})<br>` +
     `started at ${fmtMs(s.start[i])}, ${OUTCOME[s.outcome[i]]}${reason}<br>${extra}`;
 }

@@ -61,29 +61,9 @@ fn start_nginx() -> Nginx {
     }
 }
 
-#[derive(clap::Parser)]
-struct Bench {
-    #[command(flatten)]
-    args: surge::bench::BenchArgs,
-}
-
-/// `surge bench ARGS --json`, in-process: the exit status main would give (1 when the verdict
-/// says too many requests were not ok) and the JSON result. Exit statuses and stderr of the
-/// binary itself are tested by `bench_text` below and `bad_arguments_exit_2_with_one_line`.
-fn bench(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let argv = std::iter::once("bench").chain(args.iter().copied());
-    let a: Bench = clap::Parser::try_parse_from(argv).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let report = rt.block_on(async {
-        let plan = surge::bench::BenchPlan::from_args(&a.args).await.unwrap();
-        surge::bench::run(plan, std::future::pending()).await
-    });
-    let code = i32::from(report.verdict().is_some());
-    (Some(code), serde_json::to_value(&report).unwrap())
-}
+// `surge bench ARGS --json`, in-process (`common::bench_in_process`). Exit statuses and stderr
+// of the binary itself are tested by `bench_text` below and `bad_arguments_exit_2_with_one_line`.
+use common::bench_in_process as bench;
 
 fn access_lines(n: &Nginx) -> usize {
     // nginx writes its log line after the response; give it a moment to flush.

@@ -5,8 +5,7 @@
 
 use crate::common;
 
-use clap::Parser;
-use common::{fresh_dir, surge};
+use common::{fresh_dir, parse_capacity_args, parse_replay_args, surge};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,22 +80,6 @@ fn recording(dir: &Path) -> PathBuf {
     p
 }
 
-#[derive(Parser)]
-struct Capacity {
-    #[command(flatten)]
-    args: surge::capacity::CapacityArgs,
-}
-
-#[derive(Parser)]
-struct Replay {
-    #[command(flatten)]
-    args: surge::replay::ReplayArgs,
-}
-
-fn args<T: Parser>(v: &[&str]) -> T {
-    T::try_parse_from(std::iter::once("surge").chain(v.iter().copied())).unwrap()
-}
-
 /// Replays the one-request recording against `url` in-process with the shape flags `shape`
 /// (into a fresh `name` dir's `run/`): the run directory and the outcome.
 async fn replay_shape(name: &str, url: &str, shape: &[&str]) -> (PathBuf, surge::replay::Outcome) {
@@ -106,8 +89,7 @@ async fn replay_shape(name: &str, url: &str, shape: &[&str]) -> (PathBuf, surge:
     let mut v = vec![rec.to_str().unwrap(), url];
     v.extend_from_slice(shape);
     v.extend_from_slice(&["--output-dir", out.to_str().unwrap()]);
-    let a: Replay = args(&v);
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
+    let plan = surge::replay::ReplayPlan::from_args(&parse_replay_args(&v), &[])
         .await
         .unwrap();
     let outcome = surge::replay::run(plan, std::future::pending())
@@ -132,7 +114,7 @@ async fn capacity_finds_the_queueing_knee() {
     let dir = fresh_dir("capacity-knee");
     let rec = recording(&dir);
     let out = dir.join("cap");
-    let a: Capacity = args(&[
+    let a = parse_capacity_args(&[
         rec.to_str().unwrap(),
         &url,
         "--slo",
@@ -148,7 +130,7 @@ async fn capacity_finds_the_queueing_knee() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    let res = surge::capacity::run(a.args, std::future::pending())
+    let res = surge::capacity::run(a, std::future::pending())
         .await
         .unwrap();
     let holds = res.holds.expect("an answer") as u32;
@@ -529,14 +511,13 @@ fn bad_input_is_one_line_and_exit_2() {
 }
 
 /// A target that breaks the SLO already at the first step: exit status 1 and an answer saying so.
-#[test]
-fn first_step_breaking_exits_1() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_step_breaking_exits_1() {
     let url = start_slots(4, Duration::from_millis(50));
     let dir = fresh_dir("capacity-first-breaks");
     let rec = recording(&dir);
     let out = dir.join("cap");
-    let (code, stdout, stderr) = run_surge(&[
-        "capacity",
+    let a = parse_capacity_args(&[
         rec.to_str().unwrap(),
         &url,
         "--slo",
@@ -548,10 +529,16 @@ fn first_step_breaking_exits_1() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let res = surge::capacity::run(a, std::future::pending())
+        .await
+        .unwrap();
+    // The answer is the line `surge capacity` prints.
+    assert_eq!(res.exit_code(), 1, "{}", res.answer);
     assert!(
-        stdout.starts_with("breaks already at the first step, 1 concurrent users (page_load p95 "),
-        "{stdout}"
+        res.answer
+            .starts_with("breaks already at the first step, 1 concurrent users (page_load p95 "),
+        "{}",
+        res.answer
     );
     assert!(out.join("step-01/summary.json").is_file());
 }

@@ -5,7 +5,6 @@
 use crate::common;
 
 use common::*;
-use std::process::Stdio;
 use std::time::Duration;
 use surge::recording::{Kind, Recording};
 
@@ -19,10 +18,10 @@ fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
     let (_server, port) = start_cranwhales_with_samples(tmp.path());
     let target = format!("http://127.0.0.1:{port}/");
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec, proxy) = start_record(&target, &rec_path);
+    let (mut rec, proxy) = record_in_process(&target, &rec_path, &[]);
     drive_browser("cranwhales", &proxy, None);
-    // No WebSocket to close: end the recording the way a user does, with Ctrl-C.
-    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    // No WebSocket to close: end the recording the way a user does (Ctrl-C: the stop signal).
+    assert!(rec.stop(Duration::from_secs(10)).is_some());
 
     let recording = Recording::load(&rec_path).unwrap();
     assert_eq!(recording.target_type.as_deref(), Some("surge/http"));
@@ -40,13 +39,9 @@ fn cranwhales_ui_recorded_in_chromium_replays_with_200_users() {
     );
 
     let run = tmp.path().join("run");
-    let out = replay_cmd(&rec_path, &target, 200, &run)
-        .args(["--start-interval", "10ms"])
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let outcome = replay_in_process(&rec_path, &target, 200, &run, &["--start-interval", "10ms"]);
+    let stdout = surge::replay::replay_text(&outcome.summary, &run);
+    assert_eq!(outcome.exit_code(), 0, "{stdout}");
     let s = summary(&run);
     let started = s["sessions"]["started"].as_u64().unwrap();
     assert!(started >= 200, "{stdout}");

@@ -62,6 +62,14 @@ fn recording(path: &Path, lines: &[(&str, u16, &str)]) {
     std::fs::write(path, text).unwrap();
 }
 
+/// `replay_in_process`, which must exit 0; returns what `surge replay` prints.
+fn replay_ok(rec: &Path, target: &str, users: u32, run: &Path, flags: &[&str]) -> String {
+    let outcome = replay_in_process(rec, target, users, run, flags);
+    let text = surge::replay::replay_text(&outcome.summary, run);
+    assert_eq!(outcome.exit_code(), 0, "{text}");
+    text
+}
+
 fn run_ok(mut cmd: Command) -> String {
     let out = cmd.stderr(Stdio::piped()).output().unwrap();
     let text = format!(
@@ -206,10 +214,9 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
         ],
     );
     let run = tmp.path().join("run-capture");
-    let mut cmd = replay_cmd(&rec, &target, 5, &run);
-    cmd.args(["--start-interval", "20ms", "--think-time", "none"])
-        .args(["--capture", r"FIRST@5=(\d{4}-\d\d-\d\d)"]);
-    let out = run_ok(cmd);
+    let flags = ["--start-interval", "20ms", "--think-time", "none"];
+    let capture = [&flags[..], &["--capture", r"FIRST@5=(\d{4}-\d\d-\d\d)"]].concat();
+    let out = replay_ok(&rec, &target, 5, &run, &capture);
     assert_eq!(
         summary(&run)["sessions"]["failed"].as_u64(),
         Some(0),
@@ -217,11 +224,9 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
     );
 
     let run = tmp.path().join("run-capture-miss");
-    let mut cmd = replay_cmd(&rec, &target, 3, &run);
-    cmd.args(["--start-interval", "20ms", "--think-time", "none"])
-        .args(["--capture", "FIRST@5=never-there-(x)"]);
-    let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let miss = [&flags[..], &["--capture", "FIRST@5=never-there-(x)"]].concat();
+    let outcome = replay_in_process(&rec, &target, 3, &run, &miss);
+    assert_eq!(outcome.exit_code(), 1);
     let s = summary(&run);
     assert_eq!(s["sessions"]["failed"], s["sessions"]["started"]);
     let text = serde_json::to_string(&s).unwrap();
@@ -272,12 +277,9 @@ fn first_use_in_the_report(
         ("per-user", &per_user, "unique"),
     ] {
         let run = tmp.join(format!("run-{name}-count9"));
-        let mut cmd = replay_cmd(&rec, target, 30, &run);
-        cmd.args(["--start-interval", "20ms", "--think-time", "none"])
-            .arg("--data")
-            .arg(csv)
-            .args(["--data-mode", mode]);
-        let out = run_ok(cmd);
+        let flags = ["--start-interval", "20ms", "--think-time", "none", "--data"];
+        let data = [&flags[..], &[csv.to_str().unwrap(), "--data-mode", mode]].concat();
+        let out = replay_ok(&rec, target, 30, &run, &data);
         assert_eq!(
             summary(&run)["sessions"]["failed"].as_u64(),
             Some(0),
@@ -337,11 +339,9 @@ fn first_use_in_the_report(
     );
     // The page: its Inputs section with those counts.
     let html = tmp.join("report.html");
-    let out = run_ok({
-        let mut c = surge();
-        c.arg("report").args(&runs).arg("-o").arg(&html);
-        c
-    });
+    let mut argv: Vec<&str> = runs.iter().map(|r| r.to_str().unwrap()).collect();
+    argv.extend(["-o", html.to_str().unwrap()]);
+    let out = format!("{:?}", report_in_process(&argv));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<section id=\"inputs\">"), "{out}");
     assert!(
@@ -359,31 +359,11 @@ fn record_param_writes_the_placeholder() {
     );
     let tmp = TempDir::new("record-param");
     let out = tmp.path().join("recording.log");
-    let mut child = surge()
-        .args([
-            "record",
-            "--target",
-            &app,
-            "--listen",
-            "127.0.0.1:0",
-            "--target-type",
-        ])
-        .args(["surge/http", "--param", "date=2015-01-13", "-o"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
-    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
-    let proxy = (line.split_whitespace())
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
-    let mut rec = Proc(child);
+    let flags = ["--target-type", "surge/http", "--param", "date=2015-01-13"];
+    let (mut rec, proxy) = record_in_process(&app, &out, &owned(&flags));
     assert_eq!(http_get(&proxy, "/").0, 200);
     assert_eq!(http_get(&proxy, "/api/days/2015-01-13?count=8").0, 200);
-    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(rec.stop(Duration::from_secs(10)).is_some());
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(
         text.contains("\"url\":\"/api/days/${date}?count=8\""),

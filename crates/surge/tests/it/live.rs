@@ -195,28 +195,21 @@ fn replay_polls_manifold_into_manifold_csv() {
     let rec = recording(&dir, "/sleep?ms=100");
     let run = dir.join("run");
     let url = format!("http://127.0.0.1:{port}");
-    let out = surge()
-        .arg("replay")
-        .arg(&rec)
-        .arg(format!("{url}/"))
-        .args([
-            "--users",
-            "3",
-            "--start-interval",
-            "0s",
-            "--loaded-duration",
-            "5s",
-        ])
-        .args(["--manifold", &url, "--output-dir"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let outcome = common::replay_with(&common::owned(&[
+        rec.to_str().unwrap(),
+        &format!("{url}/"),
+        "--users",
+        "3",
+        "--start-interval",
+        "0s",
+        "--loaded-duration",
+        "5s",
+        "--manifold",
+        &url,
+        "--output-dir",
+        run.to_str().unwrap(),
+    ]));
+    assert_eq!(outcome.exit_code(), 0, "{:?}", outcome.summary.checks);
     let csv = std::fs::read_to_string(run.join("manifold.csv")).unwrap();
     let rows: Vec<Vec<f64>> = (csv.lines().skip(1))
         .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
@@ -249,33 +242,37 @@ fn capacity_scaling_table_over_worker_counts() {
     let rec = recording(&dir, "/sleep?ms=100");
     let out_dir = dir.join("cap");
     let url = format!("http://127.0.0.1:{port}");
-    let out = surge()
-        .arg("capacity")
-        .arg(&rec)
-        .arg(format!("{url}/"))
-        .args([
-            "--slo",
-            "page_load:p95<450ms",
-            "--think-time",
-            "none",
-            "--start",
-            "2",
-        ])
-        .args([
-            "--step-sessions",
-            "30",
-            "--step-max",
-            "15s",
-            "--resolution",
-            "25%",
-        ])
-        .args(["--manifold", &url, "--workers", "1,2", "--audience", "100"])
-        .args(["--manifold-cmd", &manifold_cmd(port, "{workers}")])
-        .arg("--output-dir")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let stdout = common::stdout_of_success(&out);
+    let args = common::parse_capacity_args(&[
+        rec.to_str().unwrap(),
+        &format!("{url}/"),
+        "--slo",
+        "page_load:p95<450ms",
+        "--think-time",
+        "none",
+        "--start",
+        "2",
+        "--step-sessions",
+        "30",
+        "--step-max",
+        "15s",
+        "--resolution",
+        "25%",
+        "--manifold",
+        &url,
+        "--workers",
+        "1,2",
+        "--audience",
+        "100",
+        "--manifold-cmd",
+        &manifold_cmd(port, "{workers}"),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    let run = surge::capacity::run_scaling(args, std::future::pending());
+    let result = common::block_on(run).unwrap();
+    // The table is what `surge capacity --workers` prints, after an exit status 0.
+    let stdout = result.table.clone();
+    assert_eq!(result.exit_code(), 0, "{stdout}");
     let scaling: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("scaling.json")).unwrap())
             .unwrap();

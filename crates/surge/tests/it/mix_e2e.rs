@@ -10,6 +10,7 @@ use common::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 fn recording(path: &Path, page: &str) {
     let text = format!(
@@ -69,24 +70,25 @@ fn a_mix_splits_sessions_and_figures_by_weight_and_merges() {
     recording(&export, "export");
     let target = format!("http://127.0.0.1:{port}/");
     let run = tmp.path().join("run");
-    let out = surge()
-        .arg("replay")
-        .arg(format!("{}:70", browse.display()))
-        .arg(format!("{}:30", export.display()))
-        .arg(&target)
-        .args([
-            "--users",
-            "20",
-            "--start-interval",
-            "0",
-            "--loaded-duration",
-            "1500ms",
-        ])
-        .arg("--output-dir")
-        .arg(&run)
-        .output()
-        .unwrap();
-    let stdout = common::stdout_of_success(&out);
+    let (b70, e30) = (
+        format!("{}:70", browse.display()),
+        format!("{}:30", export.display()),
+    );
+    let plan = [
+        "--users",
+        "20",
+        "--start-interval",
+        "0",
+        "--loaded-duration",
+        "1500ms",
+    ];
+    let mut argv = owned(&[&b70, &e30, &target]);
+    argv.extend(owned(&plan));
+    argv.extend(owned(&["--output-dir", run.to_str().unwrap()]));
+    let outcome = replay_with(&argv);
+    // What `surge replay` prints, after an exit status 0.
+    let stdout = surge::replay::replay_text(&outcome.summary, &run);
+    assert_eq!(outcome.exit_code(), 0, "{stdout}");
     assert!(stdout.contains("journey browse (weight 70): "), "{stdout}");
     let s = summary(&run);
     let started = s["sessions"]["started"].as_u64().unwrap();
@@ -121,16 +123,8 @@ fn a_mix_splits_sessions_and_figures_by_weight_and_merges() {
         assert_eq!(r["session"]["p50"], js["session_duration"]["p50"]);
     }
     let html = tmp.path().join("mix.html");
-    let out = surge()
-        .args([
-            "report",
-            run.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let out = report_in_process(&[run.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert!(out.is_ok(), "{out:?}");
     let page = std::fs::read_to_string(&html).unwrap();
     for name in ["browse", "export"] {
         assert!(
@@ -141,47 +135,26 @@ fn a_mix_splits_sessions_and_figures_by_weight_and_merges() {
 
     // Two segments of the same plan, merged: the same split, the journeys kept.
     let mut dirs = Vec::new();
-    let children: Vec<_> = (1..=2)
+    let segments: Vec<_> = (1..=2)
         .map(|k| {
             let dir = tmp.path().join(format!("seg{k}"));
             dirs.push(dir.clone());
-            surge()
-                .arg("replay")
-                .arg(format!("{}:70", browse.display()))
-                .arg(format!("{}:30", export.display()))
-                .args(["--target", &target])
-                .args([
-                    "--users",
-                    "20",
-                    "--start-interval",
-                    "0",
-                    "--loaded-duration",
-                    "1500ms",
-                ])
-                .args(["--segment", &format!("{k}/2")])
-                .arg("--output-dir")
-                .arg(&dir)
-                .spawn()
-                .unwrap()
+            let mut argv = owned(&[&b70, &e30, "--target", &target]);
+            argv.extend(owned(&plan));
+            argv.extend(owned(&["--segment", &format!("{k}/2")]));
+            argv.extend(owned(&["--output-dir", dir.to_str().unwrap()]));
+            spawn_replay_with(argv)
         })
         .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
+    for mut seg in segments {
+        let outcome = seg.wait(Duration::from_secs(60)).map(Result::unwrap);
+        assert_eq!(outcome.map(|o| o.exit_code()), Some(0));
     }
     let merged = tmp.path().join("merged");
-    let out = surge()
-        .arg("merge")
-        .args(&dirs)
-        .arg("-o")
-        .arg(&merged)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut argv: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
+    argv.extend(["-o", merged.to_str().unwrap()]);
+    let out = merge_in_process(&argv);
+    assert_eq!(out.as_ref().ok(), Some(&0), "{out:?}");
     let s = summary(&merged);
     let (b, e) = journey_counts(&s);
     assert_eq!(b + e, s["sessions"]["started"].as_u64().unwrap());

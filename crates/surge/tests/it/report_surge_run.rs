@@ -4,7 +4,9 @@
 use crate::common;
 use crate::segments_support;
 
-use common::{fresh_dir, replay_cmd, report_args, report_model, start_http, surge};
+use common::{
+    fresh_dir, replay_in_process, report_args, report_in_process, report_model, start_http,
+};
 use serde_json::Value;
 use std::{
     path::{Path, PathBuf},
@@ -45,16 +47,20 @@ fn report_of_a_fresh_surge_replay() {
     let rec = dir.join("recording.log");
     std::fs::write(&rec, recording(port)).unwrap();
     let run = dir.join("run");
-    let o = replay_cmd(&rec, &format!("http://127.0.0.1:{port}"), 4, &run)
-        .args(["--start-interval", "50ms", "--think-time", "none"])
-        .arg("--overwrite-output")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "replay: {}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = replay_in_process(
+        &rec,
+        &format!("http://127.0.0.1:{port}"),
+        4,
+        &run,
+        &[
+            "--start-interval",
+            "50ms",
+            "--think-time",
+            "none",
+            "--overwrite-output",
+        ],
     );
+    assert!(o.exit_code() == 0, "replay: {:?}", o.summary.checks);
 
     let files: Vec<PathBuf> = std::fs::read_dir(run.join("sessions"))
         .unwrap()
@@ -93,17 +99,11 @@ fn report_of_a_fresh_surge_replay() {
     );
     assert!(s["page_load"][0].as_u64().unwrap() == n as u64);
 
-    // And the HTML through the binary, when the runtime is built in.
+    // And the HTML file, when the runtime is built in (the binary's: report_fixtures.rs).
     if surge::report::runtime().is_ok() {
         let out = dir.join("report.html");
-        let o = surge()
-            .arg("report")
-            .arg(&run)
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let o = report_in_process(&[run.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.is_ok(), "{o:?}");
         let html = std::fs::read_to_string(&out).unwrap();
         assert!(html.contains(&format!(
             "data-run=\"0\" data-k=\"events\" data-v=\"{starts}\""

@@ -240,14 +240,20 @@ fn merged_failures_equal_one_run() {
     ];
     let replay_failing = |out: &str, extra: &[&str]| {
         let flags = [&plan[..], extra].concat();
-        let (code, _, err) = run(&replay(rec.to_str().unwrap(), &target, out, &flags));
-        assert_eq!(code, Some(1), "a failed check is exit status 1: {err}");
+        let args = replay(rec.to_str().unwrap(), &target, out, &flags);
+        let outcome = replay_with(&owned(&args[1..]));
+        let text = surge::replay::replay_text(&outcome.summary, Path::new(out));
+        assert_eq!(
+            outcome.exit_code(),
+            1,
+            "a failed check is exit status 1: {text}"
+        );
     };
     replay_failing(&d("one"), &[]);
     replay_failing(&d("f1"), &["--segment", "1/2"]);
     replay_failing(&d("f2"), &["--segment", "2/2"]);
-    let (code, _, err) = run(&["merge", &d("f2"), &d("f1"), "-o", &d("merged")]);
-    assert_eq!(code, Some(0), "{err}");
+    let merged = merge_in_process(&[&d("f2"), &d("f1"), "-o", &d("merged")]);
+    assert_eq!(merged.as_ref().ok(), Some(&0), "{merged:?}");
     let (m, one) = (
         summary(Path::new(&d("merged"))),
         summary(Path::new(&d("one"))),

@@ -160,7 +160,6 @@ fn open_model_accounts_for_every_scheduled_request() {
     let (_app, target) = start_sse_app("hang");
     let url = format!("{target}api/items");
     let args = [
-        "bench",
         &url,
         "--rate",
         "20",
@@ -172,9 +171,8 @@ fn open_model_accounts_for_every_scheduled_request() {
         "200ms",
         "--json",
     ];
-    let (code, out, err) = run(&args);
-    assert_eq!(code, Some(1), "{err}");
-    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (code, r) = bench_in_process(&args);
+    assert_eq!(code, Some(1), "{r}");
     let errs = r["errors"].as_object().unwrap();
     let (timeouts, behind) = (
         errs["timeout"].as_u64().unwrap(),

@@ -1,5 +1,6 @@
 //! Proofs (a) and (b) against a real R Shiny app started here with Rscript, plus the failure cases:
-//! a refused target, a target that dies mid-run, and Ctrl-C (SIGINT) during a run.
+//! a refused target, a target that dies mid-run, and Ctrl-C (SIGINT) during a run. surge records
+//! and replays in-process, except for the SIGINT test (the binary's signal handler).
 
 use crate::common;
 
@@ -84,10 +85,11 @@ fn shiny_session_recorded_in_chromium_replays_with_20_users() {
     let tmp = TempDir::new("shiny");
     let rec_path = tmp.path().join("recording.log");
     let target = format!("http://127.0.0.1:{port}/");
-    let (mut rec_proc, proxy) = start_record(&target, &rec_path);
+    let (mut recorder, proxy) = record_in_process(&target, &rec_path, &[]);
     drive_browser("shiny", &proxy, Some(&tmp.path().join("session.har")));
     // Closing the tab closes the WebSocket, which ends the recording by itself.
-    assert_eq!(wait_exit(&mut rec_proc, Duration::from_secs(20)), Some(0));
+    let recorded = recorder.wait(Duration::from_secs(20));
+    assert!(recorded.is_some(), "the recording did not end with the tab");
 
     let rec = Recording::load(&rec_path).unwrap();
     assert_eq!(rec.target_type.as_deref(), Some("R/Shiny"));
@@ -155,11 +157,8 @@ fn shiny_session_recorded_in_chromium_replays_with_20_users() {
     assert_eq!(hr.events[0].kind, Kind::ReqHome);
     assert!(hr.events.iter().any(|e| e.kind == Kind::WsOpen));
     let har_run = tmp.path().join("har-run");
-    let st = replay_cmd(&har_rec, &target, 2, &har_run)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert_eq!(st.code(), Some(0));
+    let outcome = replay_in_process(&har_rec, &target, 2, &har_run, &[]);
+    assert_eq!(outcome.exit_code(), 0);
 }
 
 #[test]
@@ -168,11 +167,14 @@ fn refused_target_fails_sessions_with_reasons() {
     let run = tmp.path().join("run");
     let port = free_port();
     let target = format!("http://127.0.0.1:{port}/");
-    let out = replay_cmd(&fixture_recording(), &target, 3, &run)
-        .args(["--start-interval", "100ms", "--loaded-duration", "1s"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let outcome = replay_in_process(
+        &fixture_recording(),
+        &target,
+        3,
+        &run,
+        &["--start-interval", "100ms", "--loaded-duration", "1s"],
+    );
+    assert_eq!(outcome.exit_code(), 1);
     let (started, completed, failed) = summary_counts(&run);
     assert!(started >= 3);
     assert_eq!((completed, failed), (0, started));
@@ -202,20 +204,26 @@ fn target_dying_mid_run_counts_failures_and_writes_results() {
     let tmp = TempDir::new("dies");
     let run = tmp.path().join("run");
     let target = format!("http://127.0.0.1:{port}/");
-    let mut replay = Proc(
-        replay_cmd(&fixture_recording(), &target, 6, &run)
-            .args(["--start-interval", "300ms", "--loaded-duration", "4s"])
-            .args(["--message-timeout", "5s"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let mut replay = spawn_replay(
+        &fixture_recording(),
+        &target,
+        6,
+        &run,
+        &[
+            "--start-interval",
+            "300ms",
+            "--loaded-duration",
+            "4s",
+            "--message-timeout",
+            "5s",
+        ],
     );
     // Kill the app once the first sessions have finished.
     wait_sessions(&run, 2, Duration::from_secs(30));
     let _ = r.0.kill();
     let _ = r.0.wait();
-    let code = wait_exit(&mut replay, Duration::from_secs(60));
-    assert_eq!(code, Some(1));
+    let outcome = replay.wait(Duration::from_secs(60)).map(Result::unwrap);
+    assert_eq!(outcome.map(|o| o.exit_code()), Some(1));
     let (started, completed, failed) = summary_counts(&run);
     assert!(completed >= 1, "sessions before the kill completed");
     assert!(failed >= 1, "sessions after the kill failed");

@@ -55,10 +55,10 @@ fn shiny_recorded_over_real_sockjs_in_chromium_replays_with_10_users() {
     let (_bridge, bridge) = start_bridge(rport, 0);
 
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec, proxy) = start_record(&bridge, &rec_path);
+    let (mut rec, proxy) = record_in_process(&bridge, &rec_path, &[]);
     drive_browser("shiny", &proxy, None);
     // Closing the tab closes the SockJS WebSocket, which ends the recording by itself.
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(20)), Some(0));
+    assert!(rec.wait(Duration::from_secs(20)).is_some());
     assert_eq!(served(&log).len(), 1, "the browser session reached R");
 
     // The recording has the shape of shinyloadtest's behind Shiny Server (see the fixture runs).
@@ -127,16 +127,14 @@ fn shiny_recorded_over_real_sockjs_in_chromium_replays_with_10_users() {
     let (_dropper, dropper) = start_bridge(rport, 1);
     let run = tmp.path().join("run-drop");
     let t = Instant::now();
-    let out = replay_cmd(&rec_path, &dropper, 3, &run)
-        .args(["--start-interval", "100ms", "--message-timeout", "10s"])
-        .output()
-        .unwrap();
+    let flags = ["--start-interval", "100ms", "--message-timeout", "10s"];
+    let outcome = replay_in_process(&rec_path, &dropper, 3, &run, &flags);
     assert!(
         t.elapsed() < Duration::from_secs(8),
         "took {:?}",
         t.elapsed()
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(outcome.exit_code(), 1);
     let s = summary(&run);
     assert_eq!(s["sessions"]["failed"].as_u64(), Some(3), "{s}");
     assert_eq!(bridge_stats(&dropper)["dropped"].as_u64(), Some(3));

@@ -1,7 +1,8 @@
 //! Non-Shiny streaming through record and replay: a real Python SSE app (tests/fixtures/sse-app),
 //! recorded through `surge record` driven by headless Chromium, replayed with 20 users; a stream the
 //! server ends early and a 500 are failures with reasons; a 50 MB download streams through the
-//! recorder without its memory growing by the download's size.
+//! recorder without its memory growing by the download's size. surge runs in-process, except for
+//! the download (the recorder's peak RSS is its own process').
 
 use crate::common;
 
@@ -9,7 +10,7 @@ use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use surge::recording::{Kind, Recording, StreamEnd};
 
@@ -31,7 +32,7 @@ fn stat(base: &str, key: &str) -> u64 {
 /// The browser also writes a HAR of the session to dir/session.har.
 fn record_session(dir: &Path, app: &str) -> PathBuf {
     let rec_path = dir.join("recording.log");
-    let (mut rec, proxy) = start_record(app, &rec_path);
+    let (mut rec, proxy) = record_in_process(app, &rec_path, &[]);
     let mut driver = Command::new("node");
     driver
         .arg(app_dir().join("drive.mjs"))
@@ -52,7 +53,7 @@ fn record_session(dir: &Path, app: &str) -> PathBuf {
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(rec.stop(Duration::from_secs(10)).is_some());
     rec_path
 }
 
@@ -147,15 +148,9 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         "{s}"
     );
     // The report reads a run whose recording carries "stream".
-    let st = surge()
-        .arg("report")
-        .arg(&run)
-        .arg("-o")
-        .arg(tmp.path().join("report.html"))
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let html = tmp.path().join("report.html");
+    let report = report_in_process(&[run.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert!(report.is_ok(), "{report:?}");
 
     // The browser's HAR of the same session imports with the stream marked, and replays.
     let har_rec = tmp.path().join("har.log");
@@ -169,13 +164,8 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
     );
     let before = stat(&app, "sse_opened");
     let har_run = tmp.path().join("har-run");
-    let out = replay_cmd(&har_rec, &app, 2, &har_run).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let outcome = replay_in_process(&har_rec, &app, 2, &har_run, &[]);
+    assert_eq!(outcome.exit_code(), 0, "{:?}", outcome.summary.checks);
     assert_eq!(stat(&app, "sse_opened") - before, 2);
 
     // A server that ends the stream early, one that answers 500, one whose API never answers:
@@ -209,16 +199,14 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         let (_bad, bad) = start_sse_app(mode);
         let run = tmp.path().join(format!("run-{mode}"));
         let t = Instant::now();
-        let out = replay_cmd(&rec_path, &bad, 3, &run)
-            .args(["--start-interval", "50ms", "--message-timeout", "2s"])
-            .output()
-            .unwrap();
+        let flags = ["--start-interval", "50ms", "--message-timeout", "2s"];
+        let outcome = replay_in_process(&rec_path, &bad, 3, &run, &flags);
         assert!(
             t.elapsed() < Duration::from_secs(10),
             "{mode}: replay took {:?}",
             t.elapsed()
         );
-        assert_eq!(out.status.code(), Some(1), "{mode}");
+        assert_eq!(outcome.exit_code(), 1, "{mode}");
         let s = summary(&run);
         assert_eq!(s["sessions"]["failed"].as_u64(), Some(3), "{mode}: {s}");
         let reason = s["failures"][0]["reason"].as_str().unwrap();
@@ -293,39 +281,31 @@ fn stream_ended_by_the_server_is_read_to_its_end() {
     let (_early, early) = start_sse_app("early");
     let tmp = TempDir::new("sse-server-end");
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec, proxy) = start_record(&early, &rec_path);
+    let (mut rec, proxy) = record_in_process(&early, &rec_path, &[]);
     let (st, body) = http_get(&proxy, "/events");
     assert_eq!(st, 200);
     assert_eq!(
         String::from_utf8_lossy(&body).matches("data: tick").count(),
         2
     );
-    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(rec.stop(Duration::from_secs(10)).is_some());
     let recording = Recording::load(&rec_path).unwrap();
     assert_eq!(recording.events.len(), 1);
     assert_eq!(recording.events[0].stream, Some(StreamEnd::Server));
 
     // Replayed against the same kind of server: the stream ends by itself, no failure.
     let run = tmp.path().join("run-ok");
-    let out = replay_cmd(&rec_path, &early, 2, &run).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let outcome = replay_in_process(&rec_path, &early, 2, &run, &[]);
+    assert_eq!(outcome.exit_code(), 0, "{:?}", outcome.summary.checks);
     assert_eq!(summary(&run)["sessions"]["completed"].as_u64(), Some(2));
 
     // Against a server whose stream never ends: failed after the recorded time + --message-timeout.
     let (_normal, normal) = start_sse_app("normal");
     let run = tmp.path().join("run-endless");
     let t = Instant::now();
-    let out = replay_cmd(&rec_path, &normal, 2, &run)
-        .args(["--message-timeout", "1s"])
-        .output()
-        .unwrap();
+    let outcome = replay_in_process(&rec_path, &normal, 2, &run, &["--message-timeout", "1s"]);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(outcome.exit_code(), 1);
     let s = summary(&run);
     assert_eq!(s["sessions"]["failed"].as_u64(), Some(2));
     let reason = s["failures"][0]["reason"].as_str().unwrap();
@@ -343,7 +323,7 @@ fn worker_id_is_learnt_while_the_home_page_streams() {
     let (_app, app) = start_sse_app("worker");
     let tmp = TempDir::new("sse-worker");
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec, proxy) = start_record(&app, &rec_path);
+    let (mut rec, proxy) = record_in_process(&app, &rec_path, &[]);
     let hostport = proxy
         .trim_start_matches("http://")
         .trim_end_matches('/')
@@ -367,7 +347,7 @@ fn worker_id_is_learnt_while_the_home_page_streams() {
     assert_eq!(http_get(&app, "/release").0, 200);
     home.read_to_end(&mut seen).unwrap();
     assert!(String::from_utf8_lossy(&seen).contains("</html>"));
-    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(rec.stop(Duration::from_secs(10)).is_some());
     let text = std::fs::read_to_string(&rec_path).unwrap();
     assert!(text.contains(r#""url":"/_w_${WORKER}/app.js""#), "{text}");
     assert!(!text.contains("abc123"), "{text}");

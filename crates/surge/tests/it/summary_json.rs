@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{fresh_dir, replay_cmd, start_http};
+use common::{fresh_dir, replay_in_process, start_http};
 use serde_json::{json, Value};
 use std::{
     path::{Path, PathBuf},
@@ -65,13 +65,25 @@ fn failures_are_counted_by_kind_and_the_summary_validates() {
     std::fs::write(&rec, RECORDING).unwrap();
     let run = dir.join("run");
     // Four users starting together, one session each (no loaded phase).
-    let o = replay_cmd(&rec, &format!("http://127.0.0.1:{port}/"), 4, &run)
-        .args(["--start-interval", "0", "--think-time", "none"])
-        .args(["--message-timeout", "1s", "--threshold", "REQ_HOME:p99<10s"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    let o = replay_in_process(
+        &rec,
+        &format!("http://127.0.0.1:{port}/"),
+        4,
+        &run,
+        &[
+            "--start-interval",
+            "0",
+            "--think-time",
+            "none",
+            "--message-timeout",
+            "1s",
+            "--threshold",
+            "REQ_HOME:p99<10s",
+        ],
+    );
+    // What `surge replay` prints.
+    let stdout = surge::replay::replay_text(&o.summary, &run);
+    assert_eq!(o.exit_code(), 1, "{stdout}");
     assert!(
         stdout.contains("Failures by kind: timeout 1, wrong_status 1, closed 1"),
         "{stdout}"

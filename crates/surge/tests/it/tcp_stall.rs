@@ -45,9 +45,9 @@ fn shiny_assets_replay_without_delayed_ack_stalls() {
     let target = format!("http://127.0.0.1:{port}/");
     let tmp = TempDir::new("tcp-stall");
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec_proc, proxy) = start_record(&target, &rec_path);
+    let (mut recorder, proxy) = record_in_process(&target, &rec_path, &[]);
     drive_browser("page", &proxy, None);
-    assert_eq!(wait_exit(&mut rec_proc, Duration::from_secs(20)), Some(0));
+    assert!(recorder.wait(Duration::from_secs(20)).is_some());
     let rec = Recording::load(&rec_path).unwrap();
     let gets = rec.events.iter().filter(|e| e.kind == Kind::ReqGet).count();
     assert!(gets >= 20, "the dashboard page fetched only {gets} assets");
@@ -79,7 +79,7 @@ fn shiny_assets_replay_without_delayed_ack_stalls() {
     // `surge record`'s upstream side: one user replayed through a second recorder re-records the
     // session over one keep-alive connection; the recorded asset times are the upstream's.
     let rec2_path = tmp.path().join("rerecorded.log");
-    let (mut rec2_proc, proxy2) = start_record(&target, &rec2_path);
+    let (mut recorder2, proxy2) = record_in_process(&target, &rec2_path, &[]);
     replay_clean(
         &rec_path,
         &proxy2,
@@ -87,7 +87,7 @@ fn shiny_assets_replay_without_delayed_ack_stalls() {
         &tmp.path().join("run2"),
         &["--loaded-duration", "0s"],
     );
-    assert_eq!(wait_exit(&mut rec2_proc, Duration::from_secs(20)), Some(0));
+    assert!(recorder2.wait(Duration::from_secs(20)).is_some());
     let rec2 = Recording::load(&rec2_path).unwrap();
     let mut d2: Vec<i64> = rec2
         .events
@@ -107,13 +107,9 @@ fn shiny_assets_replay_without_delayed_ack_stalls() {
         .find(|e| e.kind == Kind::ReqGet && e.url.ends_with(".css"))
         .map(|e| e.url.to_string())
         .expect("a stylesheet in the recording");
-    let out = surge()
-        .args(["bench", "-c", "1", "-n", "200", "--json"])
-        .arg(format!("http://127.0.0.1:{port}{asset}"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let url = format!("http://127.0.0.1:{port}{asset}");
+    let (code, b) = bench_in_process(&["-c", "1", "-n", "200", "--json", &url]);
+    assert_eq!(code, Some(0));
     assert_eq!(b["ok"].as_u64(), Some(200), "{b}");
     let p90 = b["latency_ms"]["p90"].as_f64().unwrap();
     assert!(p90 < 10.0, "bench p90 {p90} ms on {asset}");

@@ -263,9 +263,9 @@ fn cranwhales_behind_haproxy_tls_records_replays_and_benches() {
 
     // Record in Chromium: the browser talks http to the recorder, the recorder https upstream.
     let rec_path = tmp.path().join("recording.log");
-    let (mut rec, proxy) = start_record_with(&target, &rec_path, &flags);
+    let (mut rec, proxy) = record_in_process(&target, &rec_path, &flags);
     drive_browser("cranwhales", &proxy, None);
-    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(rec.stop(Duration::from_secs(10)).is_some());
     let recording = Recording::load(&rec_path).unwrap();
     assert_eq!(recording.target_url.as_deref(), Some(target.as_str()));
     assert_eq!(recording.events[0].kind, Kind::ReqHome);
@@ -296,29 +296,12 @@ fn cranwhales_behind_haproxy_tls_records_replays_and_benches() {
     // Bench over TLS, HTTP/1.1 and HTTP/2 (ALPN h2): each answered request is in HAProxy's log.
     for (tag, n, extra) in [("h1", 400, vec![]), ("h2", 200, vec!["--http2"])] {
         let url = format!("{target}?surge-bench-{tag}");
-        let out = surge()
-            .args([
-                "bench",
-                "-n",
-                &n.to_string(),
-                "-c",
-                "8",
-                "-t",
-                "1",
-                "--json",
-                &url,
-            ])
-            .args(&flags)
-            .args(&extra)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let n_s = n.to_string();
+        let mut argv = vec!["-n", &n_s, "-c", "8", "-t", "1", "--json", &url];
+        argv.extend(flags.iter().map(String::as_str));
+        argv.extend(&extra);
+        let (code, r) = bench_in_process(&argv);
+        assert_eq!(code, Some(0), "{r}");
         assert_eq!(r["ok"].as_u64(), Some(n as u64), "{r}");
         let proto = if tag == "h2" { "HTTP/2.0" } else { "HTTP/1.1" };
         assert_eq!(h.wait_count(&format!("surge-bench-{tag} {proto}"), n), n);
@@ -474,9 +457,9 @@ fn shiny_app_behind_haproxy_tls_records_and_replays_over_wss() {
 
     let rec_path = tmp.path().join("recording.log");
     let har = tmp.path().join("session.har");
-    let (mut rec, proxy) = start_record_with(&target, &rec_path, &flags);
+    let (mut rec, proxy) = record_in_process(&target, &rec_path, &flags);
     drive_browser("shiny", &proxy, Some(&har));
-    assert_eq!(wait_exit(&mut rec, Duration::from_secs(20)), Some(0));
+    assert!(rec.wait(Duration::from_secs(20)).is_some());
     let recording = Recording::load(&rec_path).unwrap();
     assert_eq!(recording.target_type.as_deref(), Some("R/Shiny"));
     let text = std::fs::read_to_string(&rec_path).unwrap();

@@ -2,6 +2,9 @@
 //! node) that are killed when dropped, and reading run directories.
 #![allow(dead_code)]
 
+mod inproc;
+pub use inproc::*;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -255,27 +258,6 @@ pub fn wait_exit(p: &mut Proc, within: Duration) -> Option<i32> {
     None
 }
 
-/// Replays `recording` with `users` users (`extra` flags appended), asserts a clean run (exit 0,
-/// no failed session) and returns its summary.json.
-pub fn replay_clean(
-    recording: &Path,
-    target: &str,
-    users: u32,
-    run: &Path,
-    extra: &[&str],
-) -> serde_json::Value {
-    let out = replay_cmd(recording, target, users, run)
-        .args(extra)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
-    let s = summary(run);
-    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{stdout}");
-    s
-}
-
 /// Sends SIGINT (what Ctrl-C sends) and waits up to `within` for the exit; returns its code.
 pub fn interrupt(p: &mut Proc, within: Duration) -> Option<i32> {
     let st = Command::new("kill")
@@ -329,20 +311,6 @@ pub fn http_get(base: &str, path: &str) -> (u16, Vec<u8>) {
     let head_end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let status = std::str::from_utf8(&all[9..12]).unwrap().parse().unwrap();
     (status, all.split_off(head_end))
-}
-
-/// `surge import-har HAR -o OUT`, which must succeed; returns the recording it wrote.
-pub fn import_har(har: &Path, out: &Path) -> surge::recording::Recording {
-    let st = surge()
-        .arg("import-har")
-        .arg(har)
-        .arg("-o")
-        .arg(out)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    surge::recording::Recording::load(out).unwrap()
 }
 
 /// A fresh temporary directory (removed on drop).

@@ -1,0 +1,306 @@
+//! surge's commands driven in-process (issue 19): the library's `run`s with a plan and a stop
+//! signal, on a tokio runtime of their own, as `main.rs` runs them but without its logger, Ctrl-C
+//! handler and printing. Tests that assert results use these; the binary stays for exit statuses,
+//! stderr and stdout lines, signals, environment variables and shinycannon's command lines.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+use surge::replay::{Outcome, ReplayError};
+use tokio::sync::oneshot;
+
+/// The runtime `main.rs` gives replay, record and capacity (one worker per CPU).
+fn runtime() -> tokio::runtime::Runtime {
+    surge::runtime().unwrap()
+}
+
+#[derive(clap::Parser)]
+struct ReplayCli {
+    #[command(flatten)]
+    args: surge::replay::ReplayArgs,
+}
+
+/// `surge replay ARGS` in-process, on the caller's runtime: the plan from the flags (the session
+/// CSVs' command line is `args`, as the binary writes it), then the run until its end or `stop`.
+/// No progress lines on stderr (the tests that read those start the binary).
+pub async fn replay_async(
+    args: &[String],
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<Outcome, ReplayError> {
+    let argv = std::iter::once("replay").chain(args.iter().map(String::as_str));
+    let cli: ReplayCli = clap::Parser::try_parse_from(argv).unwrap();
+    let mut plan = surge::replay::ReplayPlan::from_args(&cli.args, args).await?;
+    plan.progress = false;
+    surge::replay::run(plan, stop).await
+}
+
+/// The flags of `surge replay RECORDING --target TARGET --users N --output-dir RUN EXTRA…`.
+pub fn replay_argv(
+    recording: &Path,
+    target: &str,
+    users: u32,
+    run: &Path,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut v = vec![
+        recording.display().to_string(),
+        "--target".into(),
+        target.into(),
+        "--users".into(),
+        users.to_string(),
+        "--output-dir".into(),
+        run.display().to_string(),
+    ];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// `surge replay ARGS` in-process to its end: the outcome (its `exit_code()` is the binary's
+/// status); a plan error fails the test.
+pub fn replay_with(args: &[String]) -> Outcome {
+    runtime()
+        .block_on(replay_async(args, std::future::pending()))
+        .unwrap_or_else(|e| panic!("surge replay {args:?}: {e}"))
+}
+
+/// `surge replay RECORDING --target TARGET --users N --output-dir RUN EXTRA…` in-process to its
+/// end (see [`replay_with`]).
+pub fn replay_in_process(
+    recording: &Path,
+    target: &str,
+    users: u32,
+    run: &Path,
+    extra: &[&str],
+) -> Outcome {
+    replay_with(&replay_argv(recording, target, users, run, extra))
+}
+
+/// Replays `recording` with `users` users (`extra` flags appended) in-process, asserts a clean
+/// run (exit status 0, no failed session) and returns its summary.json.
+pub fn replay_clean(
+    recording: &Path,
+    target: &str,
+    users: u32,
+    run: &Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let outcome = replay_in_process(recording, target, users, run, extra);
+    let text = surge::replay::replay_text(&outcome.summary, run);
+    assert_eq!(outcome.exit_code(), 0, "{text}");
+    let s = super::summary(run);
+    assert_eq!(s["sessions"]["failed"].as_u64(), Some(0), "{text}");
+    s
+}
+
+/// A command running in-process on a thread of its own (with its own runtime); dropping it stops
+/// the command and waits for its end.
+pub struct Background<T> {
+    stop: Option<oneshot::Sender<()>>,
+    done: mpsc::Receiver<T>,
+}
+
+impl<T> Background<T> {
+    /// Waits (at most `within`) for the command to end by itself; None when it did not.
+    pub fn wait(&mut self, within: Duration) -> Option<T> {
+        self.done.recv_timeout(within).ok()
+    }
+
+    /// Sends the stop signal (what Ctrl-C is to the binary) and waits at most `within` for the end.
+    pub fn stop(&mut self, within: Duration) -> Option<T> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.wait(within)
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = self.done.recv_timeout(Duration::from_secs(30));
+    }
+}
+
+/// Starts `task(stop)` on a new thread with its own runtime; its result comes back through
+/// [`Background::wait`] or [`Background::stop`].
+fn background<T, F, Fut>(task: F) -> Background<T>
+where
+    T: Send + 'static,
+    F: FnOnce(oneshot::Receiver<()>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let (done_tx, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let out = runtime().block_on(task(stop_rx));
+        let _ = done_tx.send(out);
+    });
+    Background {
+        stop: Some(stop_tx),
+        done,
+    }
+}
+
+/// A stop future from the oneshot: resolves when told (or when the sender is gone).
+async fn until(rx: oneshot::Receiver<()>) {
+    let _ = rx.await;
+}
+
+/// [`replay_in_process`] on a thread of its own, so the test can act during the run (kill the
+/// target, stop it as Ctrl-C would).
+pub fn spawn_replay(
+    recording: &Path,
+    target: &str,
+    users: u32,
+    run: &Path,
+    extra: &[&str],
+) -> Background<Result<Outcome, ReplayError>> {
+    spawn_replay_with(replay_argv(recording, target, users, run, extra))
+}
+
+/// `surge replay ARGS` in-process on a thread of its own (see [`spawn_replay`]).
+pub fn spawn_replay_with(args: Vec<String>) -> Background<Result<Outcome, ReplayError>> {
+    background(move |stop| async move { replay_async(&args, until(stop)).await })
+}
+
+#[derive(clap::Parser)]
+struct RecordCli {
+    #[command(flatten)]
+    args: surge::record::RecordArgs,
+}
+
+/// `surge record --target TARGET --listen 127.0.0.1:0 -o OUT FLAGS…` in-process: the recorder
+/// (stop it as Ctrl-C would, or wait for the browser's tab to close) and the proxy URL.
+pub fn record_in_process(
+    target: &str,
+    out: &Path,
+    flags: &[String],
+) -> (Background<surge::record::Recorded>, String) {
+    let mut argv: Vec<String> = [
+        "record",
+        "--target",
+        target,
+        "--listen",
+        "127.0.0.1:0",
+        "-o",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.push(out.display().to_string());
+    argv.extend(flags.iter().cloned());
+    let cli: RecordCli = clap::Parser::try_parse_from(&argv).unwrap();
+    let (addr_tx, addr_rx) = mpsc::channel();
+    let rec = background(move |stop| async move {
+        let plan = surge::record::RecordPlan::from_args(&cli.args).await;
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = addr_tx.send(Err(format!("{e:#}")));
+                return surge::record::Recorded {
+                    events: 0,
+                    output: PathBuf::new(),
+                };
+            }
+        };
+        let _ = addr_tx.send(Ok(plan.addr));
+        surge::record::run(plan, until(stop)).await
+    });
+    let addr = addr_rx
+        .recv()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("surge record {argv:?}: {e}"));
+    (rec, format!("http://{addr}/"))
+}
+
+/// `surge import-har HAR -o OUT` in-process, which must succeed; returns the recording it wrote.
+pub fn import_har(har: &Path, out: &Path) -> surge::recording::Recording {
+    let args = surge::har::ImportArgs {
+        har: har.to_path_buf(),
+        output: out.to_path_buf(),
+        target: None,
+    };
+    surge::har::run(args).unwrap();
+    surge::recording::Recording::load(out).unwrap()
+}
+
+#[derive(clap::Parser)]
+struct BenchCli {
+    #[command(flatten)]
+    args: surge::bench::BenchArgs,
+}
+
+/// `surge bench ARGS --json` in-process: the exit status main would give (1 when the verdict says
+/// too many requests were not ok) and the JSON result.
+pub fn bench_in_process(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let argv = std::iter::once("bench").chain(args.iter().copied());
+    let a: BenchCli = clap::Parser::try_parse_from(argv).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = rt.block_on(async {
+        let plan = surge::bench::BenchPlan::from_args(&a.args).await.unwrap();
+        surge::bench::run(plan, std::future::pending()).await
+    });
+    let code = i32::from(report.verdict().is_some());
+    (Some(code), serde_json::to_value(&report).unwrap())
+}
+
+#[derive(clap::Parser)]
+struct ReportCli {
+    #[command(flatten)]
+    args: surge::report::ReportArgs,
+}
+
+/// `surge report ARGS` in-process: the report's result (the HTML file written on success).
+pub fn report_in_process(args: &[&str]) -> Result<(), surge::report::ReportError> {
+    let argv = std::iter::once("report").chain(args.iter().copied());
+    let cli: ReportCli = clap::Parser::try_parse_from(argv).unwrap();
+    surge::report::run(cli.args)
+}
+
+#[derive(clap::Parser)]
+struct MergeCli {
+    #[command(flatten)]
+    args: surge::merge::MergeArgs,
+}
+
+/// `surge merge ARGS` in-process: the exit status the binary gives, or its error.
+pub fn merge_in_process(args: &[&str]) -> anyhow::Result<u8> {
+    let argv = std::iter::once("merge").chain(args.iter().copied());
+    let cli: MergeCli = clap::Parser::try_parse_from(argv).unwrap();
+    surge::merge::run(cli.args)
+}
+
+/// `&str`s as the owned flags [`replay_with`] takes.
+pub fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[derive(clap::Parser)]
+struct CapacityCli {
+    #[command(flatten)]
+    args: surge::capacity::CapacityArgs,
+}
+
+/// `surge capacity ARGS`' flags, parsed as the binary parses them.
+pub fn parse_capacity_args(args: &[&str]) -> surge::capacity::CapacityArgs {
+    let argv = std::iter::once("capacity").chain(args.iter().copied());
+    let cli: CapacityCli = clap::Parser::try_parse_from(argv).unwrap();
+    cli.args
+}
+
+/// `surge replay ARGS`' flags, parsed as the binary parses them.
+pub fn parse_replay_args(args: &[&str]) -> surge::replay::ReplayArgs {
+    let argv = std::iter::once("replay").chain(args.iter().copied());
+    let cli: ReplayCli = clap::Parser::try_parse_from(argv).unwrap();
+    cli.args
+}
+
+/// Runs `f` to its end on the runtime `main.rs` gives replay, record and capacity.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}

@@ -5,7 +5,8 @@ use crate::common;
 use crate::segments_support;
 
 use common::{
-    fresh_dir, replay_in_process, report_args, report_in_process, report_model, start_http,
+    fresh_dir, replay_async, replay_in_process, report_args, report_in_process, report_model,
+    start_four_way_app, start_http,
 };
 use serde_json::Value;
 use std::{
@@ -112,12 +113,6 @@ fn report_of_a_fresh_surge_replay() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[derive(clap::Parser)]
-struct Replay {
-    #[command(flatten)]
-    args: surge::replay::ReplayArgs,
-}
-
 /// The terminal row `name` of a replay's text: `[count, p50, p90, p99, max]`.
 fn text_row(text: &str, name: &str) -> Vec<f64> {
     let line = (text.lines())
@@ -151,8 +146,7 @@ async fn summary_json_terminal_and_report_agree_on_every_percentile() {
     let run = dir.join("run");
     let (rec_s, run_s) = (rec.to_str().unwrap(), run.to_str().unwrap());
     let target = format!("http://127.0.0.1:{port}");
-    let a: Replay = clap::Parser::try_parse_from([
-        "surge",
+    let args: Vec<String> = [
         rec_s,
         &target,
         "--users",
@@ -166,14 +160,10 @@ async fn summary_json_terminal_and_report_agree_on_every_percentile() {
         "--output-dir",
         run_s,
         "--overwrite-output",
-    ])
-    .unwrap();
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
-        .await
-        .unwrap();
-    let outcome = surge::replay::run(plan, std::future::pending())
-        .await
-        .unwrap();
+    ]
+    .map(String::from)
+    .to_vec();
+    let outcome = replay_async(&args, std::future::pending()).await.unwrap();
     assert_eq!(outcome.exit_code(), 0, "{:?}", outcome.summary.checks);
     let text = surge::replay::replay_text(&outcome.summary, &run);
     let json: serde_json::Value =
@@ -296,40 +286,19 @@ fn report_states_summary_json(json: &Value, report: &Value, run: &Path) {
     );
 }
 
-/// `/api` answers the n-th request by mode n % 4: 200, 500, close without answering, never answer
-/// (within the run's 1 s message timeout).
-fn start_failing_app() -> u16 {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    start_http(|path| {
-        if !path.starts_with("/api/") {
-            return Some("200 OK");
-        }
-        match N.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 4 {
-            0 => Some("200 OK"),
-            1 => Some("500 Internal Server Error"),
-            2 => None,
-            _ => {
-                std::thread::sleep(Duration::from_secs(3));
-                None
-            }
-        }
-    })
-}
-
 /// A run whose sessions fail three ways (wrong status, connection closed, timeout) at one line:
 /// the report, reading only the CSVs, states the failures summary.json states, by kind and reason,
 /// with the same counts and percentiles.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summary_json_and_report_agree_on_every_failure() {
-    let port = start_failing_app();
+    let port = start_four_way_app();
     let dir = fresh_dir("rundir-failures-agree");
     let rec = dir.join("recording.log");
     std::fs::write(&rec, recording(port)).unwrap();
     let run = dir.join("run");
     let (rec_s, run_s) = (rec.to_str().unwrap(), run.to_str().unwrap());
     let target = format!("http://127.0.0.1:{port}");
-    let a: Replay = clap::Parser::try_parse_from([
-        "surge",
+    let args: Vec<String> = [
         rec_s,
         &target,
         "--users",
@@ -343,14 +312,10 @@ async fn summary_json_and_report_agree_on_every_failure() {
         "--output-dir",
         run_s,
         "--overwrite-output",
-    ])
-    .unwrap();
-    let plan = surge::replay::ReplayPlan::from_args(&a.args, &[])
-        .await
-        .unwrap();
-    let outcome = surge::replay::run(plan, std::future::pending())
-        .await
-        .unwrap();
+    ]
+    .map(String::from)
+    .to_vec();
+    let outcome = replay_async(&args, std::future::pending()).await.unwrap();
     assert_eq!(outcome.exit_code(), 1, "{:?}", outcome.summary.checks);
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();

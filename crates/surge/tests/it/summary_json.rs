@@ -5,13 +5,9 @@
 
 use crate::common;
 
-use common::{fresh_dir, replay_in_process, start_http};
+use common::{fresh_dir, replay_in_process, start_four_way_app};
 use serde_json::{json, Value};
-use std::{
-    path::{Path, PathBuf},
-    sync::atomic::{AtomicU32, Ordering},
-    time::Duration,
-};
+use std::path::{Path, PathBuf};
 
 fn schema_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/surge-summary.schema.json")
@@ -34,32 +30,13 @@ fn committed_schema_is_generated_from_the_rust_type() {
     );
 }
 
-/// `/api` answers the n-th request by mode n % 4: 200, 500, close without answering, never answer.
-fn start_app() -> u16 {
-    let api = AtomicU32::new(0);
-    start_http(move |path| {
-        if !path.starts_with("/api") {
-            return Some("200 OK");
-        }
-        match api.fetch_add(1, Ordering::SeqCst) % 4 {
-            0 => Some("200 OK"),
-            1 => Some("500 Internal Server Error"),
-            2 => None,
-            _ => {
-                std::thread::sleep(Duration::from_secs(3));
-                None
-            }
-        }
-    })
-}
-
 const RECORDING: &str = "# version: 1\n# target_url: http://127.0.0.1:1\n# target_type: surge/http\n\
 {\"type\":\"REQ_HOME\",\"begin\":\"2026-01-01T00:00:00.000Z\",\"end\":\"2026-01-01T00:00:00.010Z\",\"status\":200,\"url\":\"/\"}\n\
 {\"type\":\"REQ_GET\",\"begin\":\"2026-01-01T00:00:00.020Z\",\"end\":\"2026-01-01T00:00:00.030Z\",\"status\":200,\"url\":\"/api/items?page=1\"}\n";
 
 #[test]
 fn failures_are_counted_by_kind_and_the_summary_validates() {
-    let port = start_app();
+    let port = start_four_way_app();
     let dir = fresh_dir("summary-json");
     let rec = dir.join("recording.log");
     std::fs::write(&rec, RECORDING).unwrap();

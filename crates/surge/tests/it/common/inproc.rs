@@ -178,19 +178,7 @@ pub fn record_in_process(
     out: &Path,
     flags: &[String],
 ) -> (Background<surge::record::Recorded>, String) {
-    let mut argv: Vec<String> = [
-        "record",
-        "--target",
-        target,
-        "--listen",
-        "127.0.0.1:0",
-        "-o",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    argv.push(out.display().to_string());
-    argv.extend(flags.iter().cloned());
+    let argv = super::record_argv(target, out, flags);
     let cli: RecordCli = clap::Parser::try_parse_from(&argv).unwrap();
     let (addr_tx, addr_rx) = mpsc::channel();
     let rec = background(move |stop| async move {

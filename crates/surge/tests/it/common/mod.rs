@@ -179,19 +179,27 @@ pub fn start_record(target: &str, out: &Path) -> (Proc, String) {
     start_record_with(target, out, &[])
 }
 
+/// `record --target TARGET --listen 127.0.0.1:0 -o OUT FLAGS…`: the recorder's arguments, for the
+/// binary and the in-process recorder alike.
+pub fn record_argv(target: &str, out: &Path, flags: &[String]) -> Vec<String> {
+    let fixed = [
+        "record",
+        "--target",
+        target,
+        "--listen",
+        "127.0.0.1:0",
+        "-o",
+    ];
+    let mut argv: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+    argv.push(out.display().to_string());
+    argv.extend(flags.iter().cloned());
+    argv
+}
+
 /// [`start_record`] with extra flags (TLS: `--ca-cert`, `--resolve`, ...).
 pub fn start_record_with(target: &str, out: &Path, flags: &[String]) -> (Proc, String) {
     let mut child = surge()
-        .args([
-            "record",
-            "--target",
-            target,
-            "--listen",
-            "127.0.0.1:0",
-            "-o",
-        ])
-        .arg(out)
-        .args(flags)
+        .args(record_argv(target, out, flags))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -474,6 +482,27 @@ fn serve_http(stream: TcpStream, answer: &dyn Fn(&str) -> Option<&'static str>) 
             return;
         }
     }
+}
+
+/// An app on loopback whose `/api…` answers go round four ways by request number: 200, 500,
+/// a connection closed without an answer, and one never answered (held 3 s, past a 1 s
+/// `--message-timeout`); every other path is 200. Each kind of session failure, on one line.
+pub fn start_four_way_app() -> u16 {
+    let api = std::sync::atomic::AtomicU32::new(0);
+    start_http(move |path| {
+        if !path.starts_with("/api") {
+            return Some("200 OK");
+        }
+        match api.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 4 {
+            0 => Some("200 OK"),
+            1 => Some("500 Internal Server Error"),
+            2 => None,
+            _ => {
+                std::thread::sleep(Duration::from_secs(3));
+                None
+            }
+        }
+    })
 }
 
 /// First file named `name` below `dir`.

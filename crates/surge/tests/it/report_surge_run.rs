@@ -5,8 +5,8 @@ use crate::common;
 use crate::segments_support;
 
 use common::{
-    fresh_dir, replay_async, replay_in_process, report_args, report_in_process, report_model,
-    start_four_way_app, start_http,
+    fresh_dir, replay_argv, replay_async, replay_in_process, report_args, report_in_process,
+    report_model, start_four_way_app, start_http,
 };
 use serde_json::Value;
 use std::{
@@ -144,25 +144,22 @@ async fn summary_json_terminal_and_report_agree_on_every_percentile() {
     let rec = dir.join("recording.log");
     std::fs::write(&rec, recording(port)).unwrap();
     let run = dir.join("run");
-    let (rec_s, run_s) = (rec.to_str().unwrap(), run.to_str().unwrap());
     let target = format!("http://127.0.0.1:{port}");
-    let args: Vec<String> = [
-        rec_s,
+    let args = replay_argv(
+        &rec,
         &target,
-        "--users",
-        "6",
-        "--start-interval",
-        "10ms",
-        "--loaded-duration",
-        "1500ms",
-        "--think-time",
-        "none",
-        "--output-dir",
-        run_s,
-        "--overwrite-output",
-    ]
-    .map(String::from)
-    .to_vec();
+        6,
+        &run,
+        &[
+            "--start-interval",
+            "10ms",
+            "--loaded-duration",
+            "1500ms",
+            "--think-time",
+            "none",
+            "--overwrite-output",
+        ],
+    );
     let outcome = replay_async(&args, std::future::pending()).await.unwrap();
     assert_eq!(outcome.exit_code(), 0, "{:?}", outcome.summary.checks);
     let text = surge::replay::replay_text(&outcome.summary, &run);
@@ -296,25 +293,22 @@ async fn summary_json_and_report_agree_on_every_failure() {
     let rec = dir.join("recording.log");
     std::fs::write(&rec, recording(port)).unwrap();
     let run = dir.join("run");
-    let (rec_s, run_s) = (rec.to_str().unwrap(), run.to_str().unwrap());
     let target = format!("http://127.0.0.1:{port}");
-    let args: Vec<String> = [
-        rec_s,
+    let args = replay_argv(
+        &rec,
         &target,
-        "--users",
-        "8",
-        "--start-interval",
-        "0",
-        "--think-time",
-        "none",
-        "--message-timeout",
-        "1s",
-        "--output-dir",
-        run_s,
-        "--overwrite-output",
-    ]
-    .map(String::from)
-    .to_vec();
+        8,
+        &run,
+        &[
+            "--start-interval",
+            "0",
+            "--think-time",
+            "none",
+            "--message-timeout",
+            "1s",
+            "--overwrite-output",
+        ],
+    );
     let outcome = replay_async(&args, std::future::pending()).await.unwrap();
     assert_eq!(outcome.exit_code(), 1, "{:?}", outcome.summary.checks);
     let json: Value =

@@ -39,6 +39,7 @@ FAULT_SUITES = [
     ("manifold", "crates/manifold/tests/it/limits.rs"),
     ("manifold", "crates/manifold/tests/it/recycle.rs"),
     ("manifold", "crates/manifold/tests/it/r_chaos.rs"),
+    ("manifold", "crates/manifold/tests/it/faults.rs"),
 ]
 
 

@@ -1,6 +1,10 @@
 //! `--access-log FILE|-`: one JSON line per request, written by one task so the request path only
-//! formats a line and hands it over (a slow disk never stalls a request; lines it cannot take are
-//! counted as dropped, as worker output is).
+//! formats a line and hands it over (a slow disk never stalls a request). Lines it cannot take
+//! (the writer is behind) and lines whose write failed (a full disk) are counted as dropped, shown
+//! in status (`access_log_lines_dropped`) and `/metrics`.
+//!
+//! SIGUSR1 reopens FILE (as nginx and gunicorn do), so logrotate can rename it and signal,
+//! without copytruncate (which loses the lines written between its copy and its truncate).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,7 +12,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 /// Lines buffered for the writer before new ones are dropped.
 const QUEUE: usize = 8192;
@@ -61,6 +65,26 @@ pub struct Entry<'a> {
 pub struct AccessLog {
     tx: mpsc::Sender<String>,
     dropped: Arc<AtomicU64>,
+    reopen: Arc<Notify>,
+}
+
+type Out = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// Opens `target` for appending (`-` is stdout).
+async fn open_target(target: &str) -> Result<Out, OpenError> {
+    if target == "-" {
+        return Ok(Box::new(tokio::io::stdout()));
+    }
+    let f = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(target)
+        .await
+        .map_err(|source| OpenError {
+            path: target.into(),
+            source,
+        })?;
+    Ok(Box::new(f))
 }
 
 impl AccessLog {
@@ -69,47 +93,44 @@ impl AccessLog {
     /// # Errors
     /// The file cannot be opened for appending.
     pub async fn open(target: &str) -> Result<AccessLog, OpenError> {
-        let mut out: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = if target == "-" {
-            Box::new(tokio::io::stdout())
-        } else {
-            let f = tokio::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(target)
-                .await
-                .map_err(|source| OpenError {
-                    path: target.into(),
-                    source,
-                })?;
-            Box::new(f)
-        };
-        let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
-        let name = target.to_string();
-        tokio::spawn(async move {
-            let mut failed = false;
-            while let Some(first) = rx.recv().await {
-                let mut buf = first;
-                // Batch what is queued into one write.
-                while let Ok(more) = rx.try_recv() {
-                    buf.push_str(&more);
-                }
-                let r = async {
-                    out.write_all(buf.as_bytes()).await?;
-                    out.flush().await
-                }
-                .await;
-                if let Err(e) = r {
-                    if !failed {
-                        tracing::error!(file = %name, error = %e, "access log write failed");
-                        failed = true;
-                    }
-                }
-            }
-        });
-        Ok(AccessLog {
+        let out = open_target(target).await?;
+        let (tx, rx) = mpsc::channel::<String>(QUEUE);
+        let log = AccessLog {
             tx,
             dropped: Arc::new(AtomicU64::new(0)),
-        })
+            reopen: Arc::new(Notify::new()),
+        };
+        tokio::spawn(write_loop(
+            target.to_string(),
+            out,
+            rx,
+            log.dropped.clone(),
+            log.reopen.clone(),
+        ));
+        Ok(log)
+    }
+
+    /// Reopens FILE on each SIGUSR1 for as long as the process runs (a no-op for stdout).
+    pub fn reopen_on_sigusr1(&self) {
+        use tokio::signal::unix::{signal, SignalKind};
+        let reopen = self.reopen.clone();
+        match signal(SignalKind::user_defined1()) {
+            Ok(mut usr1) => {
+                tokio::spawn(async move {
+                    while usr1.recv().await.is_some() {
+                        reopen.notify_one();
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot handle SIGUSR1; the access log cannot be reopened")
+            }
+        }
+    }
+
+    /// Asks the writer to reopen FILE (after what is queued now is written).
+    pub fn reopen(&self) {
+        self.reopen.notify_one();
     }
 
     /// Queues one entry as a JSON line.
@@ -121,9 +142,66 @@ impl AccessLog {
         }
     }
 
-    /// Lines not written because the writer was behind.
+    /// Lines not written: the writer was behind, or the write failed (a full disk).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// The writer task: batches queued lines into one write; a failed write counts its lines as
+/// dropped (logged once per failing stretch); a reopen request opens `name` anew.
+async fn write_loop(
+    name: String,
+    mut out: Out,
+    mut rx: mpsc::Receiver<String>,
+    dropped: Arc<AtomicU64>,
+    reopen: Arc<Notify>,
+) {
+    let mut failed = false;
+    loop {
+        let first = tokio::select! {
+            // Reopen first, so a steady stream of lines cannot put it off.
+            biased;
+            _ = reopen.notified() => {
+                if name != "-" {
+                    match open_target(&name).await {
+                        Ok(o) => {
+                            out = o;
+                            failed = false;
+                            tracing::info!(file = %name, "access log reopened");
+                        }
+                        Err(e) => tracing::error!(error = %e, "access log not reopened; writing to the old file"),
+                    }
+                }
+                continue;
+            }
+            line = rx.recv() => match line {
+                Some(l) => l,
+                None => return,
+            },
+        };
+        let mut buf = first;
+        // Batch what is queued into one write.
+        while let Ok(more) = rx.try_recv() {
+            buf.push_str(&more);
+        }
+        let r = async {
+            out.write_all(buf.as_bytes()).await?;
+            out.flush().await
+        }
+        .await;
+        match r {
+            Ok(()) => failed = false,
+            Err(e) => {
+                // A partial write may have put some of them out; they are counted all the same.
+                let lines = buf.matches('\n').count() as u64;
+                dropped.fetch_add(lines, Ordering::Relaxed);
+                if !failed {
+                    tracing::error!(file = %name, error = %e, "access log write failed; lines dropped and counted");
+                    failed = true;
+                }
+            }
+        }
     }
 }
 

@@ -50,8 +50,11 @@ pub enum Error {
     #[error(transparent)]
     AccessLog(#[from] accesslog::OpenError),
     /// The `--min` workers could not be started.
-    #[error("{0}")]
-    Start(String),
+    #[error(transparent)]
+    Start(#[from] pool::StartError),
+    /// A task starting workers panicked (a bug).
+    #[error("starting workers failed: {0}")]
+    StartTask(#[from] tokio::task::JoinError),
 }
 
 /// Starts `--min` workers, then serves on `listener` until `shutdown` resolves; then drains (new
@@ -94,6 +97,9 @@ pub async fn run_with_reload(
         Some(target) => Some(accesslog::AccessLog::open(target).await?),
         None => None,
     };
+    if let Some(log) = &log {
+        log.reopen_on_sigusr1();
+    }
     let output = worker::OutputSink::start();
     let apps = app_list(&cfg);
     let pools: Vec<Arc<pool::Pool>> = apps
@@ -110,7 +116,7 @@ pub async fn run_with_reload(
     };
     if let Err(e) = started {
         stop_all(&pools, None).await;
-        return Err(Error::Start(e));
+        return Err(e);
     }
     let ready: usize = apps.iter().map(|a| a.cfg.min).sum();
     eprintln!("manifold: listening on http://{addr} ({ready} worker(s) ready)");
@@ -196,14 +202,14 @@ fn routes(
 }
 
 /// Starts every pool's `--min` workers at once; the first failure is the error.
-async fn start_all(pools: &[Arc<pool::Pool>]) -> Result<(), String> {
+async fn start_all(pools: &[Arc<pool::Pool>]) -> Result<(), Error> {
     let mut set = tokio::task::JoinSet::new();
     for p in pools {
         let p = p.clone();
         set.spawn(async move { p.start_min().await });
     }
     while let Some(r) = set.join_next().await {
-        r.map_err(|e| e.to_string())??;
+        r??;
     }
     Ok(())
 }

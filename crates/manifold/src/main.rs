@@ -5,6 +5,8 @@ use manifold::{Cli, Config};
 
 fn main() {
     let cli: Cli = parse_or_exit("manifold");
+    // Before the settings: --max-connections' default is half of it.
+    manifold::config::raise_open_file_limit();
     let verbose = cli.opts.verbose;
     let cfg = match Config::from_cli(cli) {
         Ok(c) => c,
@@ -100,5 +102,30 @@ mod tests {
     #[test]
     fn flag_reference_matches_the_code() {
         super::doc_flags::check_docs(&manifold::Cli::command());
+    }
+
+    /// docs/manifold.md's reload table (each setting's default and reload class) is the
+    /// settings table's; `UPDATE_DOCS=1` (`make docs`) writes it.
+    #[test]
+    fn flag_reference_reload_classes_match_the_table() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/manifold.md");
+        let page = std::fs::read_to_string(&path).expect("docs/manifold.md");
+        let begin = "<!-- reload: generated from the settings table by `make docs` -->\n";
+        let end = "<!-- /reload -->";
+        let (s, e) = (
+            page.find(begin).expect("reload table start marker") + begin.len(),
+            page.find(end).expect("reload table end marker"),
+        );
+        let want = manifold::config::live::docs_table();
+        if page[s..e] == want {
+            return;
+        }
+        assert!(
+            std::env::var_os("UPDATE_DOCS").is_some(),
+            "docs/manifold.md: the reload table differs from the settings table; run `make docs`"
+        );
+        let tmp = path.with_extension("md.tmp");
+        std::fs::write(&tmp, format!("{}{want}{}", &page[..s], &page[e..])).expect("write");
+        std::fs::rename(&tmp, &path).expect("rename");
     }
 }

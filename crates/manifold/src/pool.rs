@@ -7,8 +7,8 @@
 //!
 //! Invariants: a worker serves at most `per_worker` requests that were assigned by the picker
 //! (sticky requests follow their session regardless); waiters are served strictly in arrival order;
-//! at most `max` workers are alive (not counting ones being stopped); every spawned process is
-//! reaped before [`Pool::shutdown`] returns.
+//! at most `max` worker processes are alive, whatever their state (starting, ready, due,
+//! draining, stopping); every spawned process is reaped before [`Pool::shutdown`] returns.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +49,22 @@ pub enum AcquireError {
     /// Workers keep failing to start.
     #[error("workers cannot start: {0}")]
     Failing(String),
+}
+
+/// Why the `--min` workers could not be started.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StartError {
+    /// Workers failed to start [`STARTUP_ATTEMPTS`] times in a row.
+    #[error("{last_error} (gave up after {attempts} attempts)")]
+    GaveUp {
+        /// What the last failure said.
+        last_error: String,
+        /// Failed starts in a row.
+        attempts: u32,
+    },
+    /// The pool stopped before the workers were ready.
+    #[error("pool stopped")]
+    Stopped,
 }
 
 /// Lifecycle of a worker as the pool sees it.
@@ -123,6 +139,8 @@ struct Inner {
     failures_in_row: u32,
     retry_at: Option<Instant>,
     last_error: Option<LastError>,
+    /// A given-up reload's error, kept in status until a reload succeeds.
+    reload_error: Option<LastError>,
     shutting_down: bool,
     totals: Totals,
 }
@@ -190,6 +208,7 @@ impl Pool {
                 failures_in_row: 0,
                 retry_at: None,
                 last_error: None,
+                reload_error: None,
                 shutting_down: false,
                 totals: Totals::default(),
             }),
@@ -230,7 +249,7 @@ impl Pool {
     ///
     /// # Errors
     /// A worker failed to start [`STARTUP_ATTEMPTS`] times in a row; the message says why.
-    pub async fn start_min(self: &Arc<Self>) -> Result<(), String> {
+    pub async fn start_min(self: &Arc<Self>) -> Result<(), StartError> {
         let _ = self.events.send(Event::Demand);
         let mut rx = self.ready_count.subscribe();
         let min = self.cfg().min;
@@ -238,18 +257,17 @@ impl Pool {
             {
                 let st = self.lock();
                 if st.failures_in_row >= STARTUP_ATTEMPTS {
-                    return Err(format!(
-                        "{} (gave up after {} attempts)",
-                        last_message(&st),
-                        st.failures_in_row
-                    ));
+                    return Err(StartError::GaveUp {
+                        last_error: last_message(&st),
+                        attempts: st.failures_in_row,
+                    });
                 }
             }
             if *rx.borrow_and_update() >= min {
                 return Ok(());
             }
             if rx.changed().await.is_err() {
-                return Err("pool stopped".into());
+                return Err(StartError::Stopped);
             }
         }
     }
@@ -341,6 +359,12 @@ impl Pool {
     pub fn pending(&self) -> usize {
         let st = self.lock();
         st.queue.len() + st.slots.values().map(|s| s.busy).sum::<usize>()
+    }
+
+    /// Counts a request sent to a worker once more (its kept-alive connection closed before
+    /// any answer; see `proxy::retry`).
+    pub fn count_retry(&self) {
+        self.lock().totals.connect_retries += 1;
     }
 
     /// Counts a 502 answer (worker died or refused mid-request) and records why.
@@ -488,7 +512,8 @@ impl Pool {
             request_timeout_s: cfg.request_timeout.as_secs_f64(),
             totals: st.totals,
             output_lines_dropped: self.output.dropped(),
-            last_error: st.last_error.clone(),
+            access_log_lines_dropped: 0,
+            last_error: LastError::standing(st.reload_error.as_ref(), st.last_error.as_ref()),
             generation: st.generation,
             draining: self.is_draining(),
         }

@@ -3,6 +3,10 @@
 //! Invariant: this module never starts or stops processes; it only holds [`Lease`]s, and a lease
 //! lives exactly as long as the worker is serving (until the response body ends or the WebSocket
 //! closes).
+//!
+//! Retries: a request goes once more to a worker, instead of a 502, when nothing of it can have
+//! been answered: its worker refused the connection, or its kept-alive connection failed while
+//! writing it or closed before any byte of an answer and it has no body (see `retry`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,11 +24,13 @@ use crate::account::{self, Accounted, Record, Recorder};
 use crate::config::{Config, Sticky};
 use crate::pool::{AcquireError, Lease, Pool, Replace};
 use crate::status;
-use crate::upstream;
 
 mod leased;
+mod retry;
 mod tunnel;
+use hyper::body::Body as _;
 use leased::Leased;
+use retry::{attempt, connect_leased, no_body, unanswered, Attempt};
 use tunnel::tunnel;
 
 /// Why a response body ended early (the worker's connection failed, or it fell silent for
@@ -200,7 +206,8 @@ impl Proxy {
 
     /// This app's status JSON, or its metrics text (`metrics`), as a page.
     pub fn status_page(&self, metrics: bool) -> status::Page {
-        let snap = self.pool.snapshot();
+        let mut snap = self.pool.snapshot();
+        snap.access_log_lines_dropped = self.rec.log.as_ref().map_or(0, |l| l.dropped());
         let cap = status::Capacity::new(&snap, status::HostLoad::read());
         if !metrics {
             status::json(&snap, &cap)
@@ -296,32 +303,53 @@ async fn exchange(
         None => hyper::Uri::from_static("/"),
     };
     forwarded_headers(&mut parts.headers, client, upgrade);
+    // A request without a body can be sent again as it is (see `retry_unanswered`).
+    let again = (!upgrade && body.is_end_stream()).then(|| parts.clone());
     let up_req = Request::from_parts(parts, body.boxed());
-    let (mut lease, conn) = match connect_leased(&pool, lease, upgrade).await {
-        Ok(pair) => pair,
+    let (mut lease, conn, pooled) = match connect_leased(&pool, lease, upgrade).await {
+        Ok(got) => got,
         Err(r) => return (r, Served::default()),
     };
     let sent_at = Instant::now();
+    let mut sent = attempt(conn, up_req, timeouts.request).await;
+    if let (Attempt::Failed(e), true, Some(parts)) = (&sent, pooled, again) {
+        if unanswered(e) {
+            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before any answer; retrying once");
+            pool.count_retry();
+            drop(lease);
+            let retry = match pool.acquire(None).await {
+                Ok(l) => connect_leased(&pool, l, false).await,
+                Err(e) => Err(unavailable(e, 1)),
+            };
+            let (l, conn, _) = match retry {
+                Ok(got) => got,
+                Err(r) => return (r, Served::default()),
+            };
+            lease = l;
+            sent = attempt(
+                conn,
+                Request::from_parts(parts, no_body()),
+                timeouts.request,
+            )
+            .await;
+        }
+    }
     let mut worker = Served {
         worker: Some((lease.worker, lease.generation)),
-        upstream: None,
+        upstream: Some(sent_at.elapsed()),
     };
-    let sent = match conn {
-        Ok(mut c) => match within(timeouts.request, upstream::send(&mut c, up_req)).await {
-            Some(r) => r.map(|r| (r, c)).map_err(upstream::UpstreamError::from),
-            None => return (timed_out(&pool, lease.worker, timeouts.request), worker),
-        },
-        Err(e) => Err(e),
-    };
-    worker.upstream = Some(sent_at.elapsed());
     let mut resp = match sent {
-        Ok((r, c)) => {
+        Attempt::Answered(r, c) => {
             if !upgrade {
                 lease.put_conn(c);
             }
             r
         }
-        Err(e) => {
+        Attempt::TimedOut => {
+            worker.upstream = None;
+            return (timed_out(&pool, lease.worker, timeouts.request), worker);
+        }
+        Attempt::Failed(e) => {
             let msg = format!("worker {} failed: {e}", lease.worker);
             tracing::warn!(worker = lease.worker, error = %e, "worker request failed");
             pool.count_bad_gateway(msg.clone());
@@ -347,35 +375,6 @@ async fn exchange(
     strip_hop_by_hop(resp.headers_mut());
     let resp = resp.map(|b| Leased::new(b, lease, pool, timeouts.request).boxed());
     (resp, worker)
-}
-
-/// A connection to the leased worker: its idle one, or a new one. A worker that refuses a new
-/// connection (dead or dying; nothing was sent) is replaced and the request goes once to
-/// another worker instead of a 502.
-async fn connect_leased(
-    pool: &Arc<Pool>,
-    mut lease: Lease,
-    upgrade: bool,
-) -> Result<(Lease, Result<upstream::Conn, upstream::UpstreamError>), Response<ProxyBody>> {
-    // An upgraded connection is never reused, so upgrades get a fresh one.
-    let pooled = if upgrade { None } else { lease.take_conn() };
-    if let Some(mut c) = pooled {
-        // An idle connection the worker closed (or left unusable) is replaced, not a 502.
-        if c.ready().await.is_ok() {
-            return Ok((lease, Ok(c)));
-        }
-    }
-    match upstream::connect(lease.port).await {
-        Err(e @ upstream::UpstreamError::Connect { .. }) => {
-            tracing::warn!(worker = lease.worker, error = %e, "worker refused the connection; trying another");
-            pool.replace(lease.worker, Replace::Refused);
-            drop(lease);
-            let lease = pool.acquire(None).await.map_err(|e| unavailable(e, 1))?;
-            let conn = upstream::connect(lease.port).await;
-            Ok((lease, conn))
-        }
-        conn => Ok((lease, conn)),
-    }
 }
 
 /// The 504 for a request the worker did not answer in time; the worker is replaced.

@@ -3,9 +3,12 @@
 //! Invariant: after the shutdown future resolves no new connection is accepted, and [`serve`]
 //! returns once every accepted request has been answered or the grace time passed.
 //!
-//! Limits against clients: at most `--max-connections` open client connections (one more gets a
-//! prompt 503 and is closed, so file descriptors never run out), and a request head must arrive
-//! within `--header-timeout` (a client trickling header bytes is cut).
+//! Limits against clients: at most `--max-connections` open client connections, every accepted
+//! one counted (silent, mid-request, idle keep-alive, WebSocket); one more gets a prompt 503 and
+//! is closed, so file descriptors never run out. A connection's first byte must arrive within
+//! `--header-timeout` of accept (one that sends nothing is closed, so silent sockets cannot hold
+//! the places), and a request head within `--header-timeout` of its first byte (a client
+//! trickling header bytes is cut).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -62,14 +65,28 @@ pub async fn serve(
         let guard = Open::new(&open);
         let _ = stream.set_nodelay(true);
         let proxy = proxy.clone();
-        let svc = service_fn(move |req| {
-            let proxy = proxy.clone();
-            async move { Ok::<_, std::convert::Infallible>(proxy.handle(req, client).await) }
-        });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-        let conn = graceful.watch(conn.into_owned());
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let header_timeout = limits.header_timeout;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            // hyper's header timer starts only once the connection has sent a byte (its
+            // version sniffing waits for one with no limit), so a connection that sends nothing
+            // would hold a --max-connections place for ever: it gets --header-timeout from
+            // accept to send its first byte.
+            let mut one = [0u8; 1];
+            match tokio::time::timeout(header_timeout, stream.peek(&mut one)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => {
+                    tracing::debug!(%client, "connection sent nothing within --header-timeout; closed");
+                    return;
+                }
+            }
+            let svc = service_fn(move |req| {
+                let proxy = proxy.clone();
+                async move { Ok::<_, std::convert::Infallible>(proxy.handle(req, client).await) }
+            });
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
                 tracing::debug!(error = %e, "client connection ended");
             }
             drop(guard);

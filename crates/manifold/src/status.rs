@@ -293,6 +293,11 @@ fn render_counters(o: &mut String, s: &Snapshot) {
             "Worker output lines not forwarded",
             s.output_lines_dropped,
         ),
+        (
+            "manifold_access_log_lines_dropped_total",
+            "Access log lines not written (writer behind or write failed)",
+            s.access_log_lines_dropped,
+        ),
     ];
     for (name, help, v) in counters {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
@@ -375,6 +380,7 @@ mod tests {
             request_timeout_s: 60.0,
             totals: Totals::default(),
             output_lines_dropped: 0,
+            access_log_lines_dropped: 0,
             last_error: None,
             generation: 1,
             draining: false,

@@ -2,15 +2,15 @@
 //! flags and the config file, and every setting it can apply is applied, so an operator never
 //! has to guess which edits need a restart.
 //!
-//! - At once (the pool and the proxy read them on each use): `--min`, `--max`, `--per-worker`,
-//!   `--spare`, `--queue-size`, `--queue-timeout`, `--idle-timeout`, `--sticky`,
-//!   `--request-timeout` and `--ws-idle-timeout` (for requests and WebSockets that start after
-//!   the reload), `--max-lifetime`, `--max-rss`, `--drain-timeout`, `--health-interval`.
-//! - For new workers (fixed when a worker starts; a reload starts a new generation of workers,
-//!   so they apply to every worker once the old generation has drained): the command,
-//!   `--stop-timeout`, `--ready-timeout`, `--health-path`, `--max-requests` (+ jitter).
-//! - Kept (they belong to the listening process, not to a pool): `--listen`,
-//!   `--max-connections`, `--header-timeout`, `--access-log`, and the set of `[[app]]` prefixes.
+//! Each setting's class is a column of the settings table (`config.rs`), shown in the
+//! reload table of docs/manifold.md ([`docs_table`]):
+//! - At once ([`When::AtOnce`]): the pool and the proxy read them on each use (requests and
+//!   WebSockets that start after the reload).
+//! - For new workers ([`When::NewWorkers`]): fixed when a worker starts; a reload starts a new
+//!   generation of workers, so they apply to every worker once the old generation has drained.
+//!   The command is one of them.
+//! - Kept ([`When::Kept`]): they belong to the listening process, not to a pool; so does the set
+//!   of `[[app]]` prefixes.
 
 use super::Config;
 
@@ -50,58 +50,45 @@ pub struct Change {
 }
 
 /// Every setting that differs between the running config `old` and the re-read `new`, with
-/// when it takes effect (the pool logs each one, so a reload says what it did).
+/// when it takes effect (the pool logs each one, so a reload says what it did). The settings and
+/// their classes come from the settings table (`config.rs`); the command is not a setting.
 pub fn changes(old: &Config, new: &Config) -> Vec<Change> {
-    let mut out = Vec::new();
-    macro_rules! diff {
-        ($($flag:literal $field:ident $when:ident),* $(,)?) => {$(
-            if old.$field != new.$field {
-                out.push(Change {
-                    flag: $flag,
-                    old: format!("{:?}", old.$field),
-                    new: format!("{:?}", new.$field),
-                    when: When::$when,
-                });
-            }
-        )*};
+    let mut out = super::diff(old, new);
+    if old.command != new.command {
+        out.push(Change {
+            flag: "command",
+            old: format!("{:?}", old.command),
+            new: format!("{:?}", new.command),
+            when: When::NewWorkers,
+        });
     }
-    diff!(
-        "--min" min AtOnce,
-        "--max" max AtOnce,
-        "--per-worker" per_worker AtOnce,
-        "--spare" spare AtOnce,
-        "--queue-size" queue_size AtOnce,
-        "--queue-timeout" queue_timeout AtOnce,
-        "--idle-timeout" idle_timeout AtOnce,
-        "--sticky" sticky AtOnce,
-        "--request-timeout" request_timeout AtOnce,
-        "--ws-idle-timeout" ws_idle_timeout AtOnce,
-        "--max-lifetime" max_lifetime AtOnce,
-        "--max-rss" max_rss AtOnce,
-        "--drain-timeout" drain_timeout AtOnce,
-        "--health-interval" health_interval AtOnce,
-        "command" command NewWorkers,
-        "--stop-timeout" stop_timeout NewWorkers,
-        "--ready-timeout" ready_timeout NewWorkers,
-        "--health-path" health_path NewWorkers,
-        "--max-requests" max_requests NewWorkers,
-        "--max-requests-jitter" max_requests_jitter NewWorkers,
-        "--listen" listen Kept,
-        "--max-connections" max_connections Kept,
-        "--header-timeout" header_timeout Kept,
-        "--access-log" access_log Kept,
-    );
     out
 }
 
 /// The re-read `new` with every setting a reload cannot change set back to `old`'s, so what
 /// runs after a reload is exactly what status and the log say.
 pub fn keep_process_settings(old: &Config, mut new: Config) -> Config {
-    new.listen = old.listen;
-    new.max_connections = old.max_connections;
-    new.header_timeout = old.header_timeout;
-    new.access_log = old.access_log.clone();
+    super::keep_kept(old, &mut new);
     new
+}
+
+/// The reload-class table of docs/manifold.md (between `<!-- reload -->` markers): each setting,
+/// its default and when a reload's change of it takes effect, from the settings table.
+pub fn docs_table() -> String {
+    let defaults = super::shown_defaults();
+    let mut out = String::from(
+        "| setting (flag / TOML key) | default | a reload applies it |\n|---|---|---|\n",
+    );
+    for (s, (_, default)) in super::SETTINGS.iter().zip(&defaults) {
+        out.push_str(&format!(
+            "| `{}` / `{}` | {} | {} |\n",
+            s.flag(),
+            &s.flag()[2..],
+            default.replace('|', "\\|"),
+            s.when.as_str()
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -121,14 +108,15 @@ mod tests {
         let got: Vec<(&str, When)> = c.iter().map(|c| (c.flag, c.when)).collect();
         assert_eq!(
             got,
+            // In the settings table's order.
             [
-                ("--max", When::AtOnce),
-                ("--request-timeout", When::AtOnce),
-                ("--stop-timeout", When::NewWorkers),
                 ("--listen", When::Kept),
+                ("--max", When::AtOnce),
+                ("--stop-timeout", When::NewWorkers),
+                ("--request-timeout", When::AtOnce),
             ]
         );
-        assert_eq!((c[1].old.as_str(), c[1].new.as_str()), ("60s", "1s"));
+        assert_eq!((c[3].old.as_str(), c[3].new.as_str()), ("1m", "1s"));
         let kept = keep_process_settings(&old, new);
         assert_eq!(kept.listen, old.listen);
         assert_eq!(kept.max, old.max + 1);

@@ -135,3 +135,57 @@ fn app_tables_resolve_and_errors_name_the_app() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Field names of a struct's `Debug` output (`Name { a: 1, b: None }` → `[a, b]`).
+fn debug_fields(dbg: &str) -> Vec<String> {
+    let inner = &dbg[dbg.find('{').expect("struct") + 1..dbg.rfind('}').expect("struct")];
+    inner
+        .split(", ")
+        .filter_map(|f| f.trim().split_once(": ").map(|(k, _)| k.to_string()))
+        .collect()
+}
+
+/// The settings table is the single source by construction: every field of `Config` and of
+/// `Options` (but the few that are not settings) is exactly one row of it, and every row is a
+/// flag of each command, a TOML key and has a reload class and a default in `--help`.
+#[test]
+fn settings_table_is_the_single_source() {
+    use clap::CommandFactory;
+    let names: Vec<String> = SETTINGS.iter().map(|s| s.name.to_string()).collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a setting declared twice");
+    let with = |extra: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .cloned()
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    let config = debug_fields(&format!("{:?}", Config::new(Vec::new())));
+    assert_eq!(config, with(&["command", "verbose", "apps"]));
+    let options = debug_fields(&format!("{:?}", Options::default()));
+    assert_eq!(options, with(&["config", "command", "app", "verbose"]));
+    let cmd = Cli::command();
+    let preset = cmd.find_subcommand("shiny").expect("shiny preset");
+    for s in SETTINGS {
+        for c in [&cmd, preset] {
+            let arg = c
+                .get_arguments()
+                .find(|a| a.get_id().as_str() == s.name)
+                .unwrap_or_else(|| panic!("{} is not a flag of {}", s.name, c.get_name()));
+            assert_eq!(arg.get_long(), Some(&s.flag()[2..]));
+            let help = arg.get_help().expect("help").to_string();
+            assert!(help.contains("[default: "), "{help}");
+        }
+        let key = &s.flag()[2..];
+        let e = toml::from_str::<Options>(&format!("{key} = [[]]")).unwrap_err();
+        assert!(!e.to_string().contains("unknown field"), "{key}: {e}");
+        assert!(!s.when.as_str().is_empty());
+    }
+    let e = toml::from_str::<Options>("no-such-setting = 1").unwrap_err();
+    assert!(e.to_string().contains("unknown field"), "{e}");
+    let table = live::docs_table();
+    assert_eq!(table.lines().count(), SETTINGS.len() + 2, "{table}");
+}

@@ -3,9 +3,12 @@
 //! capacity.
 //!
 //! Steps: the worker is marked *due* and keeps serving; the supervisor starts a replacement
-//! beside it (due workers do not count towards `--min`/`--max`); when a worker becomes ready, the
-//! oldest due one goes [`State::Draining`]: no new requests, its sticky sessions and in-flight
-//! requests go on. Once it has been idle for [`QUIET`] it gets one last request (the *barrier*:
+//! beside it while `--max` has room (due workers do not count towards `--min`, but every process
+//! counts towards `--max`); when a worker becomes ready, the oldest due one goes
+//! [`State::Draining`]: no new requests, its sticky sessions and in-flight requests go on. With
+//! no room (`--max` processes, draining ones included), the replacement waits: the oldest due
+//! worker drains first (one ready worker kept serving while another process will free a place)
+//! and its replacement starts once it has exited. Once it has been idle for [`QUIET`] it gets one last request (the *barrier*:
 //! `--health-path`, else `/`) and is stopped when that is answered; past its drain limit
 //! (`--drain-timeout`, or `--request-timeout` when that is 0, so an in-flight request is never
 //! cut before its own limit) it is stopped at once.

@@ -71,6 +71,7 @@ impl Pool {
             .is_some_and(|s| s.generation == st.generation);
         if is_new && st.reloading.take().is_some() {
             st.totals.reloads += 1;
+            st.reload_error = None;
             tracing::info!(
                 generation = st.generation,
                 "reload: new generation in service"
@@ -107,6 +108,7 @@ impl Pool {
             format!("reload to generation {failed} failed, keeping generation {generation}: {why}");
         tracing::error!("{message}");
         st.last_error = Some(LastError::now(message));
+        st.reload_error = st.last_error.clone();
     }
 }
 

@@ -47,6 +47,23 @@ pub struct LastError {
 }
 
 impl LastError {
+    /// What status shows: a given-up reload's error stands until a reload succeeds, so a later
+    /// error (of the abandoned generation or any other) does not hide that the reload failed;
+    /// such a later one is shown after it.
+    pub(super) fn standing(
+        reload: Option<&LastError>,
+        last: Option<&LastError>,
+    ) -> Option<LastError> {
+        match (reload, last) {
+            (Some(r), Some(l)) if l.message != r.message => Some(LastError {
+                message: format!("{}; later: {}", r.message, l.message),
+                time: l.time.clone(),
+            }),
+            (Some(r), _) => Some(r.clone()),
+            (None, l) => l.cloned(),
+        }
+    }
+
     pub(super) fn now(message: String) -> LastError {
         LastError {
             message,
@@ -106,6 +123,9 @@ pub struct Snapshot {
     pub totals: Totals,
     /// Worker output lines dropped because the log writer was behind.
     pub output_lines_dropped: u64,
+    /// Access log lines not written (the writer was behind, or a write failed: a full disk);
+    /// filled in by the proxy, which holds the log.
+    pub access_log_lines_dropped: u64,
     /// Last start failure, crash, 502 or 504, with its time.
     pub last_error: Option<LastError>,
     /// Generation new workers get (1, then +1 per reload).

@@ -149,7 +149,8 @@ impl Pool {
                 cfg,
             };
         }
-        // Due and draining workers do not count: their replacements are started beside them.
+        // Due and draining workers do not count towards --min: their replacements start beside
+        // them while --max has room (see `room` below).
         let alive = st.spawning
             + st.slots
                 .values()
@@ -171,7 +172,11 @@ impl Pool {
         // --spare: idle ready workers (plus those starting) kept above the busy ones.
         let idle = idle_ready(st);
         let (mut alive, mut starting) = (alive, starting);
-        while alive < cfg.max
+        // --max bounds every process: starting, ready, due, draining and stopping ones; a
+        // replacement waits until one of them has exited.
+        let mut room = cfg.max.saturating_sub(st.spawning + st.slots.len());
+        while room > 0
+            && alive < cfg.max
             && (alive < cfg.min
                 || demand > starting * cfg.per_worker
                 || due > starting
@@ -181,10 +186,18 @@ impl Pool {
             st.next_id += 1;
             alive += 1;
             starting += 1;
+            room -= 1;
         }
-        // At --max (a reload lowered it): due workers that no replacement is coming for drain
-        // now; the workers that count, `--max` of them, are at least `--min`.
-        for _ in starting..due {
+        // No room for their replacements: due workers drain now (the oldest first) and are
+        // replaced once stopped, one ready worker kept serving meanwhile while another process
+        // will free a place (with --max 1, the requests wait in the queue for the replacement).
+        let ready = st
+            .slots
+            .values()
+            .filter(|s| s.state == State::Ready)
+            .count();
+        let keep = usize::from(ready > 1 || st.spawning + st.slots.len() > ready);
+        for _ in 0..due.saturating_sub(starting).min(ready.saturating_sub(keep)) {
             self.retire_one_due(st);
         }
         st.spawning += ids.len();

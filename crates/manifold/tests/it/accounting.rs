@@ -7,24 +7,21 @@ use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::thread;
-use std::time::Instant;
 
 use common::*;
 
 /// Reads the access log until it has `n` lines (the writer is a task; bounded wait).
 fn log_lines(path: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
-    let start = Instant::now();
-    loop {
+    let mut lines: Vec<serde_json::Value> = Vec::new();
+    poll_until(DEADLINE, || {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<serde_json::Value> = text
+        lines = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        if lines.len() >= n || start.elapsed() > DEADLINE {
-            return lines;
-        }
-        thread::sleep(std::time::Duration::from_millis(20));
-    }
+        lines.len() >= n
+    });
+    lines
 }
 
 /// The value of a metrics line `name{labels} value`.

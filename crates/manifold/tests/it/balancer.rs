@@ -126,14 +126,11 @@ fn sigterm_drains_existing_sessions_then_stops() {
     assert_ne!(cookie, cookie_a);
     m.sigterm();
     let signalled = Instant::now();
-    let st = loop {
-        let r = m.get("/__manifold__/status");
-        if r.status != 200 {
-            break r;
-        }
-        assert!(signalled.elapsed() < DEADLINE);
-        thread::sleep(Duration::from_millis(20));
-    };
+    let mut st = m.get("/__manifold__/status");
+    wait_until("status to answer 404", || {
+        st = m.get("/__manifold__/status");
+        st.status != 200
+    });
     assert_eq!(st.status, 404, "{}", st.body);
     let v: serde_json::Value = serde_json::from_str(&st.body).unwrap();
     assert_eq!(v["draining"], true);
@@ -183,19 +180,16 @@ fn drain_timeout_bounds_the_drain() {
     m.sigterm();
     let signalled = Instant::now();
     // Draining for about 1 s, then the listener closes while the request still runs.
-    let refused = loop {
-        match std::net::TcpStream::connect(&m.addr) {
-            Err(e) => break e,
-            Ok(_) => {
-                assert!(
-                    signalled.elapsed() < Duration::from_secs(3),
-                    "still accepting"
-                );
-                thread::sleep(Duration::from_millis(50));
-            }
-        }
-    };
-    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    let mut refused = None;
+    let closed = poll_until(Duration::from_secs(3), || {
+        refused = std::net::TcpStream::connect(&m.addr).err();
+        refused.is_some()
+    });
+    assert!(closed, "still accepting");
+    assert_eq!(
+        refused.map(|e| e.kind()),
+        Some(std::io::ErrorKind::ConnectionRefused)
+    );
     assert!(
         signalled.elapsed() >= Duration::from_millis(900),
         "drained about 1 s"

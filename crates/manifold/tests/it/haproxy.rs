@@ -121,6 +121,7 @@ fn start_haproxy(host1: &str, host2: &str) -> Haproxy {
             "haproxy did not listen: {:?}",
             lines.lock().unwrap()
         );
+        // why: the poll interval while haproxy starts listening (no readiness signal of its own).
         thread::sleep(Duration::from_millis(20));
     }
     Haproxy {
@@ -288,15 +289,11 @@ fn phase_one(h: &Haproxy, hosts: &[(&Manifold, &Path); 2], dir: &Path) {
     assert!(failed.is_empty(), "failed sessions: {failed:?}");
 
     let statuses: Vec<serde_json::Value> = hosts.iter().map(|(m, _)| settled(m)).collect();
-    let start = Instant::now();
-    let log = loop {
-        let log = logged(h, 0);
-        if log.iter().filter(|l| l.status == 101).count() == USERS as usize {
-            break log;
-        }
-        assert!(start.elapsed() < DEADLINE, "websocket log lines missing");
-        thread::sleep(Duration::from_millis(50));
-    };
+    let mut log = Vec::new();
+    wait_until("websocket log lines", || {
+        log = logged(h, 0);
+        log.iter().filter(|l| l.status == 101).count() == USERS as usize
+    });
     let homes: Vec<&Logged> = log.iter().filter(|l| l.is_home()).collect();
     assert_eq!(
         homes.len(),
@@ -376,6 +373,7 @@ fn phase_two(h: &Haproxy, host1: &mut Manifold, host2: &Manifold, dir: &Path) {
     let run = dir.join("run2");
     let host1_pids = pids(&host1.status());
     let mut p = replay(h.port, USERS_2, &run);
+    // why: SIGTERM must land mid-run, with sessions open on both hosts: the replay's own time.
     thread::sleep(Duration::from_millis(800));
     host1.sigterm();
     let stopped_ms = now_ms();
@@ -435,18 +433,15 @@ fn phase_two(h: &Haproxy, host1: &mut Manifold, host2: &Manifold, dir: &Path) {
     }
     // HAProxy's own account: host1 went to drain on its 404, then down when it stopped (two
     // failed checks a second apart after its listener closed).
-    let waited = Instant::now();
-    let events: Vec<String> = loop {
-        let events: Vec<String> = h.lines.lock().unwrap()[from..]
+    let mut events: Vec<String> = Vec::new();
+    poll_until(DEADLINE / 4, || {
+        events = h.lines.lock().unwrap()[from..]
             .iter()
             .filter(|l| l.starts_with("Server manifolds/"))
             .cloned()
             .collect();
-        if events.iter().any(|e| e.contains("host1 is DOWN")) || waited.elapsed() > DEADLINE / 4 {
-            break events;
-        }
-        thread::sleep(Duration::from_millis(100));
-    };
+        events.iter().any(|e| e.contains("host1 is DOWN"))
+    });
     events
         .iter()
         .for_each(|e| eprintln!("phase 2: haproxy: {e}"));

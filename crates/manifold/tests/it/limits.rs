@@ -21,14 +21,11 @@ fn connections_beyond_max_connections_get_a_prompt_503() {
         .map(|_| TcpStream::connect(&m.addr).unwrap())
         .collect();
     // The server counts a connection once it accepted it: wait until the fourth is refused.
-    let start = Instant::now();
-    let r = loop {
-        let r = request(&m.addr, "GET", "/hello", &[], "");
-        if r.status == 503 || start.elapsed() > DEADLINE {
-            break r;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let mut r = request(&m.addr, "GET", "/hello", &[], "");
+    poll_until(DEADLINE, || {
+        r = request(&m.addr, "GET", "/hello", &[], "");
+        r.status == 503
+    });
     assert_eq!(r.status, 503);
     assert_eq!(
         r.body.trim(),
@@ -36,16 +33,10 @@ fn connections_beyond_max_connections_get_a_prompt_503() {
     );
     assert_eq!(r.header("retry-after"), Some("1"));
     drop(idle.pop());
-    let start = Instant::now();
-    loop {
+    wait_until("served again", || {
         let r = request(&m.addr, "GET", "/hello", &[], "");
-        if r.status == 200 {
-            assert_eq!(r.body, "hello");
-            break;
-        }
-        assert!(start.elapsed() < DEADLINE, "never served again");
-        thread::sleep(Duration::from_millis(20));
-    }
+        r.status == 200 && r.body == "hello"
+    });
 }
 
 /// Twenty clients trickling header bytes (one every 200 ms) are all disconnected after
@@ -54,15 +45,18 @@ fn connections_beyond_max_connections_get_a_prompt_503() {
 fn slow_header_clients_are_cut_after_header_timeout() {
     let m = InProc::start(&base(&["--header-timeout", "1s"]));
     let start = Instant::now();
+    let (begun_tx, begun_rx) = std::sync::mpsc::channel();
     let slow: Vec<_> = (0..20)
         .map(|_| {
             let addr = m.addr.clone();
+            let begun_tx = begun_tx.clone();
             thread::spawn(move || {
                 let mut s = TcpStream::connect(&addr).unwrap();
                 s.set_read_timeout(Some(Duration::from_millis(200)))
                     .unwrap();
                 let begun = Instant::now();
                 s.write_all(b"GET /hello HTTP/1.1\r\nHo").unwrap();
+                let _ = begun_tx.send(());
                 loop {
                     let mut b = [0u8; 256];
                     match s.read(&mut b) {
@@ -79,7 +73,10 @@ fn slow_header_clients_are_cut_after_header_timeout() {
             })
         })
         .collect();
-    thread::sleep(Duration::from_millis(300));
+    // Every slow client has begun its head: the ordinary request is served meanwhile.
+    for _ in 0..20 {
+        begun_rx.recv_timeout(DEADLINE).unwrap();
+    }
     assert_eq!(m.get("/hello").body, "hello");
     for t in slow {
         let took = t.join().unwrap();

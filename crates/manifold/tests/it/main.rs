@@ -6,6 +6,7 @@ mod accounting;
 mod apps;
 mod balancer;
 mod common;
+mod faults;
 mod haproxy;
 mod limits;
 mod pool;

@@ -442,11 +442,9 @@ fn second_sigterm_stops_without_waiting() {
     m.sigterm();
     // The first signal has been handled once manifold says it stopped accepting (polling the
     // port instead races with other tests' processes that may be given the freed port).
-    let start = std::time::Instant::now();
-    while !m.log().contains("stopped accepting") {
-        assert!(start.elapsed() < DEADLINE, "still accepting after SIGTERM");
-        thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("stopped accepting after SIGTERM", || {
+        m.log().contains("stopped accepting")
+    });
     m.sigterm();
     assert_eq!(m.wait().code(), Some(0));
     assert_gone(pid);

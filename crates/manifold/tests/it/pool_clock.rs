@@ -88,6 +88,7 @@ async fn back_off_between_failed_starts() {
         "answered at once while backing off"
     );
     assert_eq!(m.status().await["totals"]["start_failures"], 3);
+    // why: advances the paused clock past the back-off (no real time passes).
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(m.get("/").await.status, 503);
     assert_eq!(m.status().await["totals"]["start_failures"], 4);

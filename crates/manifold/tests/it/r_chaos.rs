@@ -87,6 +87,7 @@ fn chaos_only_sessions_on_killed_workers_fail() {
         let when = Duration::from_secs_f64(secs as f64 * at);
         while began.elapsed() < when {
             note(&m.status(), &mut seen);
+            // why: the chaos plan's schedule (status noted every 200 ms until the next action).
             std::thread::sleep(Duration::from_millis(200));
         }
         match action {
@@ -120,14 +121,11 @@ fn chaos_only_sessions_on_killed_workers_fail() {
     // Let the R processes log the ends of the last sessions (onSessionEnded runs after the
     // socket closes; on a loaded machine that took over 2 s): until every session on a worker
     // left alone has ended, at most 30 s; the assertion below still fails one that never does.
-    let settle = Instant::now();
-    while settle.elapsed() < Duration::from_secs(30)
-        && r_sessions(&log)
+    poll_until(Duration::from_secs(30), || {
+        !r_sessions(&log)
             .iter()
             .any(|s| !hit.contains(&s.pid) && !s.ended)
-    {
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    });
     note(&m.status(), &mut seen);
     let sessions = replayed(&run);
     let failed: Vec<&Replayed> = sessions.iter().filter(|s| s.failure.is_some()).collect();

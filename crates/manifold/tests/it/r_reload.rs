@@ -28,6 +28,7 @@ fn reload_under_load_keeps_every_session() {
     let run = dir.path().join("run");
     let began = Instant::now();
     let mut surge = replay(&m.addr, 4, secs, &run);
+    // why: the reload must land half way through the load: the run's own schedule.
     std::thread::sleep(Duration::from_secs(secs / 2));
     write_app(&app, "v2");
     let hup_at = now_s();

@@ -24,6 +24,7 @@ fn drive(m: &InProc, path: &str, n: usize, gap: Duration) -> Vec<String> {
             let r = m.get(path);
             assert_eq!(r.status, 200, "{}", r.body);
             assert!(serving(&m.status()) >= 1, "capacity dipped below --min");
+            // why: the load's pace (requests `gap` apart), not a wait for a condition.
             thread::sleep(gap);
             r.body
         })
@@ -32,11 +33,12 @@ fn drive(m: &InProc, path: &str, n: usize, gap: Duration) -> Vec<String> {
 
 #[test]
 fn max_requests_recycles_with_no_failed_request() {
+    // --max 2: room for a replacement beside the one worker (--max counts every process).
     let m = InProc::start(&base(&[
         "--min",
         "1",
         "--max",
-        "1",
+        "2",
         "--max-requests",
         "5",
         "--stop-timeout",
@@ -152,6 +154,7 @@ fn draining_worker_finishes_its_sticky_session() {
         let r = with_cookie();
         assert_eq!(r.status, 200);
         assert_eq!(r.body.trim(), old.to_string());
+        // why: the session's pace: it stays active across the drain's 1 s quiet time.
         thread::sleep(Duration::from_millis(150));
     }
     let fresh = m.get("/pid");

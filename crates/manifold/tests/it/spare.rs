@@ -28,6 +28,7 @@ fn spare_workers_wait_ahead_of_demand_within_max() {
         "1s",
     ]));
     // Idle: the one --min worker is the spare.
+    // why: proving that no second worker starts needs time to pass.
     thread::sleep(Duration::from_millis(300));
     assert_eq!(m.status()["totals"]["worker_starts"], 1);
     let long =
@@ -54,6 +55,7 @@ fn spare_workers_wait_ahead_of_demand_within_max() {
         idle_ready(s) == 1 && workers(s).len() == 3
     });
     let d = long(m.addr.clone());
+    // why: proving that no fourth worker starts needs time to pass.
     thread::sleep(Duration::from_millis(500));
     let s = m.status();
     assert_eq!(s["totals"]["worker_starts"], 3, "never beyond --max: {s}");

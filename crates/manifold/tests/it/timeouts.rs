@@ -169,6 +169,7 @@ fn client_leaves_and_the_next_request_waits_for_the_replacement(path: &str, unti
     }
     drop(hung);
     // Well after the client left, the worker still counts as busy.
+    // why: proving that something does not change needs time to pass.
     std::thread::sleep(Duration::from_millis(500));
     let s = m.status();
     assert_eq!(workers(&s)[0]["busy"], 1, "{s}");
@@ -220,6 +221,7 @@ fn silent_websocket_is_closed_after_ws_idle_timeout() {
         let mut got = vec![0u8; msg.len()];
         s.read_exact(&mut got).unwrap();
         assert_eq!(got, msg.as_bytes());
+        // why: the traffic's pace: bytes 400 ms apart keep the tunnel under its 1 s idle limit.
         std::thread::sleep(Duration::from_millis(400));
     }
     assert_eq!(workers(&m.status())[0]["busy"], 1);

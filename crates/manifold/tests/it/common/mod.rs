@@ -180,18 +180,35 @@ pub fn wait_status_at(
     what: &str,
     f: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    let held = poll_until(DEADLINE, || {
+        last = status_at(addr);
+        f(&last)
+    });
+    assert!(held, "timed out waiting for {what}; last status {last}");
+    last
+}
+
+/// The one poll loop of the suite: checks `f` every 20 ms until it holds (true) or `limit`
+/// passed (false). For conditions that announce themselves by no event a test can wait on (a
+/// status page, a file, another process, a log line).
+pub fn poll_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {
-        let s = status_at(addr);
-        if f(&s) {
-            return s;
+        if f() {
+            return true;
         }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "timed out waiting for {what}; last status {s}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+        if start.elapsed() >= limit {
+            return false;
+        }
+        // why: the poll interval; the condition has no event to wait on.
+        std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// [`poll_until`] within [`DEADLINE`], panicking with `what` if `f` never holds.
+pub fn wait_until(what: &str, f: impl FnMut() -> bool) {
+    assert!(poll_until(DEADLINE, f), "timed out waiting for {what}");
 }
 
 /// The settings `args` give, as the binary would parse them.
@@ -324,14 +341,12 @@ pub async fn get_async(addr: &str, path: &str) -> Resp {
 
 /// Waits for a child with a bound; panics if it does not exit.
 pub fn wait_child(child: &mut Child) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(start.elapsed() < DEADLINE, "process did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut status = None;
+    wait_until("the process to exit", || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status.expect("exited")
 }
 
 /// Workers listed in a status document.
@@ -359,11 +374,7 @@ pub fn alive(pid: u32) -> bool {
 
 /// Waits until `pid` is gone (bounded); panics otherwise.
 pub fn assert_gone(pid: u32) {
-    let start = Instant::now();
-    while alive(pid) {
-        assert!(start.elapsed() < DEADLINE, "process {pid} still running");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&format!("process {pid} to be gone"), || !alive(pid));
 }
 
 /// An HTTP response as a test sees it.

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{fixture, on_free_port, start_env, Manifold};
 
@@ -139,17 +139,13 @@ pub fn surge_replay(target: &str, users: u32, args: &[&str], out: &Path) -> Proc
 
 /// Waits for a process to exit within `limit`; its exit code.
 pub fn wait_exit(p: &mut Proc, limit: Duration) -> Option<i32> {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = p.0.try_wait().unwrap() {
-            return s.code();
-        }
-        assert!(
-            start.elapsed() < limit,
-            "process did not finish in {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut status = None;
+    let done = super::poll_until(limit, || {
+        status = p.0.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(done, "process did not finish in {limit:?}");
+    status.and_then(|s| s.code())
 }
 
 /// One replayed session from surge's CSV: its file, start (ms) and failure reason if it failed.

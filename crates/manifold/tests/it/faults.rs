@@ -1,0 +1,261 @@
+//! Faults of issue 30, each with the real binary or in-process manifold and real Python workers:
+//! silent client connections, `--max` while recycling, a kept-alive worker connection that dies
+//! before answering, the access log under rotation and on a full disk, and `last_error` after a
+//! failed reload.
+
+use crate::common;
+
+#[path = "../../../../tests/mounts.rs"]
+mod mounts;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Sends `sig` to the manifold process.
+fn signal(m: &Manifold, sig: i32) {
+    // SAFETY: kill on the pid of a child we spawned and have not reaped.
+    unsafe {
+        libc::kill(m.child.id() as i32, sig);
+    }
+}
+
+/// Whether the peer closed `s` (EOF or reset) within `limit`; a read that times out is not.
+fn closed_by_peer(mut s: &TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut b = [0u8; 64];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+/// A connection that sends nothing is closed after `--header-timeout` counted from accept, so
+/// silent sockets cannot hold `--max-connections` places: 100 of them fill `--max-connections
+/// 100` and are all closed after 1 s, and a real request is served again.
+#[test]
+fn silent_connections_are_closed_after_header_timeout_from_accept() {
+    let m = InProc::start(&base(&[
+        "--max-connections",
+        "100",
+        "--header-timeout",
+        "1s",
+    ]));
+    assert_eq!(m.get("/hello").status, 200);
+    let silent: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(&m.addr).unwrap())
+        .collect();
+    // Each silent one is closed by manifold, none by this test.
+    for (i, s) in silent.iter().enumerate() {
+        assert!(
+            closed_by_peer(s, Duration::from_secs(10)),
+            "silent connection {i} kept open"
+        );
+    }
+    let r = m.get("/hello");
+    assert_eq!((r.status, r.body.as_str()), (200, "hello"));
+}
+
+/// 10,000 silent sockets from one host against the binary's default `--max-connections` (half
+/// its open-file limit, raised to the hard limit at start) do not stop a real request from
+/// being served, and are closed after `--header-timeout`.
+#[test]
+fn ten_thousand_silent_sockets_do_not_stop_a_real_request() {
+    const SILENT: usize = 10_000;
+    let soft = manifold::config::raise_open_file_limit();
+    if soft < (SILENT as u64) + 2_000 {
+        eprintln!(
+            "skipped: open-file limit {soft} is below {} (ulimit -Hn)",
+            SILENT + 2_000
+        );
+        return;
+    }
+    let m = start(&base(&["--header-timeout", "3s"]));
+    let silent: Vec<TcpStream> = (0..SILENT)
+        .map(|i| TcpStream::connect(&m.addr).unwrap_or_else(|e| panic!("connect #{i}: {e}")))
+        .collect();
+    let start = Instant::now();
+    let mut r = m.get("/hello");
+    wait_until("the real request served", || {
+        r = m.get("/hello");
+        r.status != 503
+    });
+    eprintln!(
+        "real request served {:?} after {SILENT} silent connections",
+        start.elapsed()
+    );
+    assert_eq!((r.status, r.body.as_str()), (200, "hello"));
+    for (i, s) in silent.iter().enumerate() {
+        assert!(
+            closed_by_peer(s, DEADLINE),
+            "silent connection {i} kept open"
+        );
+    }
+}
+
+/// Worker processes that are children of `pid`, read from /proc.
+fn children(pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // Field 4 (after the parenthesised name) is the parent pid.
+            stat.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .count()
+}
+
+/// `--max` bounds every worker process while recycling, draining ones included: `--min 2 --max
+/// 2 --max-requests 5` under four clients in a loop never has more than 2 worker processes
+/// (counted from /proc), and workers are recycled with every request answered.
+#[test]
+fn max_bounds_every_worker_process_while_recycling() {
+    let m = start(&base(&[
+        "--min",
+        "2",
+        "--max",
+        "2",
+        "--max-requests",
+        "5",
+        "--stop-timeout",
+        "1s",
+    ]));
+    let pid = m.child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        thread::spawn(move || {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(children(pid));
+                // why: sampling /proc; a process count has no event to wait on.
+                thread::sleep(Duration::from_millis(5));
+            }
+            most
+        })
+    };
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let addr = m.addr.clone();
+            thread::spawn(move || {
+                (0..40)
+                    .map(|_| request(&addr, "GET", "/hello", &[], "").status)
+                    .filter(|s| *s != 200)
+                    .count()
+            })
+        })
+        .collect();
+    let failed: usize = clients.into_iter().map(|c| c.join().unwrap()).sum();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = sampler.join().unwrap();
+    assert_eq!(failed, 0, "{}", m.log());
+    let s = m.status();
+    assert!(s["totals"]["recycles"].as_u64().unwrap() >= 1, "{s}");
+    assert!(most <= 2, "{most} worker processes at once with --max 2");
+}
+
+/// A request written to a kept-alive worker connection that closes before any byte of an answer
+/// is sent once more on a new connection (200, not 502) when it has no body; one with a body
+/// gets 502 (it cannot be sent again whole).
+#[test]
+fn a_kept_alive_connection_that_closes_unanswered_is_retried_once() {
+    let m = InProc::start(&base(&["--min", "1", "--max", "1"]));
+    // The fixture answers /then-drop, then reads the next request on that connection and closes
+    // it without a byte of answer; manifold keeps the connection for the next request.
+    assert_eq!(m.get("/then-drop").status, 200);
+    let r = m.get("/hello");
+    assert_eq!((r.status, r.body.as_str()), (200, "hello"), "{}", r.body);
+    let s = m.status();
+    assert_eq!(s["totals"]["bad_gateway"], 0, "{s}");
+    assert_eq!(s["totals"]["connect_retries"], 1, "{s}");
+    assert_eq!(m.get("/then-drop").status, 200);
+    let r = request(&m.addr, "POST", "/echo", &[], "a body");
+    assert_eq!(r.status, 502, "{}", r.body);
+}
+
+/// SIGUSR1 reopens the access log: after `mv access.log access.log.1; kill -USR1`, new lines go
+/// to a new access.log and the renamed file keeps only the old ones.
+#[test]
+fn sigusr1_reopens_the_access_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let m = start(&base(&["--access-log", log.to_str().unwrap()]));
+    let lines = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    assert_eq!(m.get("/hello").status, 200);
+    wait_until("the first line", || lines(&log) == 1);
+    let rotated = dir.path().join("access.log.1");
+    std::fs::rename(&log, &rotated).unwrap();
+    signal(&m, libc::SIGUSR1);
+    wait_until("the reopened log", || log.exists());
+    assert_eq!(m.get("/hello").status, 200);
+    wait_until("a line in the reopened log", || lines(&log) == 1);
+    assert_eq!(lines(&rotated), 1);
+}
+
+/// Access log lines lost on a full disk are counted: with the log on a full 64 KiB tmpfs,
+/// status `access_log_lines_dropped` and `/metrics` count every line of the requests served.
+#[test]
+fn access_log_lines_lost_on_a_full_disk_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fs) = mounts::Tmpfs::mount(&dir.path().join("small"), "64k") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    // Fill it: the access log's first write meets a full disk.
+    let mut filler = std::fs::File::create(fs.0.join("filler")).unwrap();
+    while filler.write_all(&[0u8; 4096]).is_ok() {}
+    drop(filler);
+    let log = fs.0.join("access.log");
+    let m = InProc::start(&base(&["--access-log", log.to_str().unwrap()]));
+    for _ in 0..5 {
+        assert_eq!(m.get("/hello").status, 200);
+    }
+    let s = m.wait_status("5 dropped lines", |s| s["access_log_lines_dropped"] == 5);
+    assert_eq!(s["totals"]["served"], 5);
+    let metrics = m.get("/__manifold__/metrics").body;
+    assert!(
+        metrics.contains("manifold_access_log_lines_dropped_total 5"),
+        "{metrics}"
+    );
+}
+
+/// After a failed reload, `last_error` keeps saying so until a reload succeeds: a later error
+/// (a worker crash) is shown after it, not instead of it.
+#[test]
+fn a_failed_reload_stays_in_last_error_until_a_reload_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("manifold.toml");
+    let write = |command: &[String]| {
+        let quoted: Vec<String> = command.iter().map(|a| format!("{a:?}")).collect();
+        let text = format!("min = 1\nmax = 2\ncommand = [{}]\n", quoted.join(", "));
+        std::fs::write(&cfg, text).unwrap();
+    };
+    write(&py_worker(&[]));
+    let m = start(&on_free_port(&["--config", cfg.to_str().unwrap()]));
+    write(&args(&["/nonexistent/app", "{port}"]));
+    signal(&m, libc::SIGHUP);
+    m.wait_status("reload given up", |s| s["totals"]["reload_failures"] == 1);
+    assert_eq!(m.get("/crash").status, 502);
+    let s = m.wait_status("the crash", |s| s["totals"]["worker_crashes"] == 1);
+    let msg = s["last_error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.starts_with("reload to generation 2 failed"), "{msg}");
+    assert!(msg.contains("; later: "), "{msg}");
+    write(&py_worker(&[]));
+    signal(&m, libc::SIGHUP);
+    let s = m.wait_status("reload in service", |s| s["totals"]["reloads"] == 1);
+    let msg = s["last_error"]["message"].as_str().unwrap_or_default();
+    assert!(!msg.contains("reload to generation"), "{msg}");
+}

@@ -4,9 +4,9 @@
 //! lives exactly as long as the worker is serving (until the response body ends or the WebSocket
 //! closes).
 //!
-//! Retries: a request goes once more to a worker, instead of a 502, when nothing of it can have
-//! been answered: its worker refused the connection, or its kept-alive connection failed while
-//! writing it or closed before any byte of an answer and it has no body (see `retry`).
+//! Retries: a request goes once more to a worker, instead of a 502, when none of it reached a
+//! worker: its worker refused the connection, or its kept-alive connection closed before any byte
+//! of it was written (hyper hands the request back; see `retry::attempt`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,9 +28,8 @@ use crate::status;
 mod leased;
 mod retry;
 mod tunnel;
-use hyper::body::Body as _;
 use leased::Leased;
-use retry::{attempt, connect_leased, no_body, unanswered, Attempt};
+use retry::{attempt, connect_leased, Attempt};
 use tunnel::tunnel;
 
 /// Why a response body ended early (the worker's connection failed, or it fell silent for
@@ -303,8 +302,6 @@ async fn exchange(
         None => hyper::Uri::from_static("/"),
     };
     forwarded_headers(&mut parts.headers, client, upgrade);
-    // A request without a body can be sent again as it is (see `retry_unanswered`).
-    let again = (!upgrade && body.is_end_stream()).then(|| parts.clone());
     let up_req = Request::from_parts(parts, body.boxed());
     let (mut lease, conn, pooled) = match connect_leased(&pool, lease, upgrade).await {
         Ok(got) => got,
@@ -312,9 +309,12 @@ async fn exchange(
     };
     let sent_at = Instant::now();
     let mut sent = attempt(conn, up_req, timeouts.request).await;
-    if let (Attempt::Failed(e), true, Some(parts)) = (&sent, pooled, again) {
-        if unanswered(e) {
-            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before any answer; retrying once");
+    if let Attempt::Failed(e, Some(unsent)) = sent {
+        if !pooled {
+            sent = Attempt::Failed(e, None);
+        } else {
+            // Nothing of it was written (see `retry::attempt`): once more, on a new connection.
+            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before the request was written; retrying once");
             pool.count_retry();
             drop(lease);
             let retry = match pool.acquire(None).await {
@@ -326,12 +326,7 @@ async fn exchange(
                 Err(r) => return (r, Served::default()),
             };
             lease = l;
-            sent = attempt(
-                conn,
-                Request::from_parts(parts, no_body()),
-                timeouts.request,
-            )
-            .await;
+            sent = attempt(conn, unsent, timeouts.request).await;
         }
     }
     let mut worker = Served {
@@ -349,7 +344,7 @@ async fn exchange(
             worker.upstream = None;
             return (timed_out(&pool, lease.worker, timeouts.request), worker);
         }
-        Attempt::Failed(e) => {
+        Attempt::Failed(e, _) => {
             let msg = format!("worker {} failed: {e}", lease.worker);
             tracing::warn!(worker = lease.worker, error = %e, "worker request failed");
             pool.count_bad_gateway(msg.clone());

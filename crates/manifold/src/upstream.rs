@@ -76,6 +76,32 @@ pub async fn send(
     conn.send_request(req).await
 }
 
+/// A request that got no response head: hyper's error, and the request itself when none of it
+/// was written (hyper hands it back), so it can be sent again as it is.
+pub struct Unsent {
+    /// What went wrong.
+    pub error: hyper::Error,
+    /// The request, untouched (body included), if no byte of it went to the worker.
+    pub request: Option<Request<UpBody>>,
+}
+
+/// [`send`], telling apart a request that never left (see [`Unsent`]).
+///
+/// # Errors
+/// The connection closed or the worker failed before its response head.
+pub async fn try_send(conn: &mut Conn, req: Request<UpBody>) -> Result<Response<Incoming>, Unsent> {
+    if let Err(error) = conn.ready().await {
+        return Err(Unsent {
+            error,
+            request: Some(req),
+        });
+    }
+    conn.try_send_request(req).await.map_err(|mut e| Unsent {
+        request: e.take_message(),
+        error: e.into_error(),
+    })
+}
+
 /// GETs `path` on a worker over a fresh connection and returns the status (readiness check).
 ///
 /// # Errors

@@ -1,13 +1,11 @@
 //! Getting a request to a worker: the leased worker's connection (kept-alive or new), one try,
 //! and the two cases where a request is sent to a worker once more instead of a 502: a refused
-//! connect, and a kept-alive connection that closed before any byte of an answer
-//! ([`unanswered`] states the rule).
+//! connect, and a kept-alive connection that closed before any byte of the request was written
+//! ([`attempt`] states the rule).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
@@ -19,45 +17,33 @@ use crate::upstream::{self, UpBody};
 pub(super) enum Attempt {
     /// The worker's response head arrived (on this connection).
     Answered(Response<Incoming>, upstream::Conn),
-    /// No connection, or it failed before a response head.
-    Failed(upstream::UpstreamError),
+    /// No connection, or it failed before a response head; with the request when no byte of
+    /// it was written (see [`attempt`]).
+    Failed(upstream::UpstreamError, Option<Request<UpBody>>),
     /// No response head within `--request-timeout`.
     TimedOut,
 }
 
 /// Sends `req` on `conn` (if there is one), at most `limit` (zero: no limit) for the head.
+///
+/// The retry rule of a kept-alive connection: when it closed (its worker exited, or closed the
+/// idle connection) before any byte of the request was written, hyper hands the request back,
+/// untouched, body included; it is then sent once more, to a worker picked afresh on a new
+/// connection, as safe as after a refused connect. A request that was written, even in part,
+/// and got no answer is a 502 (the worker may have acted on it, or died of it).
 pub(super) async fn attempt(
     conn: Result<upstream::Conn, upstream::UpstreamError>,
     req: Request<UpBody>,
     limit: Duration,
 ) -> Attempt {
     match conn {
-        Ok(mut c) => match within(limit, upstream::send(&mut c, req)).await {
+        Ok(mut c) => match within(limit, upstream::try_send(&mut c, req)).await {
             Some(Ok(r)) => Attempt::Answered(r, c),
-            Some(Err(e)) => Attempt::Failed(e.into()),
+            Some(Err(u)) => Attempt::Failed(u.error.into(), u.request),
             None => Attempt::TimedOut,
         },
-        Err(e) => Attempt::Failed(e),
+        Err(e) => Attempt::Failed(e, None),
     }
-}
-
-/// The retry rule for a kept-alive (pooled) connection: a request is sent once more, to a
-/// worker picked afresh on a new connection, only when (1) it went out on a pooled connection,
-/// (2) that connection failed while writing it or closed before any byte of an answer (hyper's
-/// "incomplete message", "canceled" or "closed"; never a timeout or a bad answer), and (3) the
-/// request has no body, so it can be sent again whole. Such a connection died idle (its worker
-/// exited, or closed it) in the moment before it was used; the worker answered nothing, so
-/// this is as safe to retry as a refused connect. Anything else is a 502.
-pub(super) fn unanswered(e: &upstream::UpstreamError) -> bool {
-    matches!(e, upstream::UpstreamError::Http(h)
-        if h.is_incomplete_message() || h.is_canceled() || h.is_closed())
-}
-
-/// The empty body a bodiless request is sent again with.
-pub(super) fn no_body() -> UpBody {
-    http_body_util::Empty::<Bytes>::new()
-        .map_err(|n| match n {})
-        .boxed()
 }
 
 /// A connection to the leased worker: its idle one (`true`: pooled), or a new one. A worker

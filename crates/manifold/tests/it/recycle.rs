@@ -76,7 +76,9 @@ fn max_requests_recycles_with_no_failed_request() {
 #[test]
 fn max_rss_recycles_a_leaking_worker_at_the_limit() {
     const MIB: u64 = 1 << 20;
-    let mut a = on_free_port(&["--max-rss", "60MiB", "--stop-timeout", "1s"]);
+    // --max 3: room for a replacement while the previous recycled worker still drains (--max
+    // counts every process; without room a due worker serves on, and leaks on, until one exits).
+    let mut a = on_free_port(&["--max-rss", "60MiB", "--stop-timeout", "1s", "--max", "3"]);
     a.push("--".into());
     a.extend(py_worker(&["--leak", &(8 * MIB).to_string()]));
     let m = InProc::start(&a);

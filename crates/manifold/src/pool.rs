@@ -513,6 +513,7 @@ impl Pool {
             totals: st.totals,
             output_lines_dropped: self.output.dropped(),
             access_log_lines_dropped: 0,
+            settings: cfg.shown().into_iter().collect(),
             last_error: LastError::standing(st.reload_error.as_ref(), st.last_error.as_ref()),
             generation: st.generation,
             draining: self.is_draining(),

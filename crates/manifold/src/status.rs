@@ -381,6 +381,7 @@ mod tests {
             totals: Totals::default(),
             output_lines_dropped: 0,
             access_log_lines_dropped: 0,
+            settings: Default::default(),
             last_error: None,
             generation: 1,
             draining: false,

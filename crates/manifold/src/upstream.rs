@@ -176,3 +176,39 @@ impl Write for QuickAck {
         Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept-alive connection whose worker closed it before the request was written hands the
+    /// request back untouched (what the proxy's retry rule relies on); one that the worker read
+    /// and then closed unanswered does not.
+    #[tokio::test]
+    async fn a_request_never_written_comes_back() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let get = || {
+            Request::get("/")
+                .header(hyper::header::HOST, "w")
+                .body(Empty::<Bytes>::new().map_err(|n| match n {}).boxed())
+                .unwrap()
+        };
+        // Closed by the worker before the request: nothing is written, the request comes back.
+        let mut conn = connect(port).await.unwrap();
+        let (worker, _) = listener.accept().unwrap();
+        drop(worker);
+        let e = try_send(&mut conn, get()).await.unwrap_err();
+        assert!(e.request.is_some(), "{}", e.error);
+        // Read by the worker, then closed unanswered: not handed back.
+        let mut conn = connect(port).await.unwrap();
+        let (mut worker, _) = listener.accept().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut b = [0u8; 1024];
+            let _ = std::io::Read::read(&mut worker, &mut b);
+        });
+        let e = try_send(&mut conn, get()).await.unwrap_err();
+        reader.join().unwrap();
+        assert!(e.request.is_none(), "{}", e.error);
+    }
+}

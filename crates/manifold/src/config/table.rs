@@ -289,6 +289,12 @@ macro_rules! settings_table {
                 }
             }
 
+            /// Each setting's running value by its TOML key, as `--help` shows values (status
+            /// `settings`).
+            pub fn shown(&self) -> Vec<(&'static str, String)> {
+                vec![$((&table::flag(stringify!($field))[2..], table::Shown::shown(&self.$field))),*]
+            }
+
             /// Sets every field `opts` gives (the others keep their value).
             ///
             /// # Errors

@@ -186,6 +186,12 @@ fn settings_table_is_the_single_source() {
     }
     let e = toml::from_str::<Options>("no-such-setting = 1").unwrap_err();
     assert!(e.to_string().contains("unknown field"), "{e}");
+    let shown = Config::new(Vec::new()).shown();
+    assert_eq!(shown.len(), SETTINGS.len(), "status settings: one per row");
+    assert!(shown
+        .iter()
+        .zip(SETTINGS)
+        .all(|((k, _), s)| *k == &s.flag()[2..]));
     let table = live::docs_table();
     assert_eq!(table.lines().count(), SETTINGS.len() + 2, "{table}");
 }

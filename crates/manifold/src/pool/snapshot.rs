@@ -130,6 +130,9 @@ pub struct Snapshot {
     pub last_error: Option<LastError>,
     /// Generation new workers get (1, then +1 per reload).
     pub generation: u64,
+    /// Every setting in force (a reload may have changed them) by its TOML key, from the
+    /// settings table.
+    pub settings: std::collections::BTreeMap<&'static str, String>,
     /// Whether the host is draining (SIGTERM received): it takes no new sessions.
     pub draining: bool,
 }

@@ -134,6 +134,12 @@ fn sighup_applies_pool_settings_and_the_pool_follows() {
         generation_only(s, 2) == Some(3)
     });
     assert_eq!(settings(&s), (3, 4, 1.0));
+    // Status lists every setting in force, from the settings table.
+    assert_eq!(
+        (&s["settings"]["max"], &s["settings"]["request-timeout"]),
+        (&serde_json::json!("4"), &serde_json::json!("1s"))
+    );
+    assert_eq!(s["settings"]["max-connections"], "100", "kept");
     let log = m.log();
     assert!(log.contains("reload: at once"), "{log}");
     assert!(

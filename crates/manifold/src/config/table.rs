@@ -117,10 +117,12 @@ pub fn copy_of<T: Clone>(v: &T) -> T {
     v.clone()
 }
 
-/// One help line: the doc comment's words, then `[default: …]`.
+/// One help line: the doc comment's words (without a final period, as clap's derive writes
+/// them), then `[default: …]`.
 pub fn help(doc: &str, default: &str) -> String {
     let words: Vec<&str> = doc.split_whitespace().collect();
-    format!("{} [default: {default}]", words.join(" "))
+    let text = words.join(" ");
+    format!("{} [default: {default}]", text.trim_end_matches('.'))
 }
 
 /// One row of the settings table as data (for the docs table and the single-source test).

@@ -2,6 +2,9 @@
 //!
 //! Precedence is flag > file > default, so a config file can hold a deployment's settings and a flag
 //! can still override one of them for a single run.
+//!
+//! Every setting is one row of the settings table below (`settings_table!`, see [`table`]): its
+//! flag, TOML key, default, help and reload class come from that row alone.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -202,10 +202,7 @@ impl Haproxy {
 
     /// Waits (bounded) until `count(needle)` reaches `n`; returns the count.
     fn wait_count(&self, needle: &str, n: usize) -> usize {
-        let t = Instant::now();
-        while self.count(needle) < n && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(Duration::from_secs(5), || self.count(needle) >= n);
         self.count(needle)
     }
 }

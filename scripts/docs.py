@@ -29,6 +29,8 @@ FAULT_SUITES = [
     ("cranwhales", "crates/cranwhales/tests/it/server_abuse.rs"),
     ("cranwhales", "crates/cranwhales/tests/it/server_drain.rs"),
     ("surge", "crates/surge/tests/it/faults.rs"),
+    ("surge", "crates/surge/tests/it/bad_flags.rs"),
+    ("surge", "crates/surge/tests/it/secrets.rs"),
     ("surge", "crates/surge/tests/it/bench.rs"),
     ("surge", "crates/surge/tests/it/segments_bad_input.rs"),
     ("surge", "crates/surge/tests/it/report_bad_input.rs"),

@@ -266,6 +266,7 @@ impl fmt::Display for Failure {
             (None, Some(u)) => write!(s, ": {u}")?,
             _ => {}
         }
+        let s = crate::secret::mask(&s);
         f.write_str(&clip(&s, MAX_REASON))
     }
 }

@@ -23,6 +23,7 @@ pub mod recording;
 pub mod replay;
 pub mod report;
 pub mod rundir;
+pub mod secret;
 pub mod segment;
 pub mod shiny;
 pub mod signin;
@@ -36,11 +37,12 @@ pub fn exit_code(result: anyhow::Result<u8>, verbose: bool) -> std::process::Exi
     match result {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
-            if verbose {
-                eprintln!("surge: error: {e:?}");
+            let line = if verbose {
+                format!("surge: error: {e:?}")
             } else {
-                eprintln!("surge: error: {e:#}");
-            }
+                format!("surge: error: {e:#}")
+            };
+            eprintln!("{}", secret::mask(&line));
             std::process::ExitCode::from(2)
         }
     }

@@ -3,6 +3,7 @@
 //! `debug.log` in the run directory. Only surge's own events are logged (no HTTP-library noise).
 //! The progress line and the final summary are not log lines: they always print.
 
+use crate::secret::Masked;
 use std::path::Path;
 use std::sync::Mutex;
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -64,7 +65,7 @@ pub struct LogError {
 /// The debug log file cannot be created.
 pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), LogError> {
     let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| Masked(std::io::stderr()))
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .with_filter(Targets::new().with_target("surge", level.filter()));
@@ -77,7 +78,7 @@ pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), LogError> 
             })?;
             Some(
                 tracing_subscriber::fmt::layer()
-                    .with_writer(Mutex::new(f))
+                    .with_writer(Mutex::new(Masked(f)))
                     .with_ansi(false)
                     .with_target(false)
                     .with_filter(Targets::new().with_target("surge", LevelFilter::DEBUG)),

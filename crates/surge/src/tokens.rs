@@ -105,6 +105,24 @@ impl Tokens {
     }
 }
 
+/// The names of the `${NAME}` placeholders in `s`, in order: letters, digits and `_`, not all
+/// digits (`${5}` is text, not a placeholder). What replay would fill or refuse to send as it is.
+pub fn placeholders(s: &str) -> impl Iterator<Item = &str> {
+    s.match_indices("${").filter_map(move |(i, _)| {
+        let after = &s[i + 2..];
+        let name = &after[..after.find('}')?];
+        let word = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let number = name.bytes().all(|b| b.is_ascii_digit());
+        (!name.is_empty() && word && !number).then_some(name)
+    })
+}
+
+/// Whether `name` is one of the placeholders replay fills itself from live responses
+/// ([`NAMES`]: `${WORKER}`, `${SESSION}`, …), not from `--data` or `--capture`.
+pub fn is_builtin(name: &str) -> bool {
+    index(name).is_some()
+}
+
 /// xorshift64*: enough randomness for ids, no crate needed.
 pub fn next_random(state: &mut u64) -> u64 {
     let mut x = *state;
@@ -199,6 +217,14 @@ mod tests {
             t.substitute("/d/${date}/${WORKER}").unwrap(),
             "/d/2015-01-13/w9"
         );
+    }
+
+    #[test]
+    fn finds_placeholder_names() {
+        let found: Vec<&str> =
+            placeholders("/d/${date}/${WORKER}?p=${5}&q=${}&r=${a-b}&s=${x").collect();
+        assert_eq!(found, ["date", "WORKER"]);
+        assert!(is_builtin("SOCKJSID") && !is_builtin("date"));
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub timeout: Duration,
     /// Statuses that count as ok (comma-separated, e.g. 200,204; default: any 2xx or 3xx)
-    #[arg(long, value_name = "CODES", value_delimiter = ',')]
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = report::parse_status)]
     pub expect_status: Vec<u16>,
     /// Share of requests that may be not ok (errors or other statuses) before the run fails
     /// with exit 1, e.g. 1% or 0.01 (default 0: any one fails it)

@@ -102,6 +102,8 @@ mod tests {
         // end the next, longer wait.
         let abandoned = Instant::now() + ms(5);
         assert!(timer.sleep_until(abandoned).now_or_never().is_none());
+        // why: the abandoned wait's expiry must really happen (the kernel's timerfd, not tokio's
+        // clock, so a paused clock cannot stand in) before the next wait is armed.
         std::thread::sleep(ms(10));
         let due = Instant::now() + ms(50);
         timer.sleep_until(due).await;

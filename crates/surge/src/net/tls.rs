@@ -1,7 +1,8 @@
 //! TLS for every connection surge opens to a target: the `--ca-cert`, `--insecure` and `--resolve`
 //! flags shared by replay, bench and record, the one rustls client config a run builds from them
 //! (ring provider; roots from the platform's store plus `--ca-cert`), and certificate errors turned
-//! into one line that names the reason (expired, unknown issuer, name mismatch).
+//! into one line that names the reason (expired, unknown issuer, name mismatch, self-signed) and
+//! the way out (`--ca-cert`, `--insecure`).
 //!
 //! Why one config per run: building it parses every platform root (~150 certificates, some
 //! milliseconds); per connection that would dominate a 10,000-user run's start.
@@ -173,7 +174,7 @@ fn certificate_reason(c: &CertificateError, host: &str) -> String {
         CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
             "certificate not valid yet".into()
         }
-        CertificateError::UnknownIssuer => "certificate from an unknown issuer (not signed by a trusted CA; add yours with --ca-cert FILE)".into(),
+        CertificateError::UnknownIssuer => "certificate from an unknown issuer (not signed by a trusted CA, or self-signed; trust its CA, or the self-signed certificate itself, with --ca-cert FILE, or skip the check with --insecure)".into(),
         CertificateError::NotValidForName => format!("certificate name mismatch (not valid for {host})"),
         CertificateError::NotValidForNameContext { presented, .. } => {
             // rustls writes names as `DnsName("x")`: keep the x.
@@ -187,7 +188,25 @@ fn certificate_reason(c: &CertificateError, host: &str) -> String {
         }
         CertificateError::BadSignature => "certificate has a bad signature".into(),
         CertificateError::Revoked => "certificate revoked".into(),
-        other => format!("bad certificate: {other:?}"),
+        CertificateError::Other(other) => webpki_reason(&other.to_string()),
+        other => format!("bad certificate: {other:?}; {WAY_OUT}"),
+    }
+}
+
+/// The way out of a certificate problem rustls names only by webpki's error (`Other`).
+const WAY_OUT: &str =
+    "trust the CA that signed the server's certificate with --ca-cert FILE, or skip the check with --insecure";
+
+/// webpki's errors rustls passes on as they are (their `Debug` name), in a sentence: a
+/// self-signed certificate made as a CA (`openssl req -x509` marks it `CA:TRUE`) comes as
+/// `CaUsedAsEndEntity`, trusted with `--ca-cert` or not.
+fn webpki_reason(name: &str) -> String {
+    match name {
+        "CaUsedAsEndEntity" => "self-signed CA certificate used as the server's own (CA:TRUE, as `openssl req -x509` makes it by default; a CA's certificate cannot be a server's): serve one signed by a CA you trust with --ca-cert FILE, or a self-signed one made with `-addext basicConstraints=critical,CA:FALSE` trusted the same way, or skip the check with --insecure".into(),
+        "EndEntityUsedAsCa" => {
+            format!("the chain uses a server's certificate as a CA (CA:FALSE); {WAY_OUT}")
+        }
+        other => format!("bad certificate ({other}); {WAY_OUT}"),
     }
 }
 

@@ -30,19 +30,39 @@ pub struct Journey {
     pub bodies: Vec<Option<Bytes>>,
 }
 
-/// `FILE[:WEIGHT]`: the path and weight (a `:digits` suffix is a weight unless the whole name is
-/// a file).
+/// `FILE[:WEIGHT]`: the path and weight. A spec that names a file is that file (a name may hold
+/// `:`); otherwise what follows the last `:` is the weight, a whole number of at least 1, when it
+/// looks like one (digits, a sign, a point: `-1`, `1.5`, or nothing) or when what precedes it is
+/// a file (`j2.log:abc`); anything else is a file name with a colon (loading says if it is missing).
 pub fn parse_spec(spec: &str) -> Result<(PathBuf, u32), ReplayError> {
-    if let Some((file, w)) = spec.rsplit_once(':') {
-        if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) && !Path::new(spec).exists() {
-            let weight: u32 = w.parse().map_err(|_| usage(spec, "weight too large"))?;
-            if weight == 0 {
-                return Err(usage(spec, "a weight is at least 1"));
-            }
-            return Ok((PathBuf::from(file), weight));
-        }
+    let whole = || Ok((PathBuf::from(spec), 1));
+    let Some((file, w)) = spec.rsplit_once(':') else {
+        return whole();
+    };
+    if Path::new(spec).exists() {
+        return whole();
     }
-    Ok((PathBuf::from(spec), 1))
+    let numeric = w.is_empty()
+        || (w.bytes().any(|b| b.is_ascii_digit())
+            && w.bytes()
+                .all(|b| b.is_ascii_digit() || b"+-.,eE_".contains(&b)));
+    if !numeric && !Path::new(file).exists() {
+        return whole();
+    }
+    let not_weight = || {
+        usage(
+            spec,
+            &format!("the weight {w:?} is not a whole number of at least 1 (FILE:WEIGHT, e.g. browse.log:70)"),
+        )
+    };
+    if w.is_empty() || !w.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(not_weight());
+    }
+    let weight: u32 = w.parse().map_err(|_| usage(spec, "weight too large"))?;
+    if weight == 0 {
+        return Err(not_weight());
+    }
+    Ok((PathBuf::from(file), weight))
 }
 
 fn usage(spec: &str, what: &str) -> ReplayError {

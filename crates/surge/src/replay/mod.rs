@@ -13,6 +13,7 @@
 mod drive;
 mod flags;
 mod journey;
+mod placeholders;
 mod plan;
 mod player;
 mod print;
@@ -37,6 +38,7 @@ pub use flags::{ReplayArgs, SessionArgs};
 pub use journey::Journey;
 pub use journey::JourneyFailuresError;
 pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
+pub use placeholders::UnfilledPlaceholder;
 pub use plan::{ReplayError, ReplayPlan};
 pub use print::replay_text;
 pub use shape::{parse_rate, parse_stages, Shape, Stage, Stages};

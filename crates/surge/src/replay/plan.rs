@@ -59,6 +59,9 @@ pub enum ReplayError {
     /// The `--data` file cannot be used.
     #[error(transparent)]
     Data(#[from] crate::data::DataError),
+    /// A `${name}` of the recording (or a `-H` header) that nothing would fill.
+    #[error(transparent)]
+    Placeholder(#[from] super::placeholders::UnfilledPlaceholder),
     /// A file could not be read or written.
     #[error("{path}: {err}")]
     Io {
@@ -155,6 +158,8 @@ impl ReplayPlan {
             segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())?;
         let users = users_of(args, &shape, segment)?;
         let (data, vars) = data_and_vars(args, &journeys)?;
+        let (captures, headers) = (&args.session.captures, &args.session.headers);
+        super::placeholders::check(&journeys, data.as_ref(), captures, headers)?;
         let mut headers = flags::parse_headers(&args.session.headers)
             .map_err(|e| ReplayError::Usage(e.to_string()))?;
         let out_dir = args.output_dir.clone().unwrap_or_else(|| {

@@ -59,6 +59,13 @@ pub struct SignInArgs {
 pub struct Secret(Box<str>);
 
 impl Secret {
+    /// A value read from the environment, registered with [`crate::secret`] so that no text
+    /// surge prints or writes shows it (a server may echo it back in its answer).
+    fn new(value: String) -> Secret {
+        crate::secret::register(&value);
+        Secret(value.into())
+    }
+
     fn expose(&self) -> &str {
         &self.0
     }
@@ -151,7 +158,7 @@ impl SignIn {
     ) -> Result<SignIn, SignInError> {
         let need = |var: &str, flag: &str| -> Result<Secret, SignInError> {
             match env(var) {
-                Some(v) if !v.is_empty() => Ok(Secret(v.into())),
+                Some(v) if !v.is_empty() => Ok(Secret::new(v)),
                 _ => Err(SignInError::Flag(format!(
                     "{flag} {var}: the environment variable {var} is not set or empty"
                 ))),
@@ -195,7 +202,7 @@ impl SignIn {
         headers: &[(HeaderName, HeaderValue)],
         timeout: Duration,
     ) -> Result<(), SignInError> {
-        let get = |v: &str| env(v).filter(|s| !s.is_empty()).map(|s| Secret(s.into()));
+        let get = |v: &str| env(v).filter(|s| !s.is_empty()).map(Secret::new);
         let key = get(ENV_API_KEY);
         let creds = get(ENV_USER).zip(get(ENV_PASS));
         if key.is_none() && creds.is_none() {

@@ -65,13 +65,17 @@ fn start_nginx() -> Nginx {
 // of the binary itself are tested by `bench_text` below and `bad_arguments_exit_2_with_one_line`.
 use common::bench_in_process as bench;
 
-fn access_lines(n: &Nginx) -> usize {
-    // nginx writes its log line after the response; give it a moment to flush.
-    std::thread::sleep(Duration::from_millis(200));
-    std::fs::read_to_string(n.dir.path().join("logs/access.log"))
-        .unwrap()
-        .lines()
-        .count()
+/// nginx's access log lines, once `want` are there (bounded): nginx writes each line after its
+/// response, so the client may count an answer before its line is in the file.
+fn access_lines(n: &Nginx, want: usize) -> usize {
+    let count = || {
+        std::fs::read_to_string(n.dir.path().join("logs/access.log"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    wait_until(Duration::from_secs(5), || count() >= want);
+    count()
 }
 
 #[test]
@@ -83,7 +87,7 @@ fn closed_model_counts_match_nginx_access_log() {
     assert_eq!(r["ok"], 3000);
     assert_eq!(r["status_codes"]["200"], 3000);
     assert_eq!(r["bytes_received"], 3000 * 1000);
-    assert_eq!(access_lines(&n), 3000);
+    assert_eq!(access_lines(&n, 3000), 3000);
     let l = &r["latency_ms"];
     assert!(l["p50"].as_f64().unwrap() <= l["p99"].as_f64().unwrap());
     assert!(l["p99"].as_f64().unwrap() <= l["max"].as_f64().unwrap());
@@ -99,7 +103,7 @@ fn open_model_keeps_rate_and_measures_from_intended_time() {
     let ok = r["ok"].as_u64().unwrap();
     // 400 req/s for 2 s = 800 scheduled sends, every one sent (late ones too).
     assert_eq!(ok, 800, "{r}");
-    assert_eq!(access_lines(&n) as u64, ok);
+    assert_eq!(access_lines(&n, ok as usize) as u64, ok);
     assert!(r["late_starts"].as_u64().unwrap() < 40, "{r}");
 }
 
@@ -296,10 +300,9 @@ fn errors(r: &serde_json::Value) -> BTreeMap<String, u64> {
 /// (bounded): the server thread counts a body after writing it, and the client may read it first.
 fn sent_settled(s: &Scripted, r: &serde_json::Value) -> u64 {
     let want = r["bytes_received"].as_u64().unwrap_or(0);
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while s.body_sent.load(Ordering::SeqCst) < want && std::time::Instant::now() < end {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until(Duration::from_secs(5), || {
+        s.body_sent.load(Ordering::SeqCst) >= want
+    });
     s.body_sent.load(Ordering::SeqCst)
 }
 
@@ -382,7 +385,7 @@ fn lanes_pin_one_per_cpu_only_when_the_cpus_match() {
         let mut p = Proc(cmd.stdout(Stdio::null()).spawn().unwrap());
         let task = std::path::PathBuf::from(format!("/proc/{}/task", p.0.id()));
         let mut found = BTreeMap::new();
-        for _ in 0..100 {
+        wait_until(Duration::from_secs(2), || {
             for t in std::fs::read_dir(&task).unwrap().flatten() {
                 let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
                 let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
@@ -393,11 +396,8 @@ fn lanes_pin_one_per_cpu_only_when_the_cpus_match() {
                     found.insert(lane.to_string(), c.trim().to_string());
                 }
             }
-            if found.len() == threads.parse::<usize>().unwrap() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            found.len() == threads.parse::<usize>().unwrap()
+        });
         interrupt(&mut p, Duration::from_secs(5));
         found
     };

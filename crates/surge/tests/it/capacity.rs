@@ -58,6 +58,7 @@ async fn serve(s: tokio::net::TcpStream, sem: Arc<tokio::sync::Semaphore>, servi
         }
         {
             let _slot = sem.acquire().await.unwrap();
+            // why: the app's work: its service time is what bounds the users it holds.
             tokio::time::sleep(service).await;
         }
         let resp = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok";

@@ -164,10 +164,9 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
         "{out}"
     );
     // Each 202 started a fetch; the server works through them (--max-ingests) after the run.
-    let t = std::time::Instant::now();
-    while fetched.lock().unwrap().len() < 30 && t.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until(Duration::from_secs(120), || {
+        fetched.lock().unwrap().len() >= 30
+    });
     let seen = fetched.lock().unwrap().clone();
     let distinct: Vec<&String> = seen.keys().filter(|d| others.contains(d)).collect();
     assert_eq!(distinct.len(), 30, "each user's day was fetched: {seen:?}");
@@ -179,10 +178,9 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
     // The same input for every user, as recorded once the day is stored (200): one day fetched
     // in all, every session served from the store and the cache.
     fetched.lock().unwrap().clear();
-    let t = std::time::Instant::now();
-    while http_get(&target, &day_url).0 != 200 && t.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(120), || {
+        http_get(&target, &day_url).0 == 200
+    });
     let same = tmp.path().join("same.log");
     recording(&same, &[("REQ_HOME", 200, "/"), ("REQ_GET", 200, &day_url)]);
     let run = tmp.path().join("run-same");
@@ -239,12 +237,11 @@ fn thirty_users_thirty_days_show_the_misses_a_same_input_run_hides() {
 
 /// Waits (at most 3 minutes in all) until every day of `days` is stored (answers 200).
 fn wait_stored(target: &str, days: &[String]) {
-    let t = std::time::Instant::now();
+    let end = std::time::Instant::now() + Duration::from_secs(180);
     for d in days {
-        while http_get(target, &format!("/api/days/{d}?count=8")).0 != 200 {
-            assert!(t.elapsed() < Duration::from_secs(180), "{d} not stored");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        let stored = || http_get(target, &format!("/api/days/{d}?count=8")).0 == 200;
+        assert!(wait_until(left, stored), "{d} not stored");
     }
 }
 

@@ -109,13 +109,12 @@ fn surge_bounded(args: &[&str]) -> (Option<i32>, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > end {
-            let _ = child.kill();
-            panic!("surge {args:?} hung");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    let ended = wait_until(std::time::Duration::from_secs(60), || {
+        child.try_wait().unwrap().is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+        panic!("surge {args:?} hung");
     }
     let mut err = String::new();
     use std::io::Read;

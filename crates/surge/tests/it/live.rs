@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{free_port, fresh_dir, surge, wait_port, Proc};
+use common::{free_port, fresh_dir, surge, wait_port, wait_until, Proc};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -80,10 +80,9 @@ fn start_prometheus(dir: &Path, target: &str) -> (Proc, u16) {
         "prometheus did not listen"
     );
     // Ready = the first scrape can happen.
-    let t = Instant::now();
-    while !get(port, "/-/ready").contains("Ready") && t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until(Duration::from_secs(30), || {
+        get(port, "/-/ready").contains("Ready")
+    });
     (p, port)
 }
 
@@ -93,6 +92,7 @@ fn start_prometheus(dir: &Path, target: &str) -> (Proc, u16) {
 #[test]
 fn prometheus_scrapes_the_dashboard_during_a_run() {
     let app = common::start_http(|_| {
+        // why: the app's work: sessions must overlap for the scrapes to see users running.
         std::thread::sleep(Duration::from_millis(20));
         Some("200 OK")
     });
@@ -328,15 +328,11 @@ fn bench_dashboard_serves_the_request_histogram() {
         .unwrap();
     let mut child = Proc(child);
     assert!(wait_port(dash, Duration::from_secs(30)), "no dashboard");
-    let t = Instant::now();
     let mut text = String::new();
-    while t.elapsed() < Duration::from_secs(30) {
+    wait_until(Duration::from_secs(30), || {
         text = get(dash, "/metrics");
-        if text.contains("surge_bench_request_duration_seconds_count 300") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        text.contains("surge_bench_request_duration_seconds_count 300")
+    });
     assert!(
         text.contains("surge_bench_request_duration_seconds_count 300"),
         "{text}"

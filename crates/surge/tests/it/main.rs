@@ -2,6 +2,7 @@
 //! on 2 cores). Each module was a `tests/*.rs` file of its own; run one with
 //! `cargo test -p surge --test it MODULE::`.
 
+mod bad_flags;
 mod bench;
 mod capacity;
 mod capacity_session_flags;
@@ -15,6 +16,7 @@ mod recordings;
 mod report_bad_input;
 mod report_fixtures;
 mod report_surge_run;
+mod secrets;
 mod segments;
 mod segments_bad_input;
 mod segments_bench;

@@ -20,6 +20,7 @@ const API_DELAY_MS: u64 = 40;
 fn start_app() -> u16 {
     start_http(|path| {
         if path.starts_with("/api/") {
+            // why: the app's work: the API's answer time is what the report measures.
             std::thread::sleep(Duration::from_millis(API_DELAY_MS));
         }
         Some("200 OK")
@@ -136,6 +137,7 @@ async fn summary_json_terminal_and_report_agree_on_every_percentile() {
     let port = start_http(|path| {
         if path.starts_with("/api/") {
             let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // why: the app's work, varied so that the percentiles differ from each other.
             std::thread::sleep(Duration::from_millis(n * 37 % 60));
         }
         Some("200 OK")

@@ -134,7 +134,15 @@ fn ctrl_c_ends_the_wait_for_start_at() {
     for (i, (args, want)) in cases.iter().enumerate() {
         let log = tmp.path().join(format!("int{i}.txt"));
         let mut p = spawn(args, &log);
-        std::thread::sleep(Duration::from_millis(1000));
+        // Ready: the plan is made and the wait announced (its Ctrl-C handler is set up with it).
+        let waiting = || {
+            let out = std::fs::read_to_string(&log).unwrap_or_default();
+            out.contains("surge: waiting for --start-at")
+        };
+        assert!(
+            wait_until(Duration::from_secs(30), waiting),
+            "{args:?}: no wait"
+        );
         let code = interrupt(&mut p, Duration::from_secs(5));
         let out = std::fs::read_to_string(&log).unwrap();
         assert_eq!(code, Some(*want), "{args:?}: {out}");

@@ -256,8 +256,8 @@ fn sigint_writes_consistent_partial_results() {
             .spawn()
             .unwrap(),
     );
-    wait_sessions(&run, 1, Duration::from_secs(30));
-    std::thread::sleep(Duration::from_millis(500));
+    // Two sessions ended: the users are looping, each in a session Ctrl-C will cut.
+    wait_sessions(&run, 2, Duration::from_secs(30));
     assert_eq!(interrupt(&mut replay, Duration::from_secs(15)), Some(130));
     let s = summary(&run);
     assert_eq!(s["interrupted"], true);

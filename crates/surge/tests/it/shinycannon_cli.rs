@@ -110,18 +110,17 @@ fn documented_shinycannon_command_lines_run_unchanged() {
             .unwrap()
             .parse()
             .unwrap();
-        let t = std::time::Instant::now();
         let mut done = Default::default();
-        while t.elapsed() < Duration::from_secs(90) {
+        wait_until(Duration::from_secs(90), || {
             if let Some(run) = run_dir(&cwd, &args) {
                 done = done_workers(&run);
                 if done.len() == workers as usize {
-                    break;
+                    return true;
                 }
             }
             assert!(p.0.try_wait().unwrap().is_none(), "{line}: exited early");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+            false
+        });
         assert_eq!(
             done,
             (0..workers).collect(),

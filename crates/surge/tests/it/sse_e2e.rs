@@ -45,14 +45,11 @@ fn record_session(dir: &Path, app: &str) -> PathBuf {
     assert!(dom["events"].as_u64().unwrap() >= 5, "{dom}");
     assert_eq!(dom["api"], "page 2: 10 items");
     // Closing the tab closed the EventSource: the proxy notices on its next write and records it.
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(10)
-        && !std::fs::read_to_string(&rec_path)
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&rec_path)
             .unwrap()
             .contains("/events")
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
     assert!(rec.stop(Duration::from_secs(10)).is_some());
     rec_path
 }
@@ -116,12 +113,9 @@ fn sse_session_recorded_in_chromium_replays_with_20_users() {
         events >= started * 4,
         "{events} events sent for {started} streams"
     );
-    let t = Instant::now();
     let closed =
         |app: &str| stat(app, "sse_client_closed") - before["sse_client_closed"].as_u64().unwrap();
-    while closed(&app) < started && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(5), || closed(&app) >= started);
     assert_eq!(
         closed(&app),
         started,

@@ -202,10 +202,7 @@ impl Haproxy {
 
     /// Waits (bounded) until `count(needle)` reaches `n`; returns the count.
     fn wait_count(&self, needle: &str, n: usize) -> usize {
-        let t = Instant::now();
-        while self.count(needle) < n && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(Duration::from_secs(5), || self.count(needle) >= n);
         self.count(needle)
     }
 }
@@ -500,4 +497,111 @@ fn shiny_app_behind_haproxy_tls_records_and_replays_over_wss() {
         &tmp.path().join("har-run"),
         &extra,
     );
+}
+
+/// `openssl s_server` on a free loopback port with `cert` and `key` (the handshake is all these
+/// tests need); killed on drop.
+fn s_server(dir: &Path, cert: &str, key: &str) -> (Proc, u16) {
+    let port = free_port();
+    let child = Command::new("openssl")
+        .current_dir(dir)
+        .args(["s_server", "-quiet", "-www", "-accept", &port.to_string()])
+        .args(["-cert", cert, "-key", key])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = Proc(child);
+    assert!(wait_port(port, Duration::from_secs(10)), "openssl s_server");
+    (p, port)
+}
+
+/// A self-signed certificate made as a CA (`openssl req -x509`'s default CA:TRUE), trusted with
+/// `--ca-cert` or not: replay and bench stop with exit 2 and one line that says so and gives the
+/// way out (where rustls's words were `bad certificate: Other(OtherError(CaUsedAsEndEntity))`);
+/// a self-signed CA:FALSE one untrusted is an unknown issuer with the same way out, and each way
+/// out works (`--ca-cert` for the CA:FALSE one, `--insecure`).
+#[test]
+fn a_self_signed_certificate_gets_a_sentence_with_the_way_out() {
+    need_tools!();
+    let tmp = TempDir::new("tls-self-signed");
+    let san = format!("subjectAltName=DNS:{HOST}");
+    // `ca`: as `openssl req -x509` makes it (CA:TRUE); `leaf`: the same, marked CA:FALSE.
+    for (name, extra) in [
+        ("ca", None),
+        ("leaf", Some("basicConstraints=critical,CA:FALSE")),
+    ] {
+        let (key, pem) = (format!("{name}.key"), format!("{name}.pem"));
+        let mut args = vec!["req", "-x509", "-newkey", "ec", "-pkeyopt"];
+        args.extend([
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+        ]);
+        args.extend([
+            "-days",
+            "30",
+            "-subj",
+            "/CN=app.surge.test",
+            "-addext",
+            &san,
+        ]);
+        args.extend(extra.iter().flat_map(|e| ["-addext", e]));
+        openssl(tmp.path(), &args);
+    }
+    let (_ca_srv, ca_port) = s_server(tmp.path(), "ca.pem", "ca.key");
+    let (_leaf_srv, leaf_port) = s_server(tmp.path(), "leaf.pem", "leaf.key");
+    let rec = one_request_recording(tmp.path());
+    let file = |n: &str| tmp.path().join(n).display().to_string();
+    let (ca, leaf) = (file("ca.pem"), file("leaf.pem"));
+    let self_ca = "self-signed CA certificate used as the server's own (CA:TRUE";
+    let cases: [(u16, &[&str], &str); 3] = [
+        (ca_port, &[], self_ca),
+        (ca_port, &["--ca-cert", &ca], self_ca),
+        (leaf_port, &[], "certificate from an unknown issuer"),
+    ];
+    for (port, flags, reason) in cases {
+        let target = format!("https://{HOST}:{port}/");
+        let resolve = format!("{HOST}:{port}:127.0.0.1");
+        let want = [
+            format!("TLS handshake with {HOST}:{port}: {reason}"),
+            "--ca-cert FILE".into(),
+            "or skip the check with --insecure".into(),
+        ];
+        let want: Vec<&str> = want.iter().map(String::as_str).collect();
+        let run = tmp.path().join("run");
+        let mut replay = replay_cmd(&rec, &target, 2, &run);
+        replay.args(["--resolve", &resolve]).args(flags);
+        assert_one_line("replay", run_timed(replay), &want, Duration::from_secs(10));
+        assert!(!run.exists(), "no run directory");
+        let mut bench = surge();
+        bench
+            .args(["bench", "-n", "2", &target, "--resolve", &resolve])
+            .args(flags);
+        assert_one_line("bench", run_timed(bench), &want, Duration::from_secs(10));
+    }
+    // The ways out work: the CA:FALSE one trusted with --ca-cert, the CA one with --insecure.
+    let ways_out: [(u16, &[&str]); 2] = [
+        (leaf_port, &["--ca-cert", &leaf]),
+        (ca_port, &["--insecure"]),
+    ];
+    for (port, flags) in ways_out {
+        let target = format!("https://{HOST}:{port}/");
+        let mut bench = surge();
+        bench
+            .args(["bench", "-n", "2", "--no-keepalive", &target])
+            .args(flags);
+        bench.args(["--resolve", &format!("{HOST}:{port}:127.0.0.1")]);
+        let (out, _) = run_timed(bench);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -3,14 +3,16 @@
 #![allow(dead_code)]
 
 mod inproc;
+mod wait;
 pub use inproc::*;
+pub use wait::wait_until;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Repository root (two levels above this crate).
 pub fn repo() -> PathBuf {
@@ -47,10 +49,9 @@ pub fn replay_cmd(recording: &Path, target: &str, users: u32, run: &Path) -> Com
 
 /// Waits (at most `within`) until the run directory holds at least `n` session CSVs.
 pub fn wait_sessions(run: &Path, n: usize, within: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < within && (!run.join("sessions").exists() || session_csvs(run).len() < n) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(within, || {
+        run.join("sessions").exists() && session_csvs(run).len() >= n
+    });
 }
 
 /// A port nobody listens on right now.
@@ -64,14 +65,7 @@ pub fn free_port() -> u16 {
 
 /// Waits until something accepts connections on the port.
 pub fn wait_port(port: u16, within: Duration) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < within {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
+    wait_until(within, || TcpStream::connect(("127.0.0.1", port)).is_ok())
 }
 
 /// A child process killed on drop.
@@ -256,14 +250,15 @@ pub fn run_driver(mut cmd: Command) -> String {
 
 /// Waits for a child to exit by itself (bounded); returns its exit code.
 pub fn wait_exit(p: &mut Proc, within: Duration) -> Option<i32> {
-    let t = Instant::now();
-    while t.elapsed() < within {
-        if let Ok(Some(s)) = p.0.try_wait() {
-            return s.code();
+    let mut code = None;
+    wait_until(within, || match p.0.try_wait() {
+        Ok(Some(s)) => {
+            code = s.code();
+            true
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
+        _ => false,
+    });
+    code
 }
 
 /// Sends SIGINT (what Ctrl-C sends) and waits up to `within` for the exit; returns its code.
@@ -498,6 +493,8 @@ pub fn start_four_way_app() -> u16 {
             1 => Some("500 Internal Server Error"),
             2 => None,
             _ => {
+                // why: the app's own slowness is what this answer tests: held past the run's
+                // 1 s --message-timeout, then closed.
                 std::thread::sleep(Duration::from_secs(3));
                 None
             }

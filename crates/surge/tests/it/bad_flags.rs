@@ -1,0 +1,204 @@
+//! Command lines and inputs surge must refuse before anything is sent (issue 30): a placeholder
+//! nothing fills, a journey weight that is not one, an `--expect-status` that is not an HTTP
+//! status. Each is the real binary: exit status 2, one stderr line naming what and where, no run
+//! directory, and no request to the app.
+
+use crate::common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// An app that answers 200 to anything (the app a placeholder sent as it is would pass), with a
+/// count of the requests it got; its base URL.
+fn yes_app() -> (String, Arc<AtomicU32>) {
+    let seen = Arc::new(AtomicU32::new(0));
+    let s = seen.clone();
+    let port = start_http(move |_| {
+        s.fetch_add(1, Ordering::SeqCst);
+        Some("200 OK")
+    });
+    (format!("http://127.0.0.1:{port}/"), seen)
+}
+
+/// A surge/http recording of `urls` (REQ_HOME first, then REQ_GETs), one event per line from 4.
+fn recording(dir: &Path, name: &str, urls: &[&str]) -> PathBuf {
+    let mut text =
+        "# version: 1\n# target_url: http://127.0.0.1:1/\n# target_type: surge/http\n".to_string();
+    for (i, url) in urls.iter().enumerate() {
+        let kind = if i == 0 { "REQ_HOME" } else { "REQ_GET" };
+        text.push_str(&format!(
+            "{{\"type\":\"{kind}\",\"begin\":\"2026-01-01T00:00:00.{i}00Z\",\"end\":\"2026-01-01T00:00:00.{i}10Z\",\"status\":200,\"url\":\"{url}\"}}\n"
+        ));
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Exit 2 and exactly one stderr line, which it returns.
+fn one_line(what: &str, out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: one line: {err}");
+    lines[0].to_string()
+}
+
+/// A recording's `${dat}` that the `--data` header does not name (its column is `date`), or a
+/// `${date}` with no `--data` at all, or a `-H` header's `${day}`: the run stops before the
+/// first user with exit 2 and one line naming the placeholder, its line and the columns there
+/// are; the app (which answers 200 to anything) gets no request. Spelled right, the same run
+/// sends each row's value.
+#[test]
+fn a_placeholder_nothing_fills_stops_the_run_before_any_request() {
+    let tmp = TempDir::new("surge-unfilled");
+    let (url, seen) = yes_app();
+    let typo = recording(tmp.path(), "typo.log", &["/", "/day/${dat}"]);
+    let right = recording(tmp.path(), "right.log", &["/", "/day/${date}?t=${TICKET}"]);
+    let csv = tmp.path().join("days.csv");
+    std::fs::write(&csv, "date,user\n2015-01-01,a\n2015-01-02,b\n").unwrap();
+    let (typo_s, right_s, csv_s) = (
+        typo.display().to_string(),
+        right.display().to_string(),
+        csv.display().to_string(),
+    );
+    let capture = ["--capture", "TICKET=t=(\\w+)"];
+    let cases: [(&str, &Path, Vec<&str>, Vec<String>); 3] = [
+        (
+            "typo in the header",
+            &typo,
+            vec!["--data", &csv_s],
+            vec![
+                format!("{typo_s}:5: placeholder ${{dat}} has no value"),
+                format!("the columns of --data {csv_s} are date, user"),
+            ],
+        ),
+        (
+            "no --data",
+            &right,
+            capture.to_vec(),
+            vec![
+                format!("{right_s}:5: placeholder ${{date}} has no value"),
+                "no --data file given".into(),
+                "--capture names TICKET".into(),
+            ],
+        ),
+        (
+            "a -H header",
+            &right,
+            [&["--data", &csv_s, "-H", "X-Day: ${day}"], &capture[..]].concat(),
+            vec!["-H 'X-Day: ${day}': placeholder ${day} has no value".into()],
+        ),
+    ];
+    for (what, rec, flags, want) in cases {
+        let run = tmp.path().join("run");
+        let out = replay_cmd(rec, &url, 2, &run).args(flags).output().unwrap();
+        let line = one_line(what, &out);
+        assert!(line.starts_with("surge: error: "), "{what}: {line}");
+        assert!(
+            line.ends_with("it would be sent as it is"),
+            "{what}: {line}"
+        );
+        for w in &want {
+            assert!(line.contains(w.as_str()), "{what}: {line:?} lacks {w:?}");
+        }
+        assert!(!run.exists(), "{what}: no run directory");
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "{what}: no request sent");
+    }
+    // Spelled right, the check lets the run go: every session sends its row's date.
+    let run = tmp.path().join("run-right");
+    let fixed = recording(tmp.path(), "fixed.log", &["/", "/day/${date}"]);
+    let out = replay_cmd(&fixed, &url, 2, &run)
+        .args(["--data", &csv_s, "--start-interval", "0"])
+        .args(["--think-time", "none"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(summary(&run)["sessions"]["failed"].as_u64(), Some(0));
+    assert!(
+        seen.load(Ordering::SeqCst) >= 4,
+        "the run sent its requests"
+    );
+}
+
+/// Journey weights that are not whole numbers of at least 1 (`-1`, `abc`, `1.5`, empty, `0`)
+/// are refused with exit 2 and one line naming the spec and the weight (they used to be read as
+/// a missing file `j2.log:abc`); a file whose name holds a colon is still a file.
+#[test]
+fn a_journey_weight_that_is_not_one_is_refused_with_one_line() {
+    let tmp = TempDir::new("surge-weights");
+    let (url, seen) = yes_app();
+    let j1 = recording(tmp.path(), "j1.log", &["/"]);
+    let j2 = recording(tmp.path(), "j2.log", &["/"]);
+    let (j1, j2) = (j1.display().to_string(), j2.display().to_string());
+    let run = tmp.path().join("run");
+    for w in ["-1", "abc", "1.5", "", "0"] {
+        let spec = format!("{j2}:{w}");
+        let out = surge()
+            .args(["replay", &format!("{j1}:70"), &spec, &url])
+            .arg("--output-dir")
+            .arg(&run)
+            .output()
+            .unwrap();
+        let line = one_line(&spec, &out);
+        let want = format!(
+            "surge: error: {spec}: the weight {w:?} is not a whole number of at least 1 (FILE:WEIGHT"
+        );
+        assert!(line.starts_with(&want), "{line:?}\nwanted {want:?}");
+        assert!(!run.exists());
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "nothing sent");
+    // A recording named `a:b.log` is a file, not `a` with weight `b.log`.
+    let colon = recording(tmp.path(), "a:b.log", &["/"]);
+    let out = surge()
+        .args([
+            "replay",
+            &format!("{}:3", colon.display()),
+            &format!("{j1}:1"),
+        ])
+        .args([&url, "--think-time", "none", "--output-dir"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(summary(&run)["journeys"]["a:b"]["weight"], 3);
+}
+
+/// `surge bench --expect-status` with a code outside 100..=599 (`999`, `0`, `abc`, `20x` in a
+/// list) is refused with exit 2 and one line naming it (999 and 0 used to be accepted, making
+/// every answer not ok).
+#[test]
+fn an_expect_status_that_is_not_an_http_status_is_refused() {
+    let (url, seen) = yes_app();
+    for codes in ["999", "0", "abc", "200,20x", "99"] {
+        let out = surge()
+            .args(["bench", "-n", "1", "--expect-status", codes, &url])
+            .output()
+            .unwrap();
+        let line = one_line(codes, &out);
+        let bad = codes.rsplit(',').next().unwrap();
+        assert!(
+            line.starts_with("surge: error: invalid value")
+                && line.contains(&format!(
+                    "{bad:?} is not an HTTP status (a number from 100 to 599)"
+                )),
+            "{line}"
+        );
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "nothing sent");
+    let out = surge()
+        .args(["bench", "-n", "2", "--expect-status", "200,599", &url])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

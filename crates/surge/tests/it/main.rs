@@ -21,6 +21,7 @@ mod segments_bench;
 mod segments_support;
 mod shiny_e2e;
 mod shinycannon_cli;
+mod sigterm;
 mod signin_e2e;
 mod signin_support;
 mod sockjs_e2e;

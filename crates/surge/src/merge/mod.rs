@@ -36,8 +36,36 @@ pub struct MergeArgs {
     pub json: bool,
 }
 
-/// Merges; returns the exit status (0: merged; the merged checks are in its summary).
-pub fn run(args: MergeArgs) -> Result<u8, MergeError> {
+/// What a merge wrote: the merged run (its summary.json) or the merged bench result. The
+/// terminal prints it.
+#[derive(Debug)]
+pub enum Merged {
+    /// Run directories → one run directory.
+    Run {
+        /// The merged run's summary.json.
+        summary: Box<replay::RunSummary>,
+        /// How many segments were merged.
+        segments: usize,
+        /// How many sessions the merged run has.
+        sessions: usize,
+    },
+    /// Bench `--json` results → one bench result.
+    Bench(Box<BenchReport>),
+}
+
+impl Merged {
+    /// The exit status: 0, or 1 when the merged bench result has too many requests not ok
+    /// (judged as one run would be; the merged run's checks are in its summary).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Merged::Run { .. } => 0,
+            Merged::Bench(r) => u8::from(r.verdict().is_some()),
+        }
+    }
+}
+
+/// Merges and writes the merged output; prints nothing.
+pub fn run(args: MergeArgs) -> Result<Merged, MergeError> {
     let usage = |m: String| Err(MergeError::Usage(m));
     if args.output.exists() && !args.overwrite_output {
         return usage(format!(
@@ -67,7 +95,7 @@ pub fn run(args: MergeArgs) -> Result<u8, MergeError> {
 }
 
 /// Run directories of `surge replay --segment` → one run directory.
-fn runs(args: &MergeArgs) -> Result<u8, MergeError> {
+fn runs(args: &MergeArgs) -> Result<Merged, MergeError> {
     let mut parts = (args.inputs.iter())
         .map(|d| read::part(d))
         .collect::<Result<Vec<_>, MergeError>>()?;
@@ -82,18 +110,11 @@ fn runs(args: &MergeArgs) -> Result<u8, MergeError> {
         &sessions,
         &summary,
     )?;
-    if args.json {
-        let json = serde_json::to_string_pretty(&summary).expect("a summary serialises");
-        println!("{json}");
-    } else {
-        println!(
-            "merged {} segments: {} sessions",
-            parts.len(),
-            sessions.len()
-        );
-        print!("{}", replay::replay_text(&summary, &args.output));
-    }
-    Ok(0)
+    Ok(Merged::Run {
+        summary: Box::new(summary),
+        segments: parts.len(),
+        sessions: sessions.len(),
+    })
 }
 
 /// The parts are the segments 1..N of one plan, of one recording, and no (worker, iteration)
@@ -138,7 +159,7 @@ fn check_parts(parts: &[read::Part]) -> Result<(), MergeError> {
 }
 
 /// `surge bench --segment --json` results → one bench result (JSON file).
-fn benches(args: &MergeArgs) -> Result<u8, MergeError> {
+fn benches(args: &MergeArgs) -> Result<Merged, MergeError> {
     let mut parts = Vec::with_capacity(args.inputs.len());
     for f in &args.inputs {
         let name = f.display().to_string();
@@ -163,17 +184,5 @@ fn benches(args: &MergeArgs) -> Result<u8, MergeError> {
                 err,
             }
         })?;
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", bench::bench_text(&merged));
-    }
-    // The whole plan is judged as one run would be: the same --max-error-rate line and exit 1.
-    Ok(match merged.verdict() {
-        Some(line) => {
-            eprintln!("surge merge: {line}");
-            1
-        }
-        None => 0,
-    })
+    Ok(Merged::Bench(Box::new(merged)))
 }

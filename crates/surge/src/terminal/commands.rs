@@ -18,13 +18,16 @@ pub enum Finished {
     Replay(replay::Replayed),
     /// `surge record`: what it wrote.
     Record(Recorded),
-    /// `surge bench`: the result.
-    Bench(Box<BenchReport>),
+    /// `surge bench`: the result, and the signal that stopped the run (not one that only ended
+    /// the dashboard's linger after it).
+    Bench(Box<BenchReport>, Option<Signal>),
     /// `surge capacity`: the search's answer.
     Capacity(CapacityResult),
     /// `surge capacity --workers`: the scaling table.
     Scaling(Scaling),
-    /// A file command (`merge`, `report`, `import-har`, `parametrize`): its exit status.
+    /// `surge merge`: what it wrote.
+    Merge(crate::merge::Merged),
+    /// A file command (`report`, `import-har`, `parametrize`): its exit status.
     Status(u8),
 }
 
@@ -37,11 +40,14 @@ impl Finished {
             Finished::Replay(o) if o.interrupted => stopped(o.exit_code()),
             Finished::Replay(o) => o.exit_code(),
             Finished::Record(_) => 0,
-            Finished::Bench(r) => stopped(u8::from(r.verdict().is_some())),
+            Finished::Bench(r, stopped_by) => {
+                stopped_by.map_or(u8::from(r.verdict().is_some()), Signal::exit_code)
+            }
             Finished::Capacity(c) if c.interrupted => stopped(c.exit_code()),
             Finished::Capacity(c) => c.exit_code(),
             Finished::Scaling(s) if s.interrupted => stopped(s.exit_code()),
             Finished::Scaling(s) => s.exit_code(),
+            Finished::Merge(m) => m.exit_code(),
             Finished::Status(code) => *code,
         }
     }
@@ -95,11 +101,14 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
     Ok(match cmd {
         Command::Replay(c) => Finished::Replay(replay_cmd(*c, term).await?),
         Command::Record(a) => Finished::Record(record_cmd(a, term).await?),
-        Command::Bench(c) => Finished::Bench(Box::new(bench_cmd(c, term).await?)),
+        Command::Bench(c) => {
+            let (report, stopped_by) = bench_cmd(c, term).await?;
+            Finished::Bench(Box::new(report), stopped_by)
+        }
         Command::Capacity(a) => capacity_cmd(*a, term).await?,
         Command::ImportHar(a) => Finished::Status(crate::har::run(a)?),
         Command::Parametrize(a) => Finished::Status(crate::parametrize::run(a)?),
-        Command::Merge(a) => Finished::Status(crate::merge::run(a)?),
+        Command::Merge(a) => Finished::Merge(merge_cmd(a)?),
         Command::Report(a) => {
             crate::report::run(a)?;
             Finished::Status(0)
@@ -176,7 +185,10 @@ async fn record_cmd(args: record::RecordArgs, term: &Terminal) -> Result<Recorde
 /// `surge bench`: plan from the flags, the dashboard when asked (`/metrics`: the request
 /// histogram), the run, then its text or JSON; one line saying why when more requests than
 /// `--max-error-rate` were not ok (exit status 1).
-async fn bench_cmd(cmd: BenchCmd, term: &Terminal) -> Result<BenchReport, CommandError> {
+async fn bench_cmd(
+    cmd: BenchCmd,
+    term: &Terminal,
+) -> Result<(BenchReport, Option<Signal>), CommandError> {
     let args = cmd.bench;
     let dash = Dashboard::start(&cmd.dashboard, &[]).await?;
     if let Some(d) = &dash {
@@ -187,6 +199,7 @@ async fn bench_cmd(cmd: BenchCmd, term: &Terminal) -> Result<BenchReport, Comman
     plan.progress =
         term.progress && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let report = bench::run(plan, term.stop.wait()).await;
+    let stopped_by = term.stop.signal();
     if let Some(d) = dash {
         d.finish(None, term.stop.wait()).await;
     }
@@ -199,7 +212,7 @@ async fn bench_cmd(cmd: BenchCmd, term: &Terminal) -> Result<BenchReport, Comman
     if let Some(line) = report.verdict() {
         eprintln!("surge bench: {line}");
     }
-    Ok(report)
+    Ok((report, stopped_by))
 }
 
 /// `surge capacity`: failed sessions are expected near the knee, so only errors are logged; the
@@ -217,4 +230,39 @@ async fn capacity_cmd(args: CapacityArgs, term: &Terminal) -> Result<Finished, C
     let result = capacity::run(plan, announced(term)).await?;
     println!("{}", result.answer);
     Ok(Finished::Capacity(result))
+}
+
+/// `surge merge`: the merge, then the merged summary (text or JSON) or bench result; one line
+/// saying why when the merged bench result has too many requests not ok (exit status 1).
+fn merge_cmd(args: crate::merge::MergeArgs) -> Result<crate::merge::Merged, CommandError> {
+    use crate::merge::Merged;
+    let (json, output) = (args.json, args.output.clone());
+    let merged = crate::merge::run(args)?;
+    match &merged {
+        Merged::Run { summary, .. } if json => {
+            let text = serde_json::to_string_pretty(summary).expect("a summary serialises");
+            println!("{text}");
+        }
+        Merged::Run {
+            summary,
+            segments,
+            sessions,
+        } => {
+            println!("merged {segments} segments: {sessions} sessions");
+            print!("{}", replay::replay_text(summary, &output));
+        }
+        Merged::Bench(r) => {
+            if json {
+                let text = serde_json::to_string_pretty(r).expect("a bench result serialises");
+                println!("{text}");
+            } else {
+                print!("{}", bench::bench_text(r));
+            }
+            // The whole plan is judged as one run would be: the same --max-error-rate line.
+            if let Some(line) = r.verdict() {
+                eprintln!("surge merge: {line}");
+            }
+        }
+    }
+    Ok(merged)
 }

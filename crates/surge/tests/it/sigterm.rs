@@ -66,7 +66,10 @@ fn sigterm_stops_a_replay_with_complete_results() {
         let t = Instant::now();
         assert_eq!(terminate(&mut p, Duration::from_secs(30)), Some(143));
         let stderr = std::fs::read_to_string(&err).unwrap();
-        assert!(stderr.contains("SIGTERM, finishing partial results"), "{stderr}");
+        assert!(
+            stderr.contains("SIGTERM, finishing partial results"),
+            "{stderr}"
+        );
         let (completed, failed) = assert_complete(&run);
         assert!(completed >= 8, "sessions before the signal completed");
         let s = summary(&run);
@@ -78,7 +81,10 @@ fn sigterm_stops_a_replay_with_complete_results() {
         } else {
             // Each session in flight had ≤ 300 ms left (plus any wait for a slot): it ended.
             assert_eq!(failed, 0, "{s}");
-            assert!(t.elapsed() < Duration::from_secs(20), "grace is a limit, not a wait");
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "grace is a limit, not a wait"
+            );
         }
     }
 }
@@ -103,10 +109,15 @@ fn sigterm_stops_a_bench_with_its_result() {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(terminate(&mut p, Duration::from_secs(30)), Some(143));
     let text = std::fs::read_to_string(&out).unwrap();
-    let r: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let r: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     let requests = r["requests"].as_u64().unwrap();
     assert!(requests >= 2, "{r}");
-    assert_eq!(r["ok"].as_u64(), Some(requests), "requests in flight ended, none cut: {r}");
+    assert_eq!(
+        r["ok"].as_u64(),
+        Some(requests),
+        "requests in flight ended, none cut: {r}"
+    );
 }
 
 /// `surge capacity` with a first step far longer than the test, stopped by SIGTERM mid-step:
@@ -124,7 +135,14 @@ fn sigterm_stops_a_capacity_search_with_its_files() {
             .arg(&rec)
             .arg(&url)
             .args(["--slo", "page_load:p95<10s", "--think-time", "none"])
-            .args(["--start", "2", "--step-sessions", "100000", "--step-max", "10m"])
+            .args([
+                "--start",
+                "2",
+                "--step-sessions",
+                "100000",
+                "--step-max",
+                "10m",
+            ])
             .arg("--output-dir")
             .arg(&out)
             .stdout(Stdio::null())

@@ -34,7 +34,10 @@ fn sub<S: AsRef<str>>(name: &str, args: &[S]) -> Command {
 
 /// A test's terminal: no logger, no progress lines, `argv` as the session CSVs' command line,
 /// and a stop that `stop` triggers (as SIGINT would). Must be called inside a runtime.
-fn terminal(argv: &[String], stop: impl std::future::Future<Output = ()> + Send + 'static) -> Terminal {
+fn terminal(
+    argv: &[String],
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Terminal {
     let term = Terminal {
         stop: Stop::new(),
         logger: false,
@@ -261,23 +264,32 @@ fn finish(args: &[&str], bench: bool) -> Result<(Finished, u8), CommandError> {
 /// `surge bench ARGS --json` in-process: the exit status the binary gives (1 when the verdict
 /// says too many requests were not ok) and the JSON result.
 pub fn bench_in_process(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let argv: Vec<&str> = std::iter::once("bench").chain(args.iter().copied()).collect();
+    let argv: Vec<&str> = std::iter::once("bench")
+        .chain(args.iter().copied())
+        .collect();
     let (done, code) = finish(&argv, true).unwrap_or_else(|e| panic!("surge {argv:?}: {e}"));
-    let Finished::Bench(report) = done else {
+    let Finished::Bench(report, _) = done else {
         panic!("surge bench finished as {done:?}")
     };
-    (Some(i32::from(code)), serde_json::to_value(&report).unwrap())
+    (
+        Some(i32::from(code)),
+        serde_json::to_value(&report).unwrap(),
+    )
 }
 
 /// `surge report ARGS` in-process: the report's result (the HTML file written on success).
 pub fn report_in_process(args: &[&str]) -> Result<(), CommandError> {
-    let argv: Vec<&str> = std::iter::once("report").chain(args.iter().copied()).collect();
+    let argv: Vec<&str> = std::iter::once("report")
+        .chain(args.iter().copied())
+        .collect();
     finish(&argv, false).map(|_| ())
 }
 
 /// `surge merge ARGS` in-process: the exit status the binary gives, or its error.
 pub fn merge_in_process(args: &[&str]) -> Result<u8, CommandError> {
-    let argv: Vec<&str> = std::iter::once("merge").chain(args.iter().copied()).collect();
+    let argv: Vec<&str> = std::iter::once("merge")
+        .chain(args.iter().copied())
+        .collect();
     finish(&argv, false).map(|(_, code)| code)
 }
 

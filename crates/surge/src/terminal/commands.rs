@@ -15,14 +15,14 @@ use std::io::Write as _;
 #[derive(Debug)]
 pub enum Finished {
     /// `surge replay`: the run's outcome.
-    Replay(replay::Replayed),
+    Replay(Box<replay::Replayed>),
     /// `surge record`: what it wrote.
     Record(Recorded),
     /// `surge bench`: the result, and the signal that stopped the run (not one that only ended
     /// the dashboard's linger after it).
     Bench(Box<BenchReport>, Option<Signal>),
     /// `surge capacity`: the search's answer.
-    Capacity(CapacityResult),
+    Capacity(Box<CapacityResult>),
     /// `surge capacity --workers`: the scaling table.
     Scaling(Scaling),
     /// `surge merge`: what it wrote.
@@ -99,7 +99,7 @@ pub enum CommandError {
 /// files could not be written, the run stopped).
 pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, CommandError> {
     Ok(match cmd {
-        Command::Replay(c) => Finished::Replay(replay_cmd(*c, term).await?),
+        Command::Replay(c) => Finished::Replay(Box::new(replay_cmd(*c, term).await?)),
         Command::Record(a) => Finished::Record(record_cmd(a, term).await?),
         Command::Bench(c) => {
             let (report, stopped_by) = bench_cmd(c, term).await?;
@@ -229,7 +229,7 @@ async fn capacity_cmd(args: CapacityArgs, term: &Terminal) -> Result<Finished, C
     }
     let result = capacity::run(plan, announced(term)).await?;
     println!("{}", result.answer);
-    Ok(Finished::Capacity(result))
+    Ok(Finished::Capacity(Box::new(result)))
 }
 
 /// `surge merge`: the merge, then the merged summary (text or JSON) or bench result; one line

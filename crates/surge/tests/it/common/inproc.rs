@@ -61,7 +61,7 @@ pub async fn replay_async(
 ) -> Result<Outcome, CommandError> {
     let term = terminal(args, stop);
     match run_command(sub("replay", args), &term).await? {
-        Finished::Replay(o) => Ok(o),
+        Finished::Replay(o) => Ok(*o),
         other => panic!("surge replay finished as {other:?}"),
     }
 }

@@ -226,21 +226,20 @@ pub async fn run(
     }
     shape_written?;
     written.map_err(|(path, err)| ReplayError::Io { path, err })?;
-    let mut kept = sh
-        .kept
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let sessions = std::mem::take(&mut *kept);
-    drop(kept);
-    let mut polled = pool
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let manifold = std::mem::take(&mut *polled);
-    drop(polled);
     Ok(Replayed {
         summary,
         interrupted,
-        sessions,
-        manifold,
+        sessions: take(&sh.kept),
+        manifold: take(&pool),
     })
+}
+
+/// What a list collected during the run holds, taken out (a poisoned lock is taken back: each
+/// push left the list valid).
+fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(
+        &mut *list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
 }

@@ -7,7 +7,10 @@
 //!
 //! Each command is flags → plan → `run(plan, stop)` → result: the flags are checked into a plan
 //! (`ReplayPlan::from_args`, `BenchPlan::from_args`, ...), the plan runs until its end or the
-//! stop, and the typed result comes back here to be printed ([`Finished`]).
+//! stop, and the typed result comes back here to be printed ([`Finished`]). A plan's constructor
+//! does the reading a bad input must fail on before any load is made (the recording, `--data`,
+//! an https target's TLS probe; replay also prepares its run directory), and nothing else: no
+//! logger, no signal, no printing but warnings; `run` does the run's own I/O.
 //!
 //! After a signal a run starts nothing new and writes what it has: replay and capacity cut the
 //! sessions still running at once (PLAYBACK_FAIL, kind `interrupted`) and write their session

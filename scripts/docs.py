@@ -37,6 +37,7 @@ FAULT_SUITES = [
     ("surge", "crates/surge/tests/it/tcp_stall.rs"),
     ("surge", "crates/surge/tests/it/tls.rs"),
     ("surge", "crates/surge/tests/it/capacity.rs"),
+    ("surge", "crates/surge/tests/it/sigterm.rs"),
     ("manifold", "crates/manifold/tests/it/timeouts.rs"),
     ("manifold", "crates/manifold/tests/it/limits.rs"),
     ("manifold", "crates/manifold/tests/it/recycle.rs"),

@@ -25,6 +25,37 @@ pub struct ImportArgs {
     pub target: Option<String>,
 }
 
+/// Why a HAR cannot be imported: one line naming the flag, or the file (and entry) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum HarError {
+    /// `--target` is not a URL.
+    #[error("--target {0}: not a URL")]
+    Target(String),
+    /// A file could not be read or written.
+    #[error("{}: {err}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+    /// The HAR's content is unusable (not JSON, a bad field, nothing of the origin).
+    #[error("{}: {why}", path.display())]
+    Content {
+        /// The HAR file.
+        path: PathBuf,
+        /// What is wrong, and where in it.
+        why: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HarError + '_ {
+    move |err| HarError::Io {
+        path: path.to_path_buf(),
+        err,
+    }
+}
+
 #[derive(Deserialize)]
 struct Har {
     log: Log,
@@ -91,16 +122,19 @@ fn origin_of(url: &str) -> Option<String> {
 }
 
 /// Converts the HAR; returns how many events were written. Errors name the file and entry.
-pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
+pub fn run(args: ImportArgs) -> Result<u8, HarError> {
     let entries = read_entries(&args.har)?;
     let origin = match &args.target {
-        Some(t) => origin_of(t).ok_or_else(|| anyhow::anyhow!("--target {t}: not a URL"))?,
+        Some(t) => origin_of(t).ok_or_else(|| HarError::Target(t.clone()))?,
         None => entries
             .iter()
             .find(|(_, e)| is_html(e))
             .or(entries.first())
             .and_then(|(_, e)| origin_of(&e.request.url))
-            .ok_or_else(|| anyhow::anyhow!("{}: no entries", args.har.display()))?,
+            .ok_or_else(|| HarError::Content {
+                path: args.har.clone(),
+                why: "no entries".into(),
+            })?,
     };
     let shiny = entries
         .iter()
@@ -117,7 +151,10 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
         if origin_of(&e.request.url).as_deref() != Some(origin.as_str()) {
             continue;
         }
-        let u: Uri = e.request.url.parse()?;
+        let u: Uri = e.request.url.parse().map_err(|err| HarError::Content {
+            path: args.har.clone(),
+            why: format!("request URL {:?}: {err}", e.request.url),
+        })?;
         let pq = u
             .path_and_query()
             .map(|p| p.as_str())
@@ -144,16 +181,18 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
     for (_, mut ev) in lines {
         ev.url = ev.url.map(|u| tokens.apply(&u));
         ev.message = ev.message.map(|m| tokens.apply(&m));
-        out.push_str(&serde_json::to_string(&ev)?);
+        out.push_str(&serde_json::to_string(&ev).expect("an event line serialises"));
         out.push('\n');
         count += 1;
     }
     if count == 0 {
-        anyhow::bail!("{}: no entries for origin {origin}", args.har.display());
+        return Err(HarError::Content {
+            path: args.har.clone(),
+            why: format!("no entries for origin {origin}"),
+        });
     }
-    let mut f = std::fs::File::create(&args.output)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
-    f.write_all(out.as_bytes())?;
+    let mut f = std::fs::File::create(&args.output).map_err(io_err(&args.output))?;
+    f.write_all(out.as_bytes()).map_err(io_err(&args.output))?;
     println!(
         "surge import-har: wrote {count} events ({origin}) to {}",
         args.output.display()
@@ -162,19 +201,20 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
 }
 
 /// The HAR's entries with their start times (Unix ms), in time order.
-fn read_entries(path: &Path) -> anyhow::Result<Vec<(i64, Entry)>> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let har: Har = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: not a HAR file: {e}", path.display()))?;
+fn read_entries(path: &Path) -> Result<Vec<(i64, Entry)>, HarError> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    let har: Har = serde_json::from_str(&text).map_err(|e| HarError::Content {
+        path: path.to_path_buf(),
+        why: format!("not a HAR file: {e}"),
+    })?;
     let mut entries = Vec::new();
     for (i, e) in har.log.entries.into_iter().enumerate() {
-        let t = parse_iso(&e.started_date_time).ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: entry {i}: field startedDateTime: bad timestamp \"{}\"",
-                path.display(),
+        let t = parse_iso(&e.started_date_time).ok_or_else(|| HarError::Content {
+            path: path.to_path_buf(),
+            why: format!(
+                "entry {i}: field startedDateTime: bad timestamp \"{}\"",
                 e.started_date_time
-            )
+            ),
         })?;
         entries.push((t, e));
     }
@@ -253,7 +293,7 @@ fn http_event(
     pq: String,
     output: &Path,
     posts: &mut u32,
-) -> anyhow::Result<EventLine> {
+) -> Result<EventLine, HarError> {
     let end = t + e.time.max(0.0) as i64;
     let kind = match (e.request.method.as_str(), is_html(e)) {
         ("GET", true) => Kind::ReqHome,
@@ -279,8 +319,7 @@ fn http_event(
             if !body.is_empty() {
                 let file = PathBuf::from(format!("{}.post.{posts}", output.display()));
                 *posts += 1;
-                std::fs::write(&file, body)
-                    .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
+                std::fs::write(&file, body).map_err(io_err(&file))?;
                 ev.datafile = file.file_name().map(|f| f.to_string_lossy().into_owned());
             }
         }

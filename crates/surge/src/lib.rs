@@ -1,6 +1,6 @@
 //! surge: record real web sessions (Shiny or not) and replay them with many users, shinycannon-
 //! compatible; plus `bench`, a lean one-URL load generator. One module per concept; `main.rs` only
-//! dispatches subcommands to the `run` functions here.
+//! parses the command line and hands it to [`terminal::main`].
 
 pub mod bench;
 pub mod capacity;
@@ -29,24 +29,9 @@ pub mod shiny;
 pub mod signin;
 pub mod stats;
 pub mod target;
+pub mod terminal;
 pub mod timefmt;
 pub mod tokens;
-
-/// Turns a command's result into the process exit status; errors print one line (details with -v).
-pub fn exit_code(result: anyhow::Result<u8>, verbose: bool) -> std::process::ExitCode {
-    match result {
-        Ok(code) => std::process::ExitCode::from(code),
-        Err(e) => {
-            let line = if verbose {
-                format!("surge: error: {e:?}")
-            } else {
-                format!("surge: error: {e:#}")
-            };
-            eprintln!("{}", secret::mask(&line));
-            std::process::ExitCode::from(2)
-        }
-    }
-}
 
 /// The tokio runtime every subcommand runs on (one worker per CPU this process may use).
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {

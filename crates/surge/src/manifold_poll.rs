@@ -176,8 +176,14 @@ impl Poller {
     }
 
     /// Polls every second until aborted, rewriting `dir/manifold.csv` (temp + rename) after each
-    /// poll and feeding `live`; an unreachable status is said once on stderr and skipped.
-    pub async fn run(self, dir: PathBuf, live: Option<Arc<LiveMetrics>>) {
+    /// poll, appending to `points` (the caller's copy, no file read back) and feeding `live`; an
+    /// unreachable status is said once on stderr and skipped.
+    pub async fn run(
+        self,
+        dir: PathBuf,
+        live: Option<Arc<LiveMetrics>>,
+        points: Arc<std::sync::Mutex<Vec<Point>>>,
+    ) {
         let mut text = format!("{HEADER}\n");
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let mut warned = false;
@@ -185,7 +191,12 @@ impl Poller {
             tick.tick().await;
             match self.sample().await {
                 Ok(s) => {
-                    text.push_str(&row(crate::timefmt::now_ms(), &s));
+                    let now = crate::timefmt::now_ms();
+                    text.push_str(&row(now, &s));
+                    // One push per poll: a poisoned lock is taken back (the list stays valid).
+                    (points.lock())
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((now, s));
                     if let Some(l) = &live {
                         l.set_pool(s);
                     }

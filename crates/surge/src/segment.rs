@@ -8,8 +8,9 @@
 //! leave segment N idle until the end of the ramp). Ids, start times and the loaded phase stay
 //! the plan's, so merged runs have unique worker ids and the schedule of one big run.
 //!
-//! `Tag` is what a segment's run directory says about its plan (in the session CSVs' JSON comment
-//! line); `check_set` decides whether run directories are exactly the segments of one plan.
+//! [`RunConfig`] is the session CSVs' JSON comment line (the run's settings, shinycannon's keys),
+//! written and read by serde as one type; `Tag` is what it says about a segment's plan;
+//! `check_set` decides whether run directories are exactly the segments of one plan.
 
 use crate::timefmt;
 use std::fmt;
@@ -308,7 +309,70 @@ impl Start {
     }
 }
 
-/// What a segment's run directory says about its plan (keys of the CSV comment line's JSON).
+/// The run's settings in the second `#` line of every session CSV, in shinycannon's JSON shape
+/// (its keys, camelCase); surge adds `tool`, `shape` (a shape other than a ramp), `segment`
+/// ("K/N") and `startAt` (RFC 3339) for a segment, and `surge merge` marks its copies `merged`.
+/// Every field has a default, so a shinycannon CSV's line reads too.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RunConfig {
+    /// The app's base URL.
+    pub app_url: String,
+    /// `--debug-log`.
+    pub debug_log: bool,
+    /// The loaded phase, minutes.
+    pub loaded_duration_minutes: f64,
+    /// `--log-level` (`WARN`, ...).
+    pub log_level: String,
+    /// A merged run's copy of a segment's CSV (`surge merge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<bool>,
+    /// `--message-timeout`, ms.
+    pub message_timeout_ms: u64,
+    /// The run directory.
+    pub output_dir: String,
+    /// `--overwrite-output`.
+    pub overwrite_output: bool,
+    /// The recording replayed, as given.
+    pub recording_path: String,
+    /// `--segment`, "K/N".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    /// A load shape other than a ramp, as printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// `--start-at`, RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    /// A ramp's start interval, ms (0 for other shapes).
+    pub start_interval_ms: u64,
+    /// `--think-time`.
+    pub think_time: String,
+    /// `surge <version>`.
+    pub tool: String,
+    /// Users at the peak (shinycannon's workers).
+    pub workers: u32,
+}
+
+impl RunConfig {
+    /// The config of a session CSV's `#` lines (`#` removed or not): the first JSON object line
+    /// among its first two; None when there is none or it is not one.
+    pub fn from_comments<S: AsRef<str>>(lines: &[S]) -> Option<RunConfig> {
+        let line = lines.iter().take(2).find_map(|l| {
+            let l = l.as_ref().trim();
+            let l = l.strip_prefix('#').unwrap_or(l).trim();
+            l.starts_with('{').then_some(l)
+        })?;
+        serde_json::from_str(line).ok()
+    }
+
+    /// The JSON text of the line (without its `#`).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a run config serialises")
+    }
+}
+
+/// What a segment's run directory says about its plan (fields of its [`RunConfig`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tag {
     /// Which segment this run is.
@@ -319,41 +383,36 @@ pub struct Tag {
 }
 
 impl Tag {
-    /// The tag of a session CSV's config JSON (`{"segment":"2/4","workers":…}`); None for a run
-    /// that is not a segment, or a merged run (`"merged"` key).
-    pub fn from_config(config: &serde_json::Value) -> Option<Result<Tag, SegmentError>> {
-        let seg = config.get("segment")?.as_str()?;
-        if config.get("merged").is_some() {
+    /// The tag of a session CSV's config; None for a run that is not a segment, or a merged
+    /// run.
+    pub fn from_config(config: &RunConfig) -> Option<Result<Tag, SegmentError>> {
+        let seg = config.segment.as_deref()?;
+        if config.merged.is_some() {
             return None;
         }
         let segment = match seg.parse::<Segment>() {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        let key = |k: &str| match config.get(k) {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => "none".to_string(),
-        };
+        let minutes = serde_json::to_string(&config.loaded_duration_minutes).unwrap_or_default();
         let plan = vec![
-            ("users", key("workers")),
-            ("start interval (ms)", key("startIntervalMs")),
-            ("loaded duration (min)", key("loadedDurationMinutes")),
-            ("think time", key("thinkTime")),
-            ("--start-at", key("startAt")),
+            ("users", config.workers.to_string()),
+            ("start interval (ms)", config.start_interval_ms.to_string()),
+            ("loaded duration (min)", minutes),
+            ("think time", config.think_time.clone()),
+            (
+                "--start-at",
+                config.start_at.clone().unwrap_or_else(|| "none".into()),
+            ),
             ("segment count", segment.count.to_string()),
         ];
         Some(Ok(Tag { segment, plan }))
     }
 
-    /// The tag in the second `#` line of a session CSV's text, if it has one.
+    /// The tag in the `#` lines of a session CSV's text, if it has one.
     pub fn from_csv_head(text: &str) -> Option<Result<Tag, SegmentError>> {
-        let line = text.lines().take(2).find_map(|l| {
-            let l = l.strip_prefix('#')?.trim();
-            l.starts_with('{').then_some(l)
-        })?;
-        let config: serde_json::Value = serde_json::from_str(line).ok()?;
-        Tag::from_config(&config)
+        let lines: Vec<&str> = text.lines().take(2).collect();
+        Tag::from_config(&RunConfig::from_comments(&lines)?)
     }
 }
 
@@ -437,7 +496,12 @@ mod tests {
     }
 
     fn tag(seg: &str, users: u32) -> (String, Tag) {
-        let cfg = serde_json::json!({"segment": seg, "workers": users, "startIntervalMs": 50});
+        let cfg = RunConfig {
+            segment: Some(seg.into()),
+            workers: users,
+            start_interval_ms: 50,
+            ..Default::default()
+        };
         (
             format!("run{seg}"),
             Tag::from_config(&cfg).unwrap().unwrap(),
@@ -459,7 +523,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("different plans: users 9 vs 8"), "{e}");
-        let merged = serde_json::json!({"segment": "1/2", "merged": true});
+        let merged = RunConfig {
+            segment: Some("1/2".into()),
+            merged: Some(true),
+            ..Default::default()
+        };
         assert!(Tag::from_config(&merged).is_none());
+        let line =
+            RunConfig::from_comments(&["# surge replay", &format!("# {}", merged.to_line())]);
+        assert_eq!(line.as_ref(), Some(&merged));
     }
 }

@@ -5,7 +5,8 @@
 //! a loopback nginx its open-model p99 was ~3x that of 2 single-thread segments (bench/surge.sh,
 //! part 3).
 
-use super::{conn_loop, fold, ConnStats, Plan};
+use super::conn::{conn_loop, fold, ConnStats};
+use super::Plan;
 use crate::stats;
 use std::sync::Arc;
 use tokio::sync::mpsc;

@@ -1,6 +1,7 @@
 //! What one `surge bench` run will do, built once from the flags: the target, the request bytes,
 //! the schedule (closed or open model, segment, start) and the counters the connections share.
 
+use super::error::BenchError;
 use super::schedule::schedule;
 use super::BenchArgs;
 use crate::net;
@@ -11,6 +12,10 @@ use hyper::{Method, Uri};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::time::Duration;
 use tokio::time::Instant;
+
+fn usage(m: String) -> BenchError {
+    BenchError::Usage(m)
+}
 
 /// One bench run's fixed inputs and shared counters, read by every connection task.
 pub(super) struct Plan {
@@ -48,13 +53,10 @@ pub(super) struct Plan {
     pub(super) done: AtomicU64,
 }
 
-pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
-    let uri: Uri = args
-        .url
-        .parse()
-        .map_err(|e| anyhow::anyhow!("URL {}: {e}", args.url))?;
+pub(super) fn make_plan(args: &BenchArgs) -> Result<Plan, BenchError> {
+    let uri: Uri = (args.url.parse()).map_err(|e| usage(format!("URL {}: {e}", args.url)))?;
     let endpoint =
-        net::Endpoint::from_uri(&uri).map_err(|e| anyhow::anyhow!("URL {}: {e}", args.url))?;
+        net::Endpoint::from_uri(&uri).map_err(|e| usage(format!("URL {}: {e}", args.url)))?;
     let host = endpoint.host.clone();
     let alpn = if args.http2 {
         net::Alpn::H2
@@ -64,22 +66,23 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     let dialer =
         net::Dialer::new(&args.tls, endpoint.tls, alpn)?.with_handshake_timeout(args.timeout);
     if args.connections == 0 {
-        anyhow::bail!("-c must be at least 1");
+        return Err(usage("-c must be at least 1".into()));
     }
     let threads = match args.threads {
-        Some(0) => anyhow::bail!("--threads must be at least 1"),
+        Some(0) => return Err(usage("--threads must be at least 1".into())),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let method: Method = args
         .method
         .parse()
-        .map_err(|_| anyhow::anyhow!("-m {}: not an HTTP method", args.method))?;
+        .map_err(|_| usage(format!("-m {}: not an HTTP method", args.method)))?;
     let headers = request_headers(args, &uri, &host)?;
     let body = match &args.body {
-        Some(p) => Bytes::from(
-            std::fs::read(p).map_err(|e| anyhow::anyhow!("--body {}: {e}", p.display()))?,
-        ),
+        Some(p) => Bytes::from(std::fs::read(p).map_err(|err| BenchError::Body {
+            path: p.clone(),
+            err,
+        })?),
         None => Bytes::new(),
     };
     let request_uri = if args.http2 {
@@ -88,7 +91,8 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
         uri.path_and_query()
             .map(|p| p.as_str())
             .unwrap_or("/")
-            .parse()?
+            .parse()
+            .map_err(|e| usage(format!("URL {}: {e}", args.url)))?
     };
     let request = serialize_request(&method, &request_uri, &headers, &body);
     let duration = match (args.requests, args.duration) {
@@ -137,13 +141,13 @@ pub(super) fn make_plan(args: &BenchArgs) -> anyhow::Result<Plan> {
 
 /// The request's headers: Host (HTTP/1.1), User-Agent, `Connection: close` for `--no-keepalive`,
 /// then every `-H`.
-fn request_headers(args: &BenchArgs, uri: &Uri, host: &str) -> anyhow::Result<HeaderMap> {
+fn request_headers(args: &BenchArgs, uri: &Uri, host: &str) -> Result<HeaderMap, BenchError> {
     let mut headers = HeaderMap::new();
     if !args.http2 {
-        headers.insert(
-            hyper::header::HOST,
-            HeaderValue::from_str(uri.authority().map(|a| a.as_str()).unwrap_or(host))?,
-        );
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or(host);
+        let value = HeaderValue::from_str(authority)
+            .map_err(|e| usage(format!("URL {}: {e}", args.url)))?;
+        headers.insert(hyper::header::HOST, value);
     }
     headers.insert(
         hyper::header::USER_AGENT,
@@ -155,11 +159,11 @@ fn request_headers(args: &BenchArgs, uri: &Uri, host: &str) -> anyhow::Result<He
     for h in &args.headers {
         let (k, v) = h
             .split_once(':')
-            .ok_or_else(|| anyhow::anyhow!("-H \"{h}\": expected 'Name: value'"))?;
+            .ok_or_else(|| usage(format!("-H \"{h}\": expected 'Name: value'")))?;
         headers.insert(
             HeaderName::from_bytes(k.trim().as_bytes())
-                .map_err(|e| anyhow::anyhow!("-H \"{h}\": {e}"))?,
-            HeaderValue::from_str(v.trim()).map_err(|e| anyhow::anyhow!("-H \"{h}\": {e}"))?,
+                .map_err(|e| usage(format!("-H \"{h}\": {e}")))?,
+            HeaderValue::from_str(v.trim()).map_err(|e| usage(format!("-H \"{h}\": {e}")))?,
         );
     }
     Ok(headers)

@@ -2,8 +2,10 @@
 //! into one: counts add up, and the latency histograms (carried in HdrHistogram's compressed form)
 //! are added, so merged percentiles are those of one histogram of every request.
 
+use super::BenchArgs;
 use crate::segment::{self, Segment, SegmentError, Tag};
 use crate::stats::{self, Summary};
+use crate::timefmt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -266,4 +268,51 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, MergeError>
     out.latency_ms = stats::summarize(&hist, 1000.0);
     out.histogram_us = stats::encode(&hist);
     Ok(out)
+}
+
+/// The run's result from the connections' folded statistics.
+pub(super) fn bench_report(
+    args: &BenchArgs,
+    plan: &super::Plan,
+    mut all: super::conn::ConnStats,
+) -> BenchReport {
+    let elapsed = plan.t0.elapsed().as_secs_f64();
+    let hist = all.hist.take().unwrap_or_else(stats::new_histogram);
+    let answered = hist.len();
+    let errs: u64 = all.errors.values().sum();
+    BenchReport {
+        url: args.url.clone(),
+        model: if args.rate.is_some() {
+            "open"
+        } else {
+            "closed"
+        }
+        .into(),
+        connections: plan.conns,
+        threads: plan.lanes,
+        rate: args.rate,
+        planned_duration_s: plan.deadline.map(|d| (d - plan.t0).as_secs_f64()),
+        planned_requests: args.requests,
+        segment: args.segment.as_ref().map(|_| plan.segment.to_string()),
+        start_at: args
+            .start_at
+            .as_ref()
+            .map(|_| timefmt::format_iso(plan.start.unix_ms)),
+        late_start_ms: plan.start.late.as_millis() as u64,
+        started_at_ms: plan.start.unix_ms,
+        duration_s: elapsed,
+        requests: answered + errs,
+        answered,
+        ok: ok_count(&all.statuses, &args.expect_status),
+        expect_status: args.expect_status.clone(),
+        max_error_rate: args.max_error_rate,
+        errors: all.errors,
+        status_codes: all.statuses,
+        rps: answered as f64 / elapsed.max(1e-9),
+        latency_ms: stats::summarize(&hist, 1000.0),
+        late_starts: all.late,
+        bytes_received: all.bytes,
+        merged_segments: None,
+        histogram_us: stats::encode(&hist),
+    }
 }

@@ -1,25 +1,28 @@
 //! The open model's schedule: which requests of the plan this process sends (`--segment`), when
 //! (`--start-at`, rate), and what happens to those it could not send in time.
 
+use super::error::BenchError;
 use super::{BenchArgs, Plan};
 use crate::segment::{self, Segment, Start};
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The open model's share (`--segment`) and the plan's start (`--start-at`, else now), checked.
-pub(super) fn schedule(args: &BenchArgs) -> anyhow::Result<(Option<Segment>, Start)> {
+pub(super) fn schedule(args: &BenchArgs) -> Result<(Option<Segment>, Start), BenchError> {
     match args.rate {
         Some(r) if !(r > 0.0 && r.is_finite()) => {
-            anyhow::bail!("--rate {r}: must be a positive number")
+            return Err(BenchError::Usage(format!(
+                "--rate {r}: must be a positive number"
+            )))
         }
-        None if args.segment.is_some() => anyhow::bail!(
+        None if args.segment.is_some() => return Err(BenchError::Usage(
             "--segment needs --rate: only the open model's schedule splits exactly into segments"
-        ),
+                .into(),
+        )),
         _ => {}
     }
     let (segment, start_at) =
-        segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())
-            .map_err(anyhow::Error::msg)?;
+        segment::parse_flags(args.segment.as_deref(), args.start_at.as_deref())?;
     Ok((segment, Start::at(start_at)))
 }
 

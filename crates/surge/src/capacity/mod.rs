@@ -5,7 +5,13 @@
 //! prints one answer line. The target is never driven past breaking for longer than one step:
 //! after the first bad step every step is below it.
 //!
-//! Modules: `slo` (parsing and measuring a step), `search` (the step sequence and capacity.json).
+//! Flags → plan → run: [`CapacityPlan::from_args`] checks the flags and reads the recording (the
+//! SLOs name its lines and event types; a step's sessions are judged against it), then
+//! [`run`] (or [`run_scaling`]) takes the plan and a stop signal, creates the output directory
+//! and runs the steps.
+//!
+//! Modules: `slo` (parsing and measuring a step), `search` (the step sequence and capacity.json),
+//! `scaling` (one search per `--workers` count).
 
 pub mod scaling;
 pub mod search;
@@ -20,6 +26,27 @@ pub use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
 pub use scaling::{run_scaling, Scaling};
 pub use search::{run, CapacityError};
 pub use slo::{Metric, Slo};
+
+/// A checked capacity search: the flags, and the recording as the report reads it.
+#[derive(Debug)]
+pub struct CapacityPlan {
+    /// The flags, checked.
+    pub args: CapacityArgs,
+    /// The recording's lines, for pairing each step's session rows into events.
+    rec: crate::report::lines::Lines,
+}
+
+impl CapacityPlan {
+    /// Checks the flags (numbers, combinations, SLOs against the recording's lines) and reads
+    /// the recording; writes nothing.
+    ///
+    /// # Errors
+    /// A flag is wrong, or the recording (or `--data`) cannot be read.
+    pub fn from_args(args: CapacityArgs) -> Result<CapacityPlan, CapacityError> {
+        let rec = search::check(&args)?;
+        Ok(CapacityPlan { args, rec })
+    }
+}
 
 /// Command-line options of `surge capacity`.
 #[derive(clap::Args, Debug, Clone)]

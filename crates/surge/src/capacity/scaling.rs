@@ -4,8 +4,8 @@
 //! ready workers, runs into `workers-N/`, and stops the group; then one table: workers → users
 //! held, users per worker, and with `--audience` the workers that many users need.
 
-use super::search::{self, check, prepare, stop_watch};
-use super::{CapacityArgs, CapacityError};
+use super::search::{self, prepare, stop_watch, stopped};
+use super::{CapacityArgs, CapacityError, CapacityPlan};
 use crate::capfile::CapacityResult;
 use crate::manifold_poll::{status_url, Poller};
 use serde::Serialize;
@@ -64,9 +64,10 @@ impl Scaling {
 
 /// Runs one search per `--workers` count with manifold started by `--manifold-cmd`.
 pub async fn run_scaling(
-    args: CapacityArgs,
+    plan: CapacityPlan,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Scaling, CapacityError> {
+    let args = &plan.args;
     let usage = |m: &str| CapacityError::Usage(m.to_string());
     let cmd = (args.manifold_cmd.clone()).ok_or_else(|| usage("--workers needs --manifold-cmd"))?;
     let url = (args.manifold.as_deref()).ok_or_else(|| {
@@ -80,10 +81,9 @@ pub async fn run_scaling(
     }
     let usage_of = |e: crate::manifold_poll::PollError| CapacityError::Usage(e.to_string());
     let poller = Poller::new(&status_url(url).map_err(usage_of)?).map_err(usage_of)?;
-    check(&args)?;
-    let root = prepare(&args)?;
+    let root = prepare(args)?;
     let stop = stop_watch(stop);
-    let dash = search::start_dashboard(&args).await?;
+    let dash = search::start_dashboard(args).await?;
     let mut rows = Vec::new();
     let mut last_dir = None;
     let mut interrupted = false;
@@ -110,7 +110,7 @@ pub async fn run_scaling(
             "surge capacity: manifold with {w} workers ready; searching into {}",
             dir.display()
         );
-        let res = search::search(&args, &dir, &stop, dash.as_ref()).await;
+        let res = search::search(&plan, &dir, &stop, dash.as_ref()).await;
         stop_group(&mut child).await;
         let res = res?;
         println!("{w} workers: {}", res.answer);
@@ -122,7 +122,7 @@ pub async fn run_scaling(
         }
     }
     let audience = args.audience.and_then(|a| needed(&rows, a));
-    let table = table(&rows, args.audience, audience, &unit(&args));
+    let table = table(&rows, args.audience, audience, &unit(args));
     let out = Scaling {
         rows,
         audience: audience.map(|(a, n, _)| (a, n)),
@@ -134,7 +134,7 @@ pub async fn run_scaling(
     crate::rundir::write_atomic(&path, format!("{json}\n").as_bytes())
         .map_err(|err| CapacityError::Io { path, err })?;
     if let Some(d) = dash {
-        d.finish(last_dir.as_deref()).await;
+        d.finish(last_dir.as_deref(), stopped(&stop)).await;
     }
     Ok(out)
 }

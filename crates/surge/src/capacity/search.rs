@@ -1,21 +1,24 @@
 //! The capacity search: steps growing by `--growth` until one breaks, then bisection between the
-//! last good and the first bad step; each step an in-process replay into `step-NN/`, judged on
-//! its run directory, and capacity.json rewritten after every step.
+//! last good and the first bad step; each step an in-process replay into `step-NN/` whose plan is
+//! built as a value (no command line), judged on the sessions `replay::run` returns (no run
+//! directory read back), and capacity.json rewritten after every step.
 
 use super::slo::{self, fmt_ms, Slo};
-use super::CapacityArgs;
+use super::{CapacityArgs, CapacityPlan};
 use crate::capfile::{CapacityResult, StepResult, CAPACITY_JSON};
 use crate::dashboard::Dashboard;
 use crate::recording::{Kind, Recording};
 use crate::replay::{self, ReplayArgs, ReplayError, ReplayPlan};
-use crate::report::{load, ReportError};
-use clap::Parser;
+use crate::report::{lines, load, ReportError};
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// Most users an open step may run at once (arrivals beyond are dropped and count as failed).
 const OPEN_MAX_USERS: u32 = 10_000;
+/// replay's `--max-users` default (unused by a closed step).
+const REPLAY_MAX_USERS: u32 = 1000;
 
 /// Why a capacity search could not run. One line each, naming the flag or file.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +29,7 @@ pub enum CapacityError {
     /// A step's replay could not run.
     #[error(transparent)]
     Replay(#[from] ReplayError),
-    /// A step's run directory could not be read back.
+    /// The recording (or a step's sessions) cannot be read as the report reads them.
     #[error(transparent)]
     Report(#[from] ReportError),
     /// A file or directory could not be written.
@@ -43,18 +46,26 @@ pub enum CapacityError {
 /// capacity.json under the output directory (and serves `--dashboard` meanwhile). Installs no
 /// logger and no signal handler.
 pub async fn run(
-    args: CapacityArgs,
+    plan: CapacityPlan,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<CapacityResult, CapacityError> {
-    check(&args)?;
-    let dir = prepare(&args)?;
+    let dir = prepare(&plan.args)?;
     let stop_rx = stop_watch(stop);
-    let dash = start_dashboard(&args).await?;
-    let res = search(&args, &dir, &stop_rx, dash.as_ref()).await;
+    let dash = start_dashboard(&plan.args).await?;
+    let res = search(&plan, &dir, &stop_rx, dash.as_ref()).await;
     if let Some(d) = dash {
-        d.finish(res.is_ok().then_some(dir.as_path())).await;
+        d.finish(res.is_ok().then_some(dir.as_path()), stopped(&stop_rx))
+            .await;
     }
     res
+}
+
+/// Resolves once the stop watch turned true.
+pub(super) fn stopped(stop: &watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
+    let mut rx = stop.clone();
+    async move {
+        let _ = rx.wait_for(|s| *s).await;
+    }
 }
 
 /// A watch that turns true once `stop` resolves.
@@ -79,11 +90,12 @@ pub(super) async fn start_dashboard(
 
 /// One search into `dir` (created): steps up, then bisection; the answer in capacity.json.
 pub(super) async fn search(
-    args: &CapacityArgs,
+    plan: &CapacityPlan,
     dir: &Path,
     stop_rx: &watch::Receiver<bool>,
     dash: Option<&Dashboard>,
 ) -> Result<CapacityResult, CapacityError> {
+    let args = &plan.args;
     let mut res = CapacityResult {
         unit: if args.open { "sessions/s" } else { "users" }.into(),
         recording: args.recording.display().to_string(),
@@ -102,17 +114,20 @@ pub(super) async fn search(
     };
     let at = Ctx {
         args,
+        rec: &plan.rec,
         dir,
         stop: stop_rx,
         dash,
     };
     let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
+    // Each step's manifold ready workers (median of its polls), by step.
+    let mut ready = Vec::new();
     let mut load = args.start;
     // Up: grow until a step breaks (or --max-load holds).
     loop {
-        let ok = step(&at, &mut res, load).await?;
+        let ok = step(&at, &mut res, &mut ready, load).await?;
         if res.interrupted {
-            return finish(args, dir, res, good, bad);
+            return finish(args, dir, res, (good, bad), &ready);
         }
         if !ok {
             bad = Some(load);
@@ -129,7 +144,7 @@ pub(super) async fn search(
         let Some(mid) = middle(args, lo, hi) else {
             break;
         };
-        let ok = step(&at, &mut res, mid).await?;
+        let ok = step(&at, &mut res, &mut ready, mid).await?;
         if res.interrupted {
             break;
         }
@@ -139,19 +154,22 @@ pub(super) async fn search(
             bad = Some(mid);
         }
     }
-    finish(args, dir, res, good, bad)
+    finish(args, dir, res, (good, bad), &ready)
 }
 
 /// What every step of one search shares.
 struct Ctx<'a> {
     args: &'a CapacityArgs,
+    /// The recording as the report reads it: a step's sessions pair into events against it.
+    rec: &'a lines::Lines,
     dir: &'a Path,
     stop: &'a watch::Receiver<bool>,
     dash: Option<&'a Dashboard>,
 }
 
-/// Refuses bad combinations before any load is made.
-pub(super) fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
+/// Refuses bad combinations before any load is made; the recording, read as the report reads
+/// it (a step is judged against it).
+pub(super) fn check(args: &CapacityArgs) -> Result<lines::Lines, CapacityError> {
     let usage = |m: String| Err(CapacityError::Usage(m));
     if !(args.start > 0.0 && args.start.is_finite()) || (!args.open && args.start.fract() != 0.0) {
         return usage(format!(
@@ -206,7 +224,7 @@ pub(super) fn check(args: &CapacityArgs) -> Result<(), CapacityError> {
             }
         }
     }
-    Ok(())
+    Ok(lines::read(&args.recording)?)
 }
 
 fn unit_word(args: &CapacityArgs) -> &'static str {
@@ -263,52 +281,61 @@ fn middle(args: &CapacityArgs, lo: f64, hi: f64) -> Option<f64> {
     }
 }
 
-/// The replay flags of one step: the load flags parsed by clap like a command line (so replay's
-/// own checks and defaults apply), then the search's per-session flags as they are.
-fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> Result<ReplayArgs, CapacityError> {
-    #[derive(Parser)]
-    struct Step {
-        #[command(flatten)]
-        replay: ReplayArgs,
-    }
-    let mut v: Vec<String> = vec!["replay".into(), args.recording.display().to_string()];
-    v.push(args.app_url.clone());
-    if args.open {
+/// The replay flags of one step, as a value: the step's load and length, its directory, and the
+/// search's per-session flags as they are (one struct: none is left behind); everything else is
+/// replay's default. `ReplayPlan::from_args` checks them as it checks a command line's.
+fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> ReplayArgs {
+    let (users, arrival_rate, max_users, loaded) = if args.open {
         let total = (f64::from(args.step_sessions) / 0.9).ceil();
         let secs = (total / load).min(args.step_max.as_secs_f64());
-        v.extend(["--arrival-rate".into(), format!("{load}/s")]);
-        v.extend(["--max-users".into(), OPEN_MAX_USERS.to_string()]);
-        v.extend([
-            "--loaded-duration".into(),
-            format!("{}ms", (secs * 1000.0).ceil()),
-        ]);
+        let ms = Duration::from_millis((secs * 1000.0).ceil() as u64);
+        (1, Some(load), OPEN_MAX_USERS, ms)
     } else {
-        v.extend(["--users".into(), format!("{load}")]);
-        let ms = args.step_max.as_millis();
-        v.extend(["--loaded-duration".into(), format!("{ms}ms")]);
+        let ms = Duration::from_millis(args.step_max.as_millis() as u64);
+        (load as u32, None, REPLAY_MAX_USERS, ms)
+    };
+    ReplayArgs {
+        recording: args.recording.clone(),
+        app_url: vec![args.app_url.clone()],
+        target: None,
+        users,
+        start_interval: None,
+        stages: None,
+        arrival_rate,
+        max_users,
+        loaded_duration: Some(loaded),
+        loaded_duration_minutes: None,
+        segment: None,
+        start_at: None,
+        output_dir: Some(dir.to_path_buf()),
+        overwrite_output: false,
+        max_failure_rate: 0.0,
+        thresholds: Vec::new(),
+        stop_grace: Duration::ZERO,
+        json: false,
+        debug_log: false,
+        log_level: Default::default(),
+        session: args.session.clone(),
+        manifold: args.manifold.clone(),
     }
-    if let Some(m) = &args.manifold {
-        v.extend(["--manifold".into(), m.clone()]);
-    }
-    v.extend(["--output-dir".into(), dir.display().to_string()]);
-    let mut replay = Step::try_parse_from(&v).map(|s| s.replay).map_err(|e| {
-        CapacityError::Usage(e.to_string().lines().next().unwrap_or("").to_string())
-    })?;
-    // Every per-session flag as given (one struct: none is left behind).
-    replay.session = args.session.clone();
-    Ok(replay)
 }
 
 /// Runs one step at `load`, judges it, records it in `res` and capacity.json; true if it held.
-async fn step(at: &Ctx<'_>, res: &mut CapacityResult, load: f64) -> Result<bool, CapacityError> {
+async fn step(
+    at: &Ctx<'_>,
+    res: &mut CapacityResult,
+    ready: &mut Vec<Option<u32>>,
+    load: f64,
+) -> Result<bool, CapacityError> {
     let (args, dir, stop) = (at.args, at.dir, at.stop);
     let n = res.steps.len() + 1;
     let name = format!("step-{n:02}");
     let step_dir = dir.join(&name);
-    let replay_args = step_args(args, load, &step_dir)?;
+    let replay_args = step_args(args, load, &step_dir);
     let argv = vec![format!("(surge capacity step {n}: {load} {})", res.unit)];
     let mut plan = ReplayPlan::from_args(&replay_args, &argv).await?;
     plan.progress = false;
+    plan.keep_sessions = true;
     if let Some(d) = at.dash {
         plan.live = Some(d.metrics.clone());
         let what = format!("surge capacity, step {n}: {} {}", fmt_load(load), res.unit);
@@ -319,30 +346,33 @@ async fn step(at: &Ctx<'_>, res: &mut CapacityResult, load: f64) -> Result<bool,
     } else {
         args.step_sessions + load as u32
     });
-    let mut rx = stop.clone();
-    let outcome = replay::run(plan, async move {
-        let _ = rx.wait_for(|s| *s).await;
-    })
-    .await?;
+    let outcome = replay::run(plan, stopped(stop)).await?;
     if outcome.interrupted {
         res.interrupted = true;
         return Ok(false);
     }
-    let run = load::load_run(&step_dir, name.clone())?;
+    let mut sessions = (outcome.sessions.iter())
+        .map(|log| load::session_of(log, at.rec))
+        .collect::<Result<Vec<_>, _>>()?;
+    sessions.sort_by_key(|s| (s.start, s.id));
+    let rec = at.rec;
     let measured = if args.open {
         // An open step's first 10% of sessions met an idle app: left out.
-        let cut = run
-            .sessions
-            .get(run.sessions.len() / 10)
-            .map_or(0, |s| s.start);
+        let cut = sessions.get(sessions.len() / 10).map_or(0, |s| s.start);
         let dropped = outcome.summary.arrivals_dropped as usize;
-        slo::measure(&run, &args.slos, &|s| s.start >= cut, dropped)
+        slo::measure(&sessions, rec, &args.slos, &|s| s.start >= cut, dropped)
     } else {
         // Sessions begun before the last user started, and each user's first one (they all
         // begin together), met a partly loaded app: left out.
         let warm = outcome.summary.warmup_end_ms;
-        slo::measure(&run, &args.slos, &|s| s.start >= warm && s.iteration > 0, 0)
+        let keep = |s: &load::Session| s.start >= warm && s.iteration > 0;
+        slo::measure(&sessions, rec, &args.slos, &keep, 0)
     };
+    ready.push(crate::manifold_poll::median_ready(
+        &outcome.manifold,
+        i64::MIN,
+        i64::MAX,
+    ));
     let result = judge(args, name, load, measured);
     eprintln!("surge capacity: {}", step_line(&result, res));
     let ok = result.ok;
@@ -418,8 +448,8 @@ fn finish(
     args: &CapacityArgs,
     dir: &Path,
     mut res: CapacityResult,
-    good: Option<f64>,
-    bad: Option<f64>,
+    (good, bad): (Option<f64>, Option<f64>),
+    ready: &[Option<u32>],
 ) -> Result<CapacityResult, CapacityError> {
     res.holds = good;
     res.breaks = bad;
@@ -450,7 +480,7 @@ fn finish(
         _ => "interrupted before any step finished".to_string(),
     };
     if let Some(g) = good.filter(|_| args.manifold.is_some()) {
-        per_worker(dir, &mut res, g);
+        per_worker(&mut res, g, ready);
     }
     if res.interrupted && !res.steps.is_empty() {
         res.answer = format!("interrupted; so far: {}", res.answer);
@@ -459,16 +489,13 @@ fn finish(
     Ok(res)
 }
 
-/// The ready workers of the step that held at `good` (median of its manifold.csv) and the load
-/// one of them held, added to the answer: `; 5.5 users per ready worker (4 ready)`.
-fn per_worker(dir: &Path, res: &mut CapacityResult, good: f64) {
-    let Some(step) = res.steps.iter().rev().find(|s| s.load == good) else {
+/// The ready workers of the step that held at `good` (median of its polls, `ready` by step) and
+/// the load one of them held, added to the answer: `; 5.5 users per ready worker (4 ready)`.
+fn per_worker(res: &mut CapacityResult, good: f64, ready: &[Option<u32>]) {
+    let Some(i) = res.steps.iter().rposition(|s| s.load == good) else {
         return;
     };
-    let Some(Ok(points)) = crate::manifold_poll::read(&dir.join(&step.dir)) else {
-        return;
-    };
-    let Some(ready) = crate::manifold_poll::median_ready(&points, i64::MIN, i64::MAX) else {
+    let Some(&Some(ready)) = ready.get(i) else {
         return;
     };
     res.ready_workers = Some(ready);

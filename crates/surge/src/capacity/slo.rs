@@ -1,11 +1,12 @@
 //! Service-level objectives of `surge capacity` (`--slo 'page_load:p95<2s'`) and measuring one
-//! step's run directory against them. Values come from the session CSVs through the report's
-//! reader and its nearest-rank percentiles, so a step's numbers are the ones `surge report`
-//! shows for that step's directory.
+//! step against them. Values come from the step's sessions as its replay returned them, paired
+//! into events by the report's reader ([`crate::report::load::session_of`]) and its nearest-rank
+//! percentiles, so a step's numbers are the ones `surge report` shows for that step's directory.
 
 use crate::checks::{Stat, Threshold};
 use crate::recording::Kind;
-use crate::report::load::{Run, Session};
+use crate::report::lines::Lines;
+use crate::report::load::Session;
 use crate::report::stats;
 use crate::rundir::Ended;
 use crate::stats::rank;
@@ -136,15 +137,16 @@ pub struct Measured {
 /// Measures a step's run: sessions for which `keep` holds (warm-up left out), with
 /// `dropped` arrivals counted as failures.
 pub fn measure(
-    run: &Run,
+    sessions: &[Session],
+    rec: &Lines,
     slos: &[Slo],
     keep: &dyn Fn(&Session) -> bool,
     dropped: usize,
 ) -> Measured {
-    let kept: Vec<&Session> = run.sessions.iter().filter(|s| keep(s)).collect();
+    let kept: Vec<&Session> = sessions.iter().filter(|s| keep(s)).collect();
     let failed = kept.iter().filter(|s| s.outcome != Ended::Done).count() + dropped;
     let values = (slos.iter())
-        .map(|slo| slo.of(values_of(run, &kept, slo.metric)))
+        .map(|slo| slo.of(values_of(rec, &kept, slo.metric)))
         .collect();
     Measured {
         sessions: kept.len() + dropped,
@@ -154,8 +156,7 @@ pub fn measure(
 }
 
 /// Every value of `metric` in the kept sessions (ms).
-fn values_of(run: &Run, kept: &[&Session], metric: Metric) -> Vec<i64> {
-    let rec = &run.recording;
+fn values_of(rec: &Lines, kept: &[&Session], metric: Metric) -> Vec<i64> {
     let mut v = Vec::new();
     for s in kept {
         match metric {
@@ -179,7 +180,7 @@ fn values_of(run: &Run, kept: &[&Session], metric: Metric) -> Vec<i64> {
 /// A session's time from its home page's start to the end of recording line `line`: the
 /// durations of the events between summed (the replay's pauses left out, as page load's);
 /// None when it did not get there.
-fn until(s: &Session, rec: &crate::report::lines::Lines, line: u32) -> Option<i64> {
+fn until(s: &Session, rec: &Lines, line: u32) -> Option<i64> {
     let first = (s.events.iter())
         .position(|e| rec.get(e.line).map(|l| l.kind) == Some(Kind::ReqHome))
         .unwrap_or(0);

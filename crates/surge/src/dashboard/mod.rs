@@ -105,8 +105,13 @@ impl Dashboard {
     }
 
     /// The run has ended: writes the report of `report_of` (a run or capacity directory) as
-    /// its report.html, tells the page, serves for `--dashboard-linger` (or until Ctrl-C), stops.
-    pub async fn finish(self, report_of: Option<&Path>) {
+    /// its report.html, tells the page, serves for `--dashboard-linger` (or until `stop`: a
+    /// signal, at once when one stopped the run), stops.
+    pub async fn finish(
+        self,
+        report_of: Option<&Path>,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
         let report = match report_of {
             Some(dir) => write_report(dir).await,
             None => None,
@@ -117,7 +122,7 @@ impl Dashboard {
         });
         tokio::select! {
             _ = tokio::time::sleep(self.linger) => {}
-            _ = tokio::signal::ctrl_c() => {}
+            () = stop => {}
         }
         self.server.abort();
     }

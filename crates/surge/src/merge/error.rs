@@ -7,6 +7,20 @@ use std::path::PathBuf;
 /// A `surge merge` of run directories that cannot be done (nothing is written then).
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
+    /// The inputs or the output are not usable as given (exists, is an input, missing, mixed).
+    #[error("{0}")]
+    Usage(String),
+    /// A bench `--json` file that cannot be read or is not one.
+    #[error("{name}: {why}")]
+    BenchInput {
+        /// The file as given.
+        name: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// Bench results that are not the segments of one plan.
+    #[error(transparent)]
+    Bench(#[from] crate::bench::BenchMergeError),
     /// No recording.log or no sessions/.
     #[error("{0}: not a run directory (expected recording.log and sessions/ from surge replay)")]
     NotRunDir(String),

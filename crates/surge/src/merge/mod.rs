@@ -36,21 +36,53 @@ pub struct MergeArgs {
     pub json: bool,
 }
 
-/// Merges; returns the exit status (0: merged; the merged checks are in its summary).
-pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
+/// What a merge wrote: the merged run (its summary.json) or the merged bench result. The
+/// terminal prints it.
+#[derive(Debug)]
+pub enum Merged {
+    /// Run directories → one run directory.
+    Run {
+        /// The merged run's summary.json.
+        summary: Box<replay::RunSummary>,
+        /// How many segments were merged.
+        segments: usize,
+        /// How many sessions the merged run has.
+        sessions: usize,
+    },
+    /// Bench `--json` results → one bench result.
+    Bench(Box<BenchReport>),
+}
+
+impl Merged {
+    /// The exit status: 0, or 1 when the merged bench result has too many requests not ok
+    /// (judged as one run would be; the merged run's checks are in its summary).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Merged::Run { .. } => 0,
+            Merged::Bench(r) => u8::from(r.verdict().is_some()),
+        }
+    }
+}
+
+/// Merges and writes the merged output; prints nothing.
+pub fn run(args: MergeArgs) -> Result<Merged, MergeError> {
+    let usage = |m: String| Err(MergeError::Usage(m));
     if args.output.exists() && !args.overwrite_output {
-        anyhow::bail!(
+        return usage(format!(
             "output {} already exists (use --overwrite-output)",
             args.output.display()
-        );
+        ));
     }
     let out_canon = args.output.canonicalize().ok();
     let is_output = |i: &&PathBuf| out_canon.is_some() && i.canonicalize().ok() == out_canon;
     if let Some(i) = args.inputs.iter().find(is_output) {
-        anyhow::bail!("output {} is one of the inputs", i.display());
+        return usage(format!("output {} is one of the inputs", i.display()));
     }
     if let Some(missing) = args.inputs.iter().find(|p| !p.exists()) {
-        anyhow::bail!("{}: no such run directory or file", missing.display());
+        return usage(format!(
+            "{}: no such run directory or file",
+            missing.display()
+        ));
     }
     let dirs = args.inputs.iter().filter(|p| p.is_dir()).count();
     if dirs == args.inputs.len() {
@@ -58,12 +90,12 @@ pub fn run(args: MergeArgs) -> anyhow::Result<u8> {
     } else if dirs == 0 {
         benches(&args)
     } else {
-        anyhow::bail!("give either run directories (replay) or bench JSON files, not both")
+        usage("give either run directories (replay) or bench JSON files, not both".into())
     }
 }
 
 /// Run directories of `surge replay --segment` → one run directory.
-fn runs(args: &MergeArgs) -> anyhow::Result<u8> {
+fn runs(args: &MergeArgs) -> Result<Merged, MergeError> {
     let mut parts = (args.inputs.iter())
         .map(|d| read::part(d))
         .collect::<Result<Vec<_>, MergeError>>()?;
@@ -78,17 +110,11 @@ fn runs(args: &MergeArgs) -> anyhow::Result<u8> {
         &sessions,
         &summary,
     )?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        println!(
-            "merged {} segments: {} sessions",
-            parts.len(),
-            sessions.len()
-        );
-        print!("{}", replay::replay_text(&summary, &args.output));
-    }
-    Ok(0)
+    Ok(Merged::Run {
+        summary: Box::new(summary),
+        segments: parts.len(),
+        sessions: sessions.len(),
+    })
 }
 
 /// The parts are the segments 1..N of one plan, of one recording, and no (worker, iteration)
@@ -105,7 +131,7 @@ fn check_parts(parts: &[read::Part]) -> Result<(), MergeError> {
             return Err(MergeError::DifferentRecordings {
                 a: p.name.clone(),
                 b: first.name.clone(),
-                detail: first_difference(&first.recording, &p.recording),
+                detail: crate::rundir::first_difference(&first.recording, &p.recording),
             });
         }
     }
@@ -132,44 +158,31 @@ fn check_parts(parts: &[read::Part]) -> Result<(), MergeError> {
     Ok(())
 }
 
-fn first_difference(a: &str, b: &str) -> String {
-    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
-    match la.iter().zip(&lb).position(|(x, y)| x != y) {
-        Some(i) => format!("recording.log differs at line {}", i + 1),
-        None => format!("recording.log has {} vs {} lines", la.len(), lb.len()),
-    }
-}
-
 /// `surge bench --segment --json` results → one bench result (JSON file).
-fn benches(args: &MergeArgs) -> anyhow::Result<u8> {
+fn benches(args: &MergeArgs) -> Result<Merged, MergeError> {
     let mut parts = Vec::with_capacity(args.inputs.len());
     for f in &args.inputs {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let bad = |why: String| MergeError::BenchInput {
+            name: name.clone(),
+            why,
+        };
+        let text = std::fs::read_to_string(f).map_err(|e| bad(e.to_string()))?;
         let r: BenchReport = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{name}: not a surge bench --json result ({e})"))?;
+            .map_err(|e| bad(format!("not a surge bench --json result ({e})")))?;
         parts.push((name, r));
     }
     let merged = bench::merge(&parts)?;
-    let json = serde_json::to_string_pretty(&merged)?;
+    let json = serde_json::to_string_pretty(&merged).expect("a bench result serialises");
     let tmp = args.output.with_extension("merging");
     std::fs::write(&tmp, format!("{json}\n"))
         .and_then(|()| std::fs::rename(&tmp, &args.output))
-        .map_err(|e| {
+        .map_err(|err| {
             let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("{}: {e}", args.output.display())
+            MergeError::Io {
+                path: args.output.clone(),
+                err,
+            }
         })?;
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", bench::bench_text(&merged));
-    }
-    // The whole plan is judged as one run would be: the same --max-error-rate line and exit 1.
-    Ok(match merged.verdict() {
-        Some(line) => {
-            eprintln!("surge merge: {line}");
-            1
-        }
-        None => 0,
-    })
+    Ok(Merged::Bench(Box::new(merged)))
 }

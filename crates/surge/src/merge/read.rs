@@ -5,7 +5,7 @@
 use super::error::MergeError;
 use crate::rundir;
 use crate::rundir::RowEvent;
-use crate::segment::Tag;
+use crate::segment::{RunConfig, Tag};
 use std::path::{Path, PathBuf};
 
 /// One session CSV of a segment.
@@ -53,8 +53,8 @@ pub struct Part {
     /// The directory as given on the command line (for messages).
     pub name: String,
     pub tag: Tag,
-    /// The JSON config of its CSVs' second `#` line.
-    pub config: serde_json::Value,
+    /// The run config of its CSVs' second `#` line.
+    pub config: RunConfig,
     pub recording: String,
     /// Its summary.json (surge writes it even on Ctrl-C; a segment without one was killed).
     pub summary: serde_json::Value,
@@ -82,7 +82,7 @@ pub fn part(dir: &Path) -> Result<Part, MergeError> {
         .iter()
         .map(|f| session(f))
         .collect::<Result<Vec<_>, _>>()?;
-    let (tag, config) = tag_of(&name, &sessions)?;
+    let (tag, config) = plan_of(&name, &sessions)?;
     Ok(Part {
         dir: dir.to_path_buf(),
         name,
@@ -102,15 +102,14 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> MergeError + '_ {
     }
 }
 
-/// The segment tag all of a directory's CSVs carry (they share their comment lines).
-fn tag_of(name: &str, sessions: &[SessionFile]) -> Result<(Tag, serde_json::Value), MergeError> {
+/// The run config and segment tag all of a directory's CSVs carry (they share their comment
+/// lines).
+fn plan_of(name: &str, sessions: &[SessionFile]) -> Result<(Tag, RunConfig), MergeError> {
     let first = &sessions[0];
-    let config: serde_json::Value = first
-        .comments
-        .get(1)
-        .and_then(|l| serde_json::from_str(l.trim()).ok())
+    let config = (first.comments.get(1))
+        .and_then(|l| RunConfig::from_comments(&[l]))
         .ok_or_else(|| MergeError::NoConfig(first.path.clone()))?;
-    if config.get("merged").is_some() {
+    if config.merged.is_some() {
         return Err(MergeError::AlreadyMerged(name.to_string()));
     }
     let tag = match Tag::from_config(&config) {
@@ -158,17 +157,8 @@ fn session(path: &Path) -> Result<SessionFile, MergeError> {
             r.event.name(),
             r.ts,
             r.line,
-            quoted(&r.comment)
+            rundir::csv_safe(&r.comment)
         ));
     }
     Ok(s)
-}
-
-/// A comment field as CSV writes it: quoted when it holds a comma, quote or line break.
-fn quoted(c: &str) -> std::borrow::Cow<'_, str> {
-    if c.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", c.replace('"', "\"\"")).into()
-    } else {
-        c.into()
-    }
 }

@@ -6,6 +6,7 @@ use super::error::MergeError;
 use super::read::{Part, SessionFile};
 use crate::checks::Threshold;
 use crate::rundir::{self, Aggregate, FailureCount, Head, Plan, RunSummary, Split};
+use crate::segment::RunConfig;
 use crate::timefmt;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -88,27 +89,24 @@ fn head(parts: &[Part], sessions: &[&SessionFile]) -> Head {
     let first = &parts[0];
     let cfg = &first.config;
     let int = |p: &Part, k: &str| p.summary[k].as_i64();
-    let start_at = cfg["startAt"].as_str().and_then(timefmt::parse_iso);
+    let start_at = cfg.start_at.as_deref().and_then(timefmt::parse_iso);
     let earliest = parts.iter().filter_map(|p| int(p, "started_at_ms")).min();
     let last_row = (sessions.iter())
         .filter_map(|s| s.events.last().map(|e| e.1))
         .max()
         .unwrap_or(0);
     let finished = parts.iter().filter_map(|p| int(p, "finished_at_ms")).max();
-    let users = cfg["workers"].as_u64().unwrap_or(0) as u32;
-    let interval = cfg["startIntervalMs"].as_u64().unwrap_or(0);
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let (users, interval) = (cfg.workers, cfg.start_interval_ms);
     Head {
         plan: Plan {
-            recording: text(&cfg["recordingPath"]),
-            target: text(&cfg["appUrl"]),
+            recording: cfg.recording_path.clone(),
+            target: cfg.app_url.clone(),
             users,
             start_interval_ms: interval,
-            loaded_duration_ms: (cfg["loadedDurationMinutes"].as_f64().unwrap_or(0.0) * 60_000.0)
-                .round() as u64,
-            think_time: text(&cfg["thinkTime"]),
-            shape: cfg["shape"].as_str().map(str::to_string),
-            message_timeout_ms: cfg["messageTimeoutMs"].as_u64().unwrap_or(0),
+            loaded_duration_ms: (cfg.loaded_duration_minutes * 60_000.0).round() as u64,
+            think_time: cfg.think_time.clone(),
+            shape: cfg.shape.clone(),
+            message_timeout_ms: cfg.message_timeout_ms,
             insecure: (parts.iter()).any(|p| p.summary["insecure"] == Value::Bool(true)),
         },
         started_at_ms: start_at.or(earliest).unwrap_or(0),
@@ -215,12 +213,16 @@ fn render(id: usize, s: &SessionFile) -> String {
     let mut out = String::with_capacity(s.rows.iter().map(|r| r.len() + 8).sum::<usize>() + 512);
     for (i, c) in s.comments.iter().enumerate() {
         out.push('#');
-        match c.trim_end().strip_suffix('}') {
-            Some(json) if i == 1 => {
-                out.push_str(json);
-                out.push_str(",\"merged\":true}");
+        match RunConfig::from_comments(&[c]).filter(|_| i == 1) {
+            Some(config) => {
+                let merged = RunConfig {
+                    merged: Some(true),
+                    ..config
+                };
+                out.push(' ');
+                out.push_str(&merged.to_line());
             }
-            _ => out.push_str(c),
+            None => out.push_str(c),
         }
         out.push('\n');
     }

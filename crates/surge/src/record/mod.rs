@@ -59,9 +59,31 @@ pub struct RecordArgs {
     pub tls: crate::net::TlsArgs,
 }
 
+/// Why a recording cannot start: one line naming the flag, file or target.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A flag's value is wrong (`--target`, `--param`, `--listen`).
+    #[error("{0}")]
+    Usage(String),
+    /// The target cannot be reached, or its TLS setup is refused.
+    #[error(transparent)]
+    Target(#[from] crate::net::SetupError),
+    /// The target did not answer the detection request.
+    #[error("{0}")]
+    Detect(String),
+    /// A file could not be written.
+    #[error("{}: {err}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        err: std::io::Error,
+    },
+}
+
 /// `--param NAME=VALUE`s as placeholders known from the start (the few names live as long as
 /// the recorder).
-fn params(raw: &[String]) -> anyhow::Result<Placeholders> {
+fn params(raw: &[String]) -> Result<Placeholders, RecordError> {
     let mut p = Placeholders::default();
     for r in raw {
         let (name, value) = r
@@ -72,7 +94,9 @@ fn params(raw: &[String]) -> anyhow::Result<Placeholders> {
                     && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
             })
             .ok_or_else(|| {
-                anyhow::anyhow!("--param {r}: expected NAME=VALUE (NAME: letters, digits, _)")
+                RecordError::Usage(format!(
+                    "--param {r}: expected NAME=VALUE (NAME: letters, digits, _)"
+                ))
             })?;
         let placeholder: &'static str = Box::leak(format!("${{{name}}}").into_boxed_str());
         p.add(value, placeholder);
@@ -105,9 +129,9 @@ pub struct Recorded {
 impl RecordPlan {
     /// Checks the target (URL, TLS probe, Shiny detection), binds `--listen` and writes the
     /// recording's header; each error is one line naming the flag or file.
-    pub async fn from_args(args: &RecordArgs) -> anyhow::Result<RecordPlan> {
+    pub async fn from_args(args: &RecordArgs) -> Result<RecordPlan, RecordError> {
         let target = Target::parse(&args.target)
-            .map_err(|e| anyhow::anyhow!("--target {e}"))?
+            .map_err(|e| RecordError::Usage(format!("--target {e}")))?
             .with_tls(&args.tls, crate::net::HANDSHAKE_TIMEOUT)?;
         target.probe().await?;
         let client = Client::builder(TokioExecutor::new()).build(Connector(target.dialer.clone()));
@@ -117,12 +141,18 @@ impl RecordPlan {
         };
         let listener = TcpListener::bind(&args.listen)
             .await
-            .map_err(|e| anyhow::anyhow!("--listen {}: {e}", args.listen))?;
-        let addr = listener.local_addr()?;
-        let mut file = std::fs::File::create(&args.output)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
-        file.write_all(recording::header(&args.target, &target_type).as_bytes())?;
-        file.flush()?;
+            .map_err(|e| RecordError::Usage(format!("--listen {}: {e}", args.listen)))?;
+        let listen_err =
+            |e: std::io::Error| RecordError::Usage(format!("--listen {}: {e}", args.listen));
+        let addr = listener.local_addr().map_err(listen_err)?;
+        let file_err = |err| RecordError::Io {
+            path: args.output.clone(),
+            err,
+        };
+        let mut file = std::fs::File::create(&args.output).map_err(file_err)?;
+        (file.write_all(recording::header(&args.target, &target_type).as_bytes()))
+            .and_then(|()| file.flush())
+            .map_err(file_err)?;
         let (done, done_rx) = watch::channel(false);
         let state = Arc::new(State {
             target,
@@ -192,13 +222,14 @@ pub async fn run(plan: RecordPlan, stop: impl Future<Output = ()>) -> Recorded {
 async fn detect(
     client: &Client<Connector, Full<Bytes>>,
     target: &Target,
-) -> anyhow::Result<String> {
+) -> Result<String, RecordError> {
     let uri = format!("{}{}/", target.origin(), target.base_path);
     let wait = std::time::Duration::from_secs(3);
-    let resp = tokio::time::timeout(wait, client.get(uri.parse()?))
+    let parsed = (uri.parse()).map_err(|e| RecordError::Usage(format!("--target {uri}: {e}")))?;
+    let resp = tokio::time::timeout(wait, client.get(parsed))
         .await
-        .map_err(|_| anyhow::anyhow!("target {uri} did not answer within {wait:?}"))?
-        .map_err(|e| anyhow::anyhow!("cannot reach target {uri}: {e}"))?;
+        .map_err(|_| RecordError::Detect(format!("target {uri} did not answer within {wait:?}")))?
+        .map_err(|e| RecordError::Detect(format!("cannot reach target {uri}: {e}")))?;
     let mut body = resp.into_body();
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + wait;

@@ -70,6 +70,11 @@ pub struct ReplayArgs {
     /// Latency check, [SCOPE:]pNN<DURATION (SCOPE: all, session or an event type); exit 1 if missed
     #[arg(long = "threshold")]
     pub thresholds: Vec<Threshold>,
+    /// After SIGINT or SIGTERM no session starts; sessions still running get this long to end
+    /// before they are cut (PLAYBACK_FAIL, kind interrupted); keep it below the grace period of
+    /// whatever sends SIGTERM (docker stop: 10s, Kubernetes: 30s)
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    pub stop_grace: Duration,
     /// Print summary.json to stdout instead of the text summary
     #[arg(long)]
     pub json: bool,
@@ -124,19 +129,24 @@ pub struct SessionArgs {
     pub signin: crate::signin::SignInArgs,
 }
 
+/// A flag of `surge replay` that is wrong on its own or with another: one line naming it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct FlagError(String);
+
 impl ReplayArgs {
     /// The app's base URL, from APP-URL or --target.
-    pub fn app_url(&self) -> anyhow::Result<&str> {
+    pub fn app_url(&self) -> Result<&str, FlagError> {
         let positional = self.app_url.last().filter(|u| u.contains("://"));
         match (positional, &self.target) {
-            (Some(u), Some(_)) => anyhow::bail!(
+            (Some(u), Some(_)) => Err(FlagError(format!(
                 "the app's URL is given twice: {u} (after the recordings) and --target"
-            ),
+            ))),
             (Some(u), None) => Ok(u),
             (None, Some(t)) => Ok(t),
-            (None, None) => anyhow::bail!(
-                "no app to replay against: give its URL after the recording (APP-URL) or as --target URL"
-            ),
+            (None, None) => Err(FlagError(
+                "no app to replay against: give its URL after the recording (APP-URL) or as --target URL".into(),
+            )),
         }
     }
 
@@ -162,16 +172,16 @@ impl ReplayArgs {
 }
 
 /// The `-H 'Name: value'` flags as headers; a malformed one is an error naming it.
-pub(super) fn parse_headers(flags: &[String]) -> anyhow::Result<Vec<(HeaderName, HeaderValue)>> {
+pub(super) fn parse_headers(flags: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, FlagError> {
     let mut headers = Vec::new();
     for h in flags {
+        let bad = |why: String| FlagError(format!("-H \"{h}\": {why}"));
         let (k, v) = h
             .split_once(':')
-            .ok_or_else(|| anyhow::anyhow!("-H \"{h}\": expected 'Name: value'"))?;
+            .ok_or_else(|| bad("expected 'Name: value'".into()))?;
         headers.push((
-            HeaderName::from_bytes(k.trim().as_bytes())
-                .map_err(|e| anyhow::anyhow!("-H \"{h}\": {e}"))?,
-            HeaderValue::from_str(v.trim()).map_err(|e| anyhow::anyhow!("-H \"{h}\": {e}"))?,
+            HeaderName::from_bytes(k.trim().as_bytes()).map_err(|e| bad(e.to_string()))?,
+            HeaderValue::from_str(v.trim()).map_err(|e| bad(e.to_string()))?,
         ));
     }
     Ok(headers)

@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub use crate::rundir::{FailureCount, JourneySummary, Plan, RunSummary, SessionCounts, Split};
-pub use flags::{ReplayArgs, SessionArgs};
+pub use flags::{FlagError, ReplayArgs, SessionArgs};
 pub use journey::Journey;
 pub use journey::JourneyFailuresError;
 pub(crate) use journey::{merged as merged_journeys, of_row as journey_of_row};
@@ -76,6 +76,8 @@ struct Shared {
     /// The first session CSV that could not be written (a full disk): the run stops and fails
     /// with it, instead of logging the same error for every session after it.
     write_error: Mutex<Option<(std::path::PathBuf, std::io::Error)>>,
+    /// Every ended session's rows, when the plan keeps them (`keep_sessions`).
+    kept: Mutex<Vec<crate::rundir::SessionLog>>,
 }
 
 impl Shared {
@@ -104,20 +106,27 @@ impl Shared {
 pub const EXIT_OK: u8 = 0;
 /// Exit status: a check failed (failure rate or threshold).
 pub const EXIT_CHECKS: u8 = 1;
-/// Exit status: interrupted by Ctrl-C (results written so far are consistent).
+/// Exit status: interrupted by Ctrl-C (results written so far are consistent; the terminal says
+/// 143 when SIGTERM stopped it).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// What a finished replay gives its caller: the summary (also in the run directory) and the
+/// What a finished replay gives its caller: the summary (also in the run directory, with the
+/// sessions' [`crate::rundir::Outcome`]), the sessions' rows when the plan kept them, and the
 /// exit status it stands for.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Replayed {
     /// summary.json's content.
     pub summary: RunSummary,
     /// Stopped by the stop signal before the plan's end.
     pub interrupted: bool,
+    /// Every session's rows in the order they ended, when [`ReplayPlan::keep_sessions`] asked
+    /// for them (`surge capacity` judges a step on them); empty otherwise.
+    pub sessions: Vec<crate::rundir::SessionLog>,
+    /// `--manifold`'s polls during the run (manifold.csv's rows); empty without it.
+    pub manifold: Vec<crate::manifold_poll::Point>,
 }
 
-impl Outcome {
+impl Replayed {
     /// The process exit status this outcome stands for.
     pub fn exit_code(&self) -> u8 {
         if self.interrupted {
@@ -136,7 +145,7 @@ impl Outcome {
 pub async fn run(
     plan: ReplayPlan,
     stop: impl Future<Output = ()> + Send + 'static,
-) -> Result<Outcome, ReplayError> {
+) -> Result<Replayed, ReplayError> {
     tracing::info!(
         "{}; loaded phase ends {:?} after the start; target {}",
         plan.shape,
@@ -175,6 +184,7 @@ pub async fn run(
         points: Mutex::new(Vec::new()),
         halt: stop_tx.clone(),
         write_error: Mutex::new(None),
+        kept: Mutex::new(Vec::new()),
     });
     if counting {
         // Users wait for t0 on their own; this only tells the person watching.
@@ -186,12 +196,13 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     let progress = counting.then(|| tokio::spawn(progress::progress(sh.clone())));
+    let pool = Arc::new(Mutex::new(Vec::new()));
     let poller = match &sh.plan.manifold {
         Some(url) => {
             let p = crate::manifold_poll::Poller::new(url)
                 .map_err(|e| ReplayError::Usage(e.to_string()))?;
             let (dir, live) = (sh.plan.out_dir.clone(), sh.plan.live.clone());
-            Some(tokio::spawn(p.run(dir, live)))
+            Some(tokio::spawn(p.run(dir, live, pool.clone())))
         }
         None => None,
     };
@@ -217,8 +228,20 @@ pub async fn run(
     }
     shape_written?;
     written.map_err(|(path, err)| ReplayError::Io { path, err })?;
-    Ok(Outcome {
+    Ok(Replayed {
         summary,
         interrupted,
+        sessions: take(&sh.kept),
+        manifold: take(&pool),
     })
+}
+
+/// What a list collected during the run holds, taken out (a poisoned lock is taken back: each
+/// push left the list valid).
+fn take<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(
+        &mut *list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
 }

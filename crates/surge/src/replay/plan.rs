@@ -119,6 +119,11 @@ pub struct ReplayPlan {
     pub max_sessions: Option<u32>,
     /// Print the progress line on stderr (off for capacity steps, which print their own).
     pub progress: bool,
+    /// `--stop-grace`: how long running sessions may go on after the stop before they are cut.
+    pub stop_grace: Duration,
+    /// Keep every session's rows for the caller ([`super::Replayed::sessions`]): a capacity
+    /// step is judged on them.
+    pub keep_sessions: bool,
     /// `--dashboard`'s metrics, fed as users start and sessions end.
     pub live: Option<std::sync::Arc<crate::metrics::LiveMetrics>>,
     /// `--manifold`'s status URL, polled into manifold.csv during the run.
@@ -196,6 +201,8 @@ impl ReplayPlan {
             comment_lines,
             max_sessions: None,
             progress: true,
+            keep_sessions: false,
+            stop_grace: args.stop_grace,
             live: None,
             manifold,
         })
@@ -389,28 +396,23 @@ fn comment_lines(
         Shape::Ramp { interval, .. } => *interval,
         _ => Duration::ZERO,
     };
-    let mut config = serde_json::json!({
-        "tool": format!("surge {}", env!("CARGO_PKG_VERSION")),
-        "appUrl": url,
-        "recordingPath": args.recording.display().to_string(),
-        "outputDir": out_dir.display().to_string(),
-        "overwriteOutput": args.overwrite_output,
-        "workers": shape.peak_users(),
-        "startIntervalMs": interval.as_millis() as u64,
-        "loadedDurationMinutes": args.loaded_duration().as_secs_f64() / 60.0,
-        "debugLog": args.debug_log,
-        "logLevel": args.log_level.name(),
-        "thinkTime": args.session.think_time.name(),
-        "messageTimeoutMs": args.session.message_timeout.as_millis() as u64,
-    });
-    if !matches!(shape, Shape::Ramp { .. }) {
-        config["shape"] = shape.to_string().into();
-    }
-    if let Some(s) = segment {
-        config["segment"] = s.to_string().into();
-    }
-    if let Some(ms) = start_at {
-        config["startAt"] = timefmt::format_iso(ms).into();
-    }
-    format!("# {}\n# {}\n", argv.join(" "), config)
+    let config = segment::RunConfig {
+        tool: format!("surge {}", env!("CARGO_PKG_VERSION")),
+        app_url: url.to_string(),
+        recording_path: args.recording.display().to_string(),
+        output_dir: out_dir.display().to_string(),
+        overwrite_output: args.overwrite_output,
+        workers: shape.peak_users(),
+        start_interval_ms: interval.as_millis() as u64,
+        loaded_duration_minutes: args.loaded_duration().as_secs_f64() / 60.0,
+        debug_log: args.debug_log,
+        log_level: args.log_level.name().to_string(),
+        think_time: args.session.think_time.name(),
+        message_timeout_ms: args.session.message_timeout.as_millis() as u64,
+        shape: (!matches!(shape, Shape::Ramp { .. })).then(|| shape.to_string()),
+        segment: segment.map(|s| s.to_string()),
+        start_at: start_at.map(timefmt::format_iso),
+        merged: None,
+    };
+    format!("# {}\n# {}\n", argv.join(" "), config.to_line())
 }

@@ -157,9 +157,13 @@ async fn run_session(
             streams: tokio::task::JoinSet::new(),
         };
         let play = player.play(&mut log, &mut at);
+        let cut = async {
+            stopped(stop).await;
+            tokio::time::sleep(sh.plan.stop_grace).await;
+        };
         tokio::select! {
             r = play => r,
-            _ = stopped(stop) => Err(Failure::from(Cause::Interrupted)),
+            () = cut => Err(Failure::from(Cause::Interrupted)),
         }
     };
     let ok = result.is_ok();
@@ -206,5 +210,11 @@ async fn run_session(
         a.record(&log, write.is_err());
     }
     sh.observe(&log, ok);
+    if sh.plan.keep_sessions {
+        // One push per session: a poisoned lock is taken back (the list stays valid).
+        (sh.kept.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(log);
+    }
     ok
 }

@@ -9,7 +9,7 @@ use super::{lines, lines::Lines, ReportError};
 use crate::failure::FailureKind;
 use crate::recording::Kind;
 use crate::rundir::csv;
-use crate::rundir::{parse_fail_comment, Ended, RowEvent};
+use crate::rundir::{fail_comment, parse_fail_comment, Ended, RowEvent, SessionLog};
 
 /// One step of a session: a recording line replayed from `start` to `end` (epoch ms).
 #[derive(Debug, Clone)]
@@ -101,6 +101,38 @@ pub fn load_run(dir: &Path, name: String) -> Result<Run, ReportError> {
         recording,
         sessions,
     })
+}
+
+/// A session the replay kept in memory ([`crate::replay::Replayed::sessions`]), read as if from
+/// its CSV: the same pairing of rows into events, so an in-process judge (a capacity step)
+/// measures what `surge report` would read from the file.
+///
+/// # Errors
+/// A row names a line that is not an event of `rec` (the session replayed another recording).
+pub fn session_of(log: &SessionLog, rec: &Lines) -> Result<Session, ReportError> {
+    let mut acc = Reading {
+        id: Some(log.session),
+        worker: log.worker,
+        iteration: log.iteration,
+        first: None,
+        last: 0,
+        outcome: Ended::Unfinished,
+        reason: None,
+        fail_kind: None,
+        fail_line: None,
+        open: Vec::new(),
+        events: Vec::new(),
+        input: None,
+    };
+    let fail = log.failure.as_ref().map(fail_comment).unwrap_or_default();
+    let name = log.file_name();
+    for (i, r) in log.rows.iter().enumerate() {
+        let comment = if r.event == RowEvent::Fail { &fail } else { "" };
+        let at = format!("{name}:{}", i + 1);
+        acc.event(rec, r.event, r.ts, r.line, comment, &at)?;
+    }
+    acc.input = log.data_row;
+    acc.finish(Path::new(&name))
 }
 
 struct Open {

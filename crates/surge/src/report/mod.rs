@@ -175,7 +175,10 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
                 return Err(ReportError::MixedRecordings {
                     a: runs[0].name.clone(),
                     b: r.name.clone(),
-                    detail: first_difference(&runs[0].recording.text, &r.recording.text),
+                    detail: crate::rundir::first_difference(
+                        &runs[0].recording.text,
+                        &r.recording.text,
+                    ),
                 });
             }
         }
@@ -256,14 +259,6 @@ fn expand_capacity(
         capacity = Some(c);
     }
     Ok((out, capacity))
-}
-
-fn first_difference(a: &str, b: &str) -> String {
-    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
-    match la.iter().zip(&lb).position(|(x, y)| x != y) {
-        Some(i) => format!("recording.log differs at line {}", i + 1),
-        None => format!("recording.log has {} vs {} lines", la.len(), lb.len()),
-    }
 }
 
 /// `surge report`: builds the report and writes it atomically (temp file, then rename).

@@ -39,6 +39,16 @@ pub use session::{csv_safe, fail_comment, parse_fail_comment, Row, RowEvent, Ses
 pub use shape::{read_points, write_points, ShapePoint, SHAPE_CSV};
 pub use summary::{from_aggregate, Head, JourneySummary, Plan, RunSummary, Split};
 
+/// Where two runs' recording.log texts first differ, for the error refusing to join them
+/// (`surge merge`, `surge report` of segments): `recording.log differs at line 12`.
+pub fn first_difference(a: &str, b: &str) -> String {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    match la.iter().zip(&lb).position(|(x, y)| x != y) {
+        Some(i) => format!("recording.log differs at line {}", i + 1),
+        None => format!("recording.log has {} vs {} lines", la.len(), lb.len()),
+    }
+}
+
 /// The file name of a run's summary.
 pub const SUMMARY_JSON: &str = "summary.json";
 

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{fresh_dir, parse_capacity_args, parse_replay_args, surge};
+use common::{capacity_plan, fresh_dir, parse_replay_args, surge};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// A server with `slots` slots: each request holds one for `service`, waiting FIFO for it
 /// (tokio's semaphore is fair). Runs on its own thread and runtime; returns its base URL.
-fn start_slots(slots: usize, service: Duration) -> String {
+pub(crate) fn start_slots(slots: usize, service: Duration) -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     l.set_nonblocking(true).unwrap();
@@ -70,7 +70,7 @@ async fn serve(s: tokio::net::TcpStream, sem: Arc<tokio::sync::Semaphore>, servi
 
 /// A surge/http recording of one page: a single REQ_HOME (so a session is one request and its
 /// page load that request's time).
-fn recording(dir: &Path) -> PathBuf {
+pub(crate) fn recording(dir: &Path) -> PathBuf {
     let p = dir.join("recording.log");
     std::fs::write(
         &p,
@@ -83,7 +83,7 @@ fn recording(dir: &Path) -> PathBuf {
 
 /// Replays the one-request recording against `url` in-process with the shape flags `shape`
 /// (into a fresh `name` dir's `run/`): the run directory and the outcome.
-async fn replay_shape(name: &str, url: &str, shape: &[&str]) -> (PathBuf, surge::replay::Outcome) {
+async fn replay_shape(name: &str, url: &str, shape: &[&str]) -> (PathBuf, surge::replay::Replayed) {
     let dir = fresh_dir(name);
     let rec = recording(&dir);
     let out = dir.join("run");
@@ -115,7 +115,7 @@ async fn capacity_finds_the_queueing_knee() {
     let dir = fresh_dir("capacity-knee");
     let rec = recording(&dir);
     let out = dir.join("cap");
-    let a = parse_capacity_args(&[
+    let a = capacity_plan(&[
         rec.to_str().unwrap(),
         &url,
         "--slo",
@@ -518,7 +518,7 @@ async fn first_step_breaking_exits_1() {
     let dir = fresh_dir("capacity-first-breaks");
     let rec = recording(&dir);
     let out = dir.join("cap");
-    let a = parse_capacity_args(&[
+    let a = capacity_plan(&[
         rec.to_str().unwrap(),
         &url,
         "--slo",

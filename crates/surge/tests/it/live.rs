@@ -242,7 +242,7 @@ fn capacity_scaling_table_over_worker_counts() {
     let rec = recording(&dir, "/sleep?ms=100");
     let out_dir = dir.join("cap");
     let url = format!("http://127.0.0.1:{port}");
-    let args = common::parse_capacity_args(&[
+    let args = common::capacity_plan(&[
         rec.to_str().unwrap(),
         &format!("{url}/"),
         "--slo",

@@ -25,6 +25,7 @@ mod shiny_e2e;
 mod shinycannon_cli;
 mod signin_e2e;
 mod signin_support;
+mod sigterm;
 mod sockjs_e2e;
 mod sse_e2e;
 mod summary_json;

@@ -128,7 +128,7 @@ fn ctrl_c_ends_the_wait_for_start_at() {
     let (rec, out) = (rec.to_str().unwrap(), run_dir.to_str().unwrap());
     let flags = ["--users", "2", "--segment", "2/2", "--start-at", &at];
     let cases: [(Vec<&str>, i32); 2] = [
-        (bench_segment(&target, "1/2", &["--start-at", &at]), 1),
+        (bench_segment(&target, "1/2", &["--start-at", &at]), 130),
         (replay(rec, &target, out, &flags), 130),
     ];
     for (i, (args, want)) in cases.iter().enumerate() {

@@ -1,12 +1,14 @@
-//! surge's commands driven in-process (issue 19): the library's `run`s with a plan and a stop
-//! signal, on a tokio runtime of their own, as `main.rs` runs them but without its logger, Ctrl-C
-//! handler and printing. Tests that assert results use these; the binary stays for exit statuses,
-//! stderr and stdout lines, signals, environment variables and shinycannon's command lines.
+//! surge's commands driven in-process (issue 19): the terminal layer's own flag parsing
+//! (`surge::terminal::Cli`) and its `run_command`, with a [`Terminal`] of the test's (no logger,
+//! no signal handler, a stop the test triggers), on a tokio runtime of their own. Tests that
+//! assert results use these; the binary stays for exit statuses, stderr and stdout lines,
+//! signals, environment variables and shinycannon's command lines.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
-use surge::replay::{Outcome, ReplayError};
+use surge::replay::Replayed as Outcome;
+use surge::terminal::{run_command, Cli, Command, CommandError, Finished, Signal, Stop, Terminal};
 use tokio::sync::oneshot;
 
 /// The runtime `main.rs` gives replay, record and capacity (one worker per CPU).
@@ -14,10 +16,40 @@ fn runtime() -> tokio::runtime::Runtime {
     surge::runtime().unwrap()
 }
 
-#[derive(clap::Parser)]
-struct ReplayCli {
-    #[command(flatten)]
-    args: surge::replay::ReplayArgs,
+/// `surge ARGS…` parsed by the library's own command line (a bad one fails the test).
+pub fn command<S: AsRef<str>>(args: &[S]) -> Command {
+    let argv: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    Cli::parse_args(&argv)
+        .unwrap_or_else(|e| panic!("surge {argv:?}: {e}"))
+        .command
+}
+
+/// `surge SUB ARGS…` parsed (see [`command`]).
+fn sub<S: AsRef<str>>(name: &str, args: &[S]) -> Command {
+    let argv: Vec<&str> = std::iter::once(name)
+        .chain(args.iter().map(AsRef::as_ref))
+        .collect();
+    command(&argv)
+}
+
+/// A test's terminal: no logger, no progress lines, `argv` as the session CSVs' command line,
+/// and a stop that `stop` triggers (as SIGINT would). Must be called inside a runtime.
+fn terminal(
+    argv: &[String],
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Terminal {
+    let term = Terminal {
+        stop: Stop::new(),
+        logger: false,
+        progress: false,
+        argv: argv.to_vec(),
+    };
+    let s = term.stop.clone();
+    tokio::spawn(async move {
+        stop.await;
+        s.trigger(Signal::Interrupt);
+    });
+    term
 }
 
 /// `surge replay ARGS` in-process, on the caller's runtime: the plan from the flags (the session
@@ -26,12 +58,12 @@ struct ReplayCli {
 pub async fn replay_async(
     args: &[String],
     stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<Outcome, ReplayError> {
-    let argv = std::iter::once("replay").chain(args.iter().map(String::as_str));
-    let cli: ReplayCli = clap::Parser::try_parse_from(argv).unwrap();
-    let mut plan = surge::replay::ReplayPlan::from_args(&cli.args, args).await?;
-    plan.progress = false;
-    surge::replay::run(plan, stop).await
+) -> Result<Outcome, CommandError> {
+    let term = terminal(args, stop);
+    match run_command(sub("replay", args), &term).await? {
+        Finished::Replay(o) => Ok(*o),
+        other => panic!("surge replay finished as {other:?}"),
+    }
 }
 
 /// The flags of `surge replay RECORDING --target TARGET --users N --output-dir RUN EXTRA…`.
@@ -156,19 +188,13 @@ pub fn spawn_replay(
     users: u32,
     run: &Path,
     extra: &[&str],
-) -> Background<Result<Outcome, ReplayError>> {
+) -> Background<Result<Outcome, CommandError>> {
     spawn_replay_with(replay_argv(recording, target, users, run, extra))
 }
 
 /// `surge replay ARGS` in-process on a thread of its own (see [`spawn_replay`]).
-pub fn spawn_replay_with(args: Vec<String>) -> Background<Result<Outcome, ReplayError>> {
+pub fn spawn_replay_with(args: Vec<String>) -> Background<Result<Outcome, CommandError>> {
     background(move |stop| async move { replay_async(&args, until(stop)).await })
-}
-
-#[derive(clap::Parser)]
-struct RecordCli {
-    #[command(flatten)]
-    args: surge::record::RecordArgs,
 }
 
 /// `surge record --target TARGET --listen 127.0.0.1:0 -o OUT FLAGS…` in-process: the recorder
@@ -179,10 +205,12 @@ pub fn record_in_process(
     flags: &[String],
 ) -> (Background<surge::record::Recorded>, String) {
     let argv = super::record_argv(target, out, flags);
-    let cli: RecordCli = clap::Parser::try_parse_from(&argv).unwrap();
+    let Command::Record(args) = command(&argv) else {
+        unreachable!("record_argv starts with record")
+    };
     let (addr_tx, addr_rx) = mpsc::channel();
     let rec = background(move |stop| async move {
-        let plan = surge::record::RecordPlan::from_args(&cli.args).await;
+        let plan = surge::record::RecordPlan::from_args(&args).await;
         let plan = match plan {
             Ok(p) => p,
             Err(e) => {
@@ -214,53 +242,55 @@ pub fn import_har(har: &Path, out: &Path) -> surge::recording::Recording {
     surge::recording::Recording::load(out).unwrap()
 }
 
-#[derive(clap::Parser)]
-struct BenchCli {
-    #[command(flatten)]
-    args: surge::bench::BenchArgs,
+/// `surge ARGS` through the terminal layer on a runtime like the binary's (a current-thread one
+/// for bench), to its end: the result and the exit status the binary gives.
+fn finish(args: &[&str], bench: bool) -> Result<(Finished, u8), CommandError> {
+    let rt = if bench {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    } else {
+        runtime()
+    };
+    rt.block_on(async {
+        let term = terminal(&owned(&args[1..]), std::future::pending());
+        let done = run_command(command(args), &term).await?;
+        let code = done.exit_code(term.stop.signal());
+        Ok((done, code))
+    })
 }
 
-/// `surge bench ARGS --json` in-process: the exit status main would give (1 when the verdict says
-/// too many requests were not ok) and the JSON result.
+/// `surge bench ARGS --json` in-process: the exit status the binary gives (1 when the verdict
+/// says too many requests were not ok) and the JSON result.
 pub fn bench_in_process(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let argv = std::iter::once("bench").chain(args.iter().copied());
-    let a: BenchCli = clap::Parser::try_parse_from(argv).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let report = rt.block_on(async {
-        let plan = surge::bench::BenchPlan::from_args(&a.args).await.unwrap();
-        surge::bench::run(plan, std::future::pending()).await
-    });
-    let code = i32::from(report.verdict().is_some());
-    (Some(code), serde_json::to_value(&report).unwrap())
-}
-
-#[derive(clap::Parser)]
-struct ReportCli {
-    #[command(flatten)]
-    args: surge::report::ReportArgs,
+    let argv: Vec<&str> = std::iter::once("bench")
+        .chain(args.iter().copied())
+        .collect();
+    let (done, code) = finish(&argv, true).unwrap_or_else(|e| panic!("surge {argv:?}: {e}"));
+    let Finished::Bench(report, _) = done else {
+        panic!("surge bench finished as {done:?}")
+    };
+    (
+        Some(i32::from(code)),
+        serde_json::to_value(&report).unwrap(),
+    )
 }
 
 /// `surge report ARGS` in-process: the report's result (the HTML file written on success).
-pub fn report_in_process(args: &[&str]) -> Result<(), surge::report::ReportError> {
-    let argv = std::iter::once("report").chain(args.iter().copied());
-    let cli: ReportCli = clap::Parser::try_parse_from(argv).unwrap();
-    surge::report::run(cli.args)
-}
-
-#[derive(clap::Parser)]
-struct MergeCli {
-    #[command(flatten)]
-    args: surge::merge::MergeArgs,
+pub fn report_in_process(args: &[&str]) -> Result<(), CommandError> {
+    let argv: Vec<&str> = std::iter::once("report")
+        .chain(args.iter().copied())
+        .collect();
+    finish(&argv, false).map(|_| ())
 }
 
 /// `surge merge ARGS` in-process: the exit status the binary gives, or its error.
-pub fn merge_in_process(args: &[&str]) -> anyhow::Result<u8> {
-    let argv = std::iter::once("merge").chain(args.iter().copied());
-    let cli: MergeCli = clap::Parser::try_parse_from(argv).unwrap();
-    surge::merge::run(cli.args)
+pub fn merge_in_process(args: &[&str]) -> Result<u8, CommandError> {
+    let argv: Vec<&str> = std::iter::once("merge")
+        .chain(args.iter().copied())
+        .collect();
+    finish(&argv, false).map(|(_, code)| code)
 }
 
 /// `&str`s as the owned flags [`replay_with`] takes.
@@ -268,24 +298,20 @@ pub fn owned(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
-#[derive(clap::Parser)]
-struct CapacityCli {
-    #[command(flatten)]
-    args: surge::capacity::CapacityArgs,
-}
-
-/// `surge capacity ARGS`' flags, parsed as the binary parses them.
-pub fn parse_capacity_args(args: &[&str]) -> surge::capacity::CapacityArgs {
-    let argv = std::iter::once("capacity").chain(args.iter().copied());
-    let cli: CapacityCli = clap::Parser::try_parse_from(argv).unwrap();
-    cli.args
+/// `surge capacity ARGS`' plan, from the flags as the binary parses and checks them.
+pub fn capacity_plan(args: &[&str]) -> surge::capacity::CapacityPlan {
+    let Command::Capacity(a) = sub("capacity", args) else {
+        unreachable!("a capacity command line")
+    };
+    surge::capacity::CapacityPlan::from_args(*a).unwrap()
 }
 
 /// `surge replay ARGS`' flags, parsed as the binary parses them.
 pub fn parse_replay_args(args: &[&str]) -> surge::replay::ReplayArgs {
-    let argv = std::iter::once("replay").chain(args.iter().copied());
-    let cli: ReplayCli = clap::Parser::try_parse_from(argv).unwrap();
-    cli.args
+    let Command::Replay(c) = sub("replay", args) else {
+        unreachable!("a replay command line")
+    };
+    c.replay
 }
 
 /// Runs `f` to its end on the runtime `main.rs` gives replay, record and capacity.

@@ -263,8 +263,19 @@ pub fn wait_exit(p: &mut Proc, within: Duration) -> Option<i32> {
 
 /// Sends SIGINT (what Ctrl-C sends) and waits up to `within` for the exit; returns its code.
 pub fn interrupt(p: &mut Proc, within: Duration) -> Option<i32> {
+    signal(p, "-INT", within)
+}
+
+/// Sends SIGTERM (what `docker stop` and a Kubernetes deadline send) and waits up to `within`
+/// for the exit; returns its code.
+pub fn terminate(p: &mut Proc, within: Duration) -> Option<i32> {
+    signal(p, "-TERM", within)
+}
+
+/// `kill SIG PID`, then the exit code (None: still running after `within`).
+fn signal(p: &mut Proc, sig: &str, within: Duration) -> Option<i32> {
     let st = Command::new("kill")
-        .args(["-INT", &p.0.id().to_string()])
+        .args([sig, &p.0.id().to_string()])
         .status()
         .unwrap();
     assert!(st.success());

@@ -5,11 +5,11 @@ import type { Distribution, PackageReport, TopList } from "./api";
 import { esc, int } from "./format";
 
 /** `ggplot2: 6 of 7,190, 99.9 percentile` for each package. */
-export function rankHtml(reports: PackageReport[], colors: string[]): string {
+export function rankHtml(reports: PackageReport[], colors: string[], over: string): string {
   return reports
     .map((r, i) => {
       const text = r.rank ? r.rank.text : "no downloads in this range";
-      return `<div class="rank-line" data-package="${esc(r.package)}"><span class="dot" style="background:${colors[i % colors.length]}"></span><b>${esc(r.package)}</b>: <span class="rank-text">${esc(text)}</span> among all packages by downloads over these stored days</div>`;
+      return `<div class="rank-line" data-package="${esc(r.package)}"><span class="dot" style="background:${colors[i % colors.length]}"></span><b>${esc(r.package)}</b>: <span class="rank-text">${esc(text)}</span> among all packages by downloads over ${esc(over)}</div>`;
     })
     .join("");
 }
@@ -88,7 +88,7 @@ export function topHtml(t: TopList): string {
       : `Compared with ${span}.`;
   return (
     `<div class="top-head">${t.days} stored day${t.days === 1 ? "" : "s"} from ${t.from} to ${t.to}: ${int(t.downloads)} downloads of ${int(t.packages)} packages</div>` +
-    `<div class="top-lists"><div><div class="top-title">Top packages</div><div class="table-wrap"><table id="top-table"><thead><tr><th class="num">rank</th><th>package</th><th class="num">downloads</th><th class="num">share</th></tr></thead><tbody>${top}</tbody></table></div></div>` +
-    `<div><div class="top-title">Trending</div><div class="note" id="trending-rule">${esc(t.rule)} ${esc(why)}</div><div class="table-wrap"><table id="trending-table"><thead><tr><th>package</th><th class="num">before</th><th class="num">in range</th><th class="num">growth</th></tr></thead><tbody>${trending}</tbody></table></div></div></div>`
+    `<div class="top-lists"><div><div class="top-title">Top packages</div><div class="table-wrap" tabindex="0" role="region" aria-label="top packages"><table id="top-table"><thead><tr><th class="num">rank</th><th>package</th><th class="num">downloads</th><th class="num">share</th></tr></thead><tbody>${top}</tbody></table></div></div>` +
+    `<div><div class="top-title">Trending</div><div class="note" id="trending-rule">${esc(t.rule)} ${esc(why)}</div><div class="table-wrap" tabindex="0" role="region" aria-label="trending packages"><table id="trending-table"><thead><tr><th>package</th><th class="num">before</th><th class="num">in range</th><th class="num">growth</th></tr></thead><tbody>${trending}</tbody></table></div></div></div>`
   );
 }

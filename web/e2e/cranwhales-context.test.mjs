@@ -171,7 +171,8 @@ test("badge: the package page shows it and its Markdown; its screenshot has the 
   assert.ok(colours.w > 60 && colours.h >= 18, JSON.stringify(colours));
   assert.ok(near(colours.left, [0x55, 0x55, 0x55]), `label grey: ${colours.left}`);
   assert.ok(near(colours.right, [0x44, 0xcc, 0x11]), `value green: ${colours.right}`);
-  assert.match(svg, /aria-label="downloads: [\d.]+k?\/month"/);
+  // 3 of the 30 days before the newest stored day are stored: the badge says so.
+  assert.match(svg, /aria-label="downloads: [\d.]+k?\/month, incomplete: 3 of 30 days"/);
   await shot("4-badge");
   assert.deepEqual(page.errors, []);
 });

@@ -344,7 +344,7 @@ function renderTab() {
       bars("chart-traffic").setOption(trafficOption(s));
       break;
     case "whales":
-      chart("chart-whales").setOption(whalesOption(s), true);
+      chart("chart-whales").setOption(whalesOption(s, document.getElementById("chart-whales")!.clientWidth || 1000), true);
       break;
     case "hourly": {
       const el = document.getElementById("chart-hourly")!;

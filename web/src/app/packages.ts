@@ -7,7 +7,7 @@ import { getPackages, getTop, suggestPackages } from "./api";
 import type { Bin, PackageDay, PackageReport } from "./api";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
 import { esc, int, pct } from "./format";
-import { clickedDate, dataZoom, points, timeAxis } from "./timeaxis";
+import { clickedDate, dataZoom, points, timeAxis, wrappedLegend } from "./timeaxis";
 
 /** The part of the app state (and URL) this tab owns; `package` is `a,b,c`. */
 export interface PackageState {
@@ -229,7 +229,8 @@ export class PackagesTab {
     $<HTMLDivElement>("pkg-note").textContent = one ? r.note : reports.map((p) => p.note).join(" ");
     const c = this.chart("chart-package");
     c.resize();
-    const view = { avg: this.st.avg && !r.cumulative, log: this.st.log, without: filtersOf(this.st.without) };
+    const width = $<HTMLDivElement>("chart-package").clientWidth || 1000;
+    const view = { avg: this.st.avg && !r.cumulative, log: this.st.log, without: filtersOf(this.st.without), width };
     c.setOption(one ? packageOption(r, view) : comparisonOption(reports, view), true);
     c.off("click");
     c.on("click", (p: unknown) => {
@@ -238,7 +239,7 @@ export class PackagesTab {
     });
     const dist = this.chart("chart-distribution");
     dist.resize();
-    dist.setOption(distributionOption(reports, COLORS), true);
+    dist.setOption(distributionOption(reports, COLORS, width), true);
     $<HTMLDivElement>("pkg-badge").innerHTML = badgeHtml(r.package);
     $<HTMLElement>("pkg-table-wrap").hidden = !one;
     $<HTMLTableElement>("pkg-table").tBodies[0].innerHTML = !one
@@ -265,9 +266,11 @@ export interface View {
   log: boolean;
   /** The filters chosen. */
   without: Filter[];
+  /** The chart's width in px (the legend wraps over it). */
+  width: number;
 }
 
-const NO_VIEW: View = { avg: false, log: false, without: ["whales"] };
+const NO_VIEW: View = { avg: false, log: false, without: ["whales"], width: 1000 };
 
 /** A day's (or bin's) downloads without the chosen filters, and the line's name; `null` for a
  * day stored before small and repeated downloads were counted. Whales and only one of the two
@@ -362,38 +365,41 @@ function yAxis(name: string, v: View) {
   };
 }
 
-/** A legend that scrolls rather than wrapping over the plot. */
-const LEGEND = { type: "scroll", top: 8, left: 70, right: 16 };
+/** The legend wrapped over the chart's width and the plot below it (never under the legend). */
+function legendAndGrid(names: string[], width: number) {
+  const { legend, gridTop } = wrappedLegend(names, width, 6);
+  return { legend, grid: { left: 78, right: 24, top: gridTop, bottom: 70 } };
+}
 
 /** Several packages: each one's downloads (solid) and without its days' top-N whales (dashed,
  * same colour). */
 export function comparisonOption(reports: PackageReport[], v: View = NO_VIEW) {
   const r = reports[0];
+  const lines = reports.flatMap((p, i) => {
+    const color = COLORS[i % COLORS.length];
+    const f = filtered(v.without, p.whales);
+    const raw = { name: p.package, type: "line", data: series(p, p.days.map((d) => d.downloads), v), symbolSize: 5, itemStyle: { color }, lineStyle: { width: 2 } };
+    if (!v.without.length) return [raw];
+    return [
+      raw,
+      {
+        name: `${p.package} ${f.name.replace(/^without top \d+ whales/, "without whales")}`,
+        type: "line",
+        data: series(p, p.days.map(f.value), v),
+        symbolSize: 3,
+        itemStyle: { color },
+        lineStyle: { width: 1.5, type: "dashed" },
+      },
+    ];
+  });
   return {
     animationDuration: 300,
-    grid: { left: 78, right: 24, top: 48, bottom: 70 },
-    legend: LEGEND,
+    ...legendAndGrid(lines.map((l) => l.name), v.width),
     tooltip: tooltip(reports),
     xAxis: timeAxis(),
     yAxis: yAxis(perWhat(r, v), v),
     dataZoom: dataZoom(),
-    series: reports.flatMap((p, i) => {
-      const color = COLORS[i % COLORS.length];
-      const f = filtered(v.without, p.whales);
-      const raw = { name: p.package, type: "line", data: series(p, p.days.map((d) => d.downloads), v), symbolSize: 5, itemStyle: { color }, lineStyle: { width: 2 } };
-      if (!v.without.length) return [raw];
-      return [
-        raw,
-        {
-          name: `${p.package} ${f.name.replace(/^without top \d+ whales/, "without whales")}`,
-          type: "line",
-          data: series(p, p.days.map(f.value), v),
-          symbolSize: 3,
-          itemStyle: { color },
-          lineStyle: { width: 1.5, type: "dashed" },
-        },
-      ];
-    }),
+    series: lines,
   };
 }
 
@@ -409,20 +415,21 @@ export function packageOption(r: PackageReport, v: View = NO_VIEW) {
   });
   // Over a bin or a running sum, daily unique downloaders add up to a count of downloader-days.
   const unique = r.bin === "day" && !r.cumulative ? "unique downloaders" : v.avg ? "unique downloaders per stored day" : "sum of daily unique downloaders";
+  const f = filtered(v.without, r.whales);
+  // The aggregate-only estimate is drawn first: it mostly lies on the raw line, which stays visible.
+  const lines = [
+    line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
+    line("raw downloads", RAW, r.days.map((d) => d.downloads)),
+    line(unique, UNIQUE, r.days.map((d) => d.downloaders)),
+    ...(v.without.length ? [line(f.name, WITHOUT, r.days.map(f.value))] : []),
+  ];
   return {
     animationDuration: 300,
-    grid: { left: 78, right: 24, top: 48, bottom: 70 },
-    legend: LEGEND,
+    ...legendAndGrid(lines.map((l) => l.name), v.width),
     tooltip: tooltip([r]),
     xAxis: timeAxis(),
     dataZoom: dataZoom(),
     yAxis: yAxis(`${r.package}: ${perWhat(r, v)}`, v),
-    // The aggregate-only estimate is drawn first: it mostly lies on the raw line, which stays visible.
-    series: [
-      line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
-      line("raw downloads", RAW, r.days.map((d) => d.downloads)),
-      line(unique, UNIQUE, r.days.map((d) => d.downloaders)),
-      ...(v.without.length ? [line(filtered(v.without, r.whales).name, WITHOUT, r.days.map(filtered(v.without, r.whales).value))] : []),
-    ],
+    series: lines,
   };
 }

@@ -219,7 +219,7 @@ export class PackagesTab {
       `<div class="box ${cls}"><div class="box-value">${v}</div><div class="box-label">${l}</div></div>`;
     const stored = r.cumulative ? r.days.length : r.days.reduce((a, d) => a + d.days, 0);
     const span = spanDays(r.from, r.to);
-    const over = `${stored} stored day${stored === 1 ? "" : "s"} of ${span}`;
+    const over = `${int(stored)} stored day${stored === 1 ? "" : "s"} of ${int(span)}`;
     $<HTMLDivElement>("pkg-boxes").innerHTML = one
       ? box(int(t.downloads), `raw downloads over ${over}`) +
         box(int(t.without_whales), `without each day's top ${r.whales} whales (${over})`, "box-whale") +

@@ -1,19 +1,32 @@
 //! Two build steps:
-//! - The web UI (web/dist, built by `npm run build`) is embedded by `server::assets`. The folder
-//!   must exist for the crate to compile, so a workspace built without npm still builds (with an
-//!   empty UI).
+//! - The web UI (web/dist, built by `npm run build`) is embedded by `server::assets`: built here
+//!   when it is missing or older than the web sources (build_ui.rs), so `cargo build` and
+//!   `cargo install --path crates/cranwhales` give the full UI. Without node and npm the build
+//!   stops with one line naming them; `CRANWHALES_NO_UI=1` builds an API-only binary (an empty
+//!   web/dist).
 //! - Ingest inflates with ISA-L (see `src/inflate.rs`) when Debian's libisal-dev is installed:
 //!   the C shim in native/ is compiled and `cfg(isal)` set. Without it (or with
 //!   CRANWHALES_NO_ISAL=1) the crate falls back to flate2 and says so once.
 
+#[path = "build_ui.rs"]
+mod build_ui;
+
 fn main() {
-    let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/dist");
-    if !dist.exists() {
-        std::fs::create_dir_all(&dist).expect("create web/dist");
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
+    let no_ui = std::env::var_os("CRANWHALES_NO_UI").is_some_and(|v| v == "1");
+    if let Err(e) = build_ui::build_ui(&web, no_ui, std::env::var_os("PATH").as_deref()) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
     }
-    // Rebuild when the UI is rebuilt (new hashed asset names change the folder).
+    // Rebuild when the UI is rebuilt (new hashed asset names change the folder) or its sources
+    // change (then the step above rebuilds it).
     println!("cargo:rerun-if-changed=../../web/dist");
+    for s in build_ui::UI_SOURCES {
+        println!("cargo:rerun-if-changed=../../web/{s}");
+    }
+    println!("cargo:rerun-if-env-changed=CRANWHALES_NO_UI");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build_ui.rs");
 
     println!("cargo::rustc-check-cfg=cfg(isal)");
     println!("cargo:rerun-if-changed=native/isal_inflate.c");

@@ -60,28 +60,35 @@ test("first view: its JS is at most 100 KB gzipped (Chromium transfer sizes), EC
   assert.deepEqual(o.series[1].data, s.hourly.map((h) => h.whale_downloads));
 });
 
-test("calendar: every stored day a cell; a day three years back in one click, an unstored one a click from its fetch", async () => {
+test("calendar: every month with stored days marked with its count; a day three years back in two clicks, an unstored one a click from its fetch", async () => {
   const cal = await api("/api/calendar");
-  const cells = await page.$$eval("#calendar rect.stored", (rs) => rs.map((r) => r.getAttribute("data-date")));
-  assert.deepEqual(cells.sort(), cal.days.map((d) => d.date).sort());
+  const perMonth = new Map();
+  for (const d of cal.days) perMonth.set(d.date.slice(0, 7), (perMonth.get(d.date.slice(0, 7)) ?? 0) + 1);
+  const marked = await page.$$eval("#calendar button.cal-mon.has", (bs) => bs.map((b) => [b.dataset.month, b.title]));
+  assert.deepEqual(marked.map((m) => m[0]).sort(), [...perMonth.keys()].sort());
+  for (const [m, title] of marked) assert.match(title, new RegExp(`: ${perMonth.get(m)} of (28|29|30|31) days stored$`), m);
   const years = await page.$$eval("#calendar .cal-year", (ys) => ys.map((y) => Number(y.dataset.year)));
   assert.equal(years[years.length - 1], 2012);
   assert.equal(years[0], Number(cal.last.slice(0, 4)));
   await page.locator("#calendar").screenshot({ path: join(root, "artifacts/cranwhales/context-calendar.png") });
   let clicks = 0;
-  await page.click('#calendar rect[data-date="2012-10-17"]');
+  await page.click('#calendar button[data-month="2012-10"]');
+  clicks++;
+  // The month's stored days are shaded links: exactly the stored days of October 2012.
+  const stored = await page.$$eval("#calendar .cal-grid a.cal-stored", (as) => as.map((a) => a.dataset.date));
+  assert.deepEqual(stored, cal.days.map((d) => d.date).filter((d) => d.startsWith("2012-10")));
+  await page.click('#calendar .cal-grid a[data-date="2012-10-17"]');
   clicks++;
   await ready();
   await page.waitForFunction(() => document.querySelector("#subtitle").textContent.startsWith("2012-10-17"));
   assert.ok(clicks <= 3);
   assert.match(page.url(), /date=2012-10-17/);
-  // The month below shows October 2012; 2012-10-20 is not stored: its cell opens the month, its
-  // link fetches it (the source here refuses connections: an error, after one click).
-  await page.click('#calendar rect[data-date="2012-10-20"]');
-  await page.waitForSelector('#calendar .cal-month a.fetch[data-date="2012-10-20"]');
-  assert.match(await page.textContent("#calendar .cal-month-head"), /October 2012/);
+  // The month below shows October 2012; 2012-10-20 is not stored: its link fetches it (the
+  // source here refuses connections: an error, after one click).
+  await page.waitForSelector('#calendar .cal-month a.cal-fetch[data-date="2012-10-20"]');
+  assert.match(await page.textContent("#calendar .cal-month-head"), /October 2012 · 2 of 31 stored/);
   await shot("1-calendar");
-  await page.click('#calendar .cal-month a.fetch[data-date="2012-10-20"]');
+  await page.click('#calendar .cal-month a.cal-fetch[data-date="2012-10-20"]');
   await page.waitForFunction(() => /2012-10-20/.test(document.querySelector("#status")?.textContent ?? ""));
   assert.match(page.url(), /date=2012-10-20/);
 });
@@ -113,11 +120,13 @@ test("three packages in one chart, each with its rank as the API says; distribut
   await page.waitForFunction(() => document.body.dataset.packages === "ready");
   const c = await api(`/api/packages/${PACKAGES.join(",")}?whales=6`);
   const series = await page.evaluate(() => window.cranwhales.charts.get("chart-package").getOption().series.map((s) => ({ name: s.name, data: s.data })));
-  assert.deepEqual(series.map((s) => s.name), PACKAGES);
-  series.forEach((s, i) => {
-    const r = c.packages[i];
+  // Each package: its downloads and, dashed in its colour, the same without each day's whales.
+  assert.deepEqual(series.map((s) => s.name), PACKAGES.flatMap((p) => [p, `${p} without whales`]));
+  series.forEach((s, k) => {
+    const r = c.packages[k >> 1];
     const dates = new Set(r.days.map((d) => d.date));
-    assert.deepEqual(s.data.filter((p) => dates.has(p[0])), r.days.map((d) => [d.date, d.downloads]));
+    const field = k % 2 ? "without_whales" : "downloads";
+    assert.deepEqual(s.data.filter((p) => dates.has(p[0])), r.days.map((d) => [d.date, d[field]]));
   });
   const ranks = await page.$$eval("#pkg-ranks .rank-text", (els) => els.map((e) => e.textContent));
   assert.deepEqual(ranks, c.packages.map((p) => p.rank.text));
@@ -162,7 +171,8 @@ test("badge: the package page shows it and its Markdown; its screenshot has the 
   assert.ok(colours.w > 60 && colours.h >= 18, JSON.stringify(colours));
   assert.ok(near(colours.left, [0x55, 0x55, 0x55]), `label grey: ${colours.left}`);
   assert.ok(near(colours.right, [0x44, 0xcc, 0x11]), `value green: ${colours.right}`);
-  assert.match(svg, /aria-label="downloads: [\d.]+k?\/month"/);
+  // 3 of the 30 days before the newest stored day are stored: the badge says so.
+  assert.match(svg, /aria-label="downloads: [\d.]+k?\/month, incomplete: 3 of 30 days"/);
   await shot("4-badge");
   assert.deepEqual(page.errors, []);
 });

@@ -110,12 +110,30 @@ test("Packages: suggestions from the stored days, chart and table equal the API,
   assert.equal(await other.inputValue("#pkg-from"), "2014-12-01");
   assert.equal(await other.textContent(".tabs button.active"), "Packages");
   await checkPackage(other, await api("/api/packages/memoise?from=2014-12-01&to=2015-02-28&whales=1"));
+  // The filters as toggles: whales, small and repeats left out is the API's
+  // without_whales_inflated line; small and repeats alone its without_inflated; kept in the URL.
+  const f = await api("/api/packages/memoise?whales=6");
+  for (const [without, name, field] of [
+    ["whales,small,repeats", "without top 6 whales, small & repeats", "without_whales_inflated"],
+    ["small,repeats", "without small & repeats", "without_inflated"],
+  ]) {
+    await other.goto(`${base}/?tab=packages&package=memoise&whales=6&without=${without}`);
+    await other.waitForFunction(() => document.body.dataset.packages === "ready");
+    for (const k of ["whales", "small", "repeats"]) assert.equal(await other.isChecked(`#pkg-no-${k}`), without.split(",").includes(k), k);
+    const lines = await seriesOf(other, "chart-package");
+    const dates = new Set(f.days.map((d) => d.date));
+    const line = lines.find((l) => l.name === name);
+    assert.ok(line, `${name} in ${lines.map((l) => l.name)}`);
+    assert.deepEqual(line.data.filter((pt) => dates.has(pt[0])).map((pt) => pt[1]), f.days.map((d) => d[field]));
+    assert.ok(f.days.some((d) => d[field] !== d.without_whales), "the filters change some day");
+  }
   await other.close();
 });
 
 async function checkPackage(p, r) {
   const rows = await cells(p, "#pkg-table");
-  assert.deepEqual(rows, r.days.map((d) => [d.date, int(d.downloads), int(d.downloaders), int(d.whale_downloads), int(d.without_whales), pct(d.whale_downloads, d.downloads), int(d.adjusted)]));
+  const maybe = (v) => (v === null ? "–" : int(v));
+  assert.deepEqual(rows, r.days.map((d) => [d.date, "1 of 1", int(d.downloads), int(d.downloaders), int(d.whale_downloads), int(d.without_whales), pct(d.whale_downloads, d.downloads), int(d.adjusted), maybe(d.small), maybe(d.repeats)]));
   const series = await seriesOf(p, "chart-package");
   // Time axis: [date, value] points, a [day after, null] after each gap.
   const dates = new Set(r.days.map((d) => d.date));

@@ -290,7 +290,7 @@ test("a day that is not stored is fetched from the source with a live progress b
   assert.equal(hits.get(FETCHED_DAY), 1, "downloaded once");
   assert.ok(width.endsWith("%"), width);
   // The new day is now a stored day of the sidebar's calendar.
-  await page.waitForSelector(`#calendar rect.stored[data-date="${FETCHED_DAY}"]`);
+  await page.waitForSelector(`#calendar .cal-grid a.cal-stored[data-date="${FETCHED_DAY}"]`);
   await shot("8-fetched-day");
 });
 
@@ -302,7 +302,8 @@ test("a day the source does not have gets a clear message", async () => {
   assert.ok(!(await page.isVisible("#chart-traffic")), "no stale charts under the message");
   await shot("9-missing-day");
   // And back to a stored day from the sidebar calendar.
-  await page.click(`#calendar rect[data-date="${LATEST_SAMPLE}"]`);
+  await page.click(`#calendar button[data-month="${LATEST_SAMPLE.slice(0, 7)}"]`);
+  await page.click(`#calendar .cal-grid a[data-date="${LATEST_SAMPLE}"]`);
   await ready();
   assert.equal(await page.inputValue("#date"), LATEST_SAMPLE);
   assert.deepEqual(page.errors, []);

@@ -1,13 +1,13 @@
-// The calendar of the whole history in the sidebar: one row per year (newest first), a cell per
-// day in weeks × weekdays, stored days shaded by downloads (4 steps on a log scale). A stored
-// day's cell opens it in one click; any cell also opens its month below as a grid of larger
-// cells, where an unstored day is one click from its fetch. ~5,200 days are ~5,200 SVG rects.
+// The calendar of the whole history in the sidebar. Above: one row per year (newest first), twelve
+// month buttons each, a bar under each month as long as the share of its days that are stored and
+// the count in its title; the list opens scrolled to the year being shown. Below: the chosen month
+// as a grid of day cells (at least 26 × 26 px), stored days shaded by downloads (4 steps on a log
+// scale), an unstored day one click from its fetch. So a day years back is two clicks away: its
+// month, then the day. Keyboard: arrows move the focused day (across months), Enter opens it.
 import type { Calendar as CalendarData } from "./api";
 import { int } from "./format";
 
-const PITCH = 3.75;
-const CELL = 3.1;
-const SHADES = ["#4b7c99", "#5fa3cc", "#8fd0f5", "#d8f1ff"];
+const SHADES = ["#6fa8c8", "#8cc4e4", "#b3dcf3", "#e0f4ff"];
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 
 const DAY_MS = 86_400_000;
@@ -15,6 +15,10 @@ const ms = (date: string) => Date.parse(`${date}T00:00:00Z`);
 const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
 /** Monday-based weekday, 0–6. */
 const weekday = (t: number) => (new Date(t).getUTCDay() + 6) % 7;
+/** Days in month `m` (1–12) of year `y`. */
+const monthDays = (y: number, m: number) => new Date(Date.UTC(y, m, 0)).getUTCDate();
+/** Arrow keys → days to move. */
+const MOVES: Record<string, number> = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -7, ArrowDown: 7 };
 
 export class Calendar {
   private stored = new Map<string, number>();
@@ -22,6 +26,8 @@ export class Calendar {
   private last = iso(Date.now() - DAY_MS);
   private current = "";
   private month = "";
+  /** The year the year list was last scrolled to (scrolled again only when it changes). */
+  private scrolledTo = "";
 
   constructor(
     private root: HTMLElement,
@@ -32,13 +38,30 @@ export class Calendar {
       const t = e.target as Element;
       const step = t.closest<HTMLElement>("[data-step]");
       if (step) return this.step(Number(step.dataset.step));
-      const cell = t.closest<Element>("[data-date]");
+      const mon = t.closest<HTMLElement>("[data-month]");
+      if (mon) {
+        this.month = mon.dataset.month!;
+        this.drawMonth();
+        this.root.querySelector<HTMLElement>(".cal-month")?.scrollIntoView({ block: "nearest" });
+        return;
+      }
+      const cell = t.closest<HTMLElement>("a[data-date]");
       if (!cell) return;
       e.preventDefault();
-      const date = cell.getAttribute("data-date")!;
-      this.month = date.slice(0, 7);
-      if (cell.tagName === "rect" && !this.stored.has(date)) return this.drawMonth();
-      this.open(date);
+      this.open(cell.dataset.date!);
+    });
+    root.addEventListener("keydown", (e) => {
+      const cell = (e.target as Element).closest<HTMLElement>(".cal-grid a[data-date]");
+      const by = MOVES[e.key];
+      if (!cell || by === undefined) return;
+      e.preventDefault();
+      const next = iso(ms(cell.dataset.date!) + by * DAY_MS);
+      if (next < this.first || next > this.last) return;
+      if (next.slice(0, 7) !== this.month) {
+        this.month = next.slice(0, 7);
+        this.drawMonth();
+      }
+      this.root.querySelector<HTMLElement>(`.cal-grid a[data-date="${next}"]`)?.focus();
     });
   }
 
@@ -50,13 +73,25 @@ export class Calendar {
     this.draw();
   }
 
-  /** Marks `date` as the one shown and opens its month. */
+  /** Marks `date` as the one shown, opens its month and scrolls the years to its year. */
   select(date: string) {
     this.current = date;
     this.month = date.slice(0, 7);
-    for (const el of this.root.querySelectorAll(".current")) el.classList.remove("current");
-    this.root.querySelector(`rect[data-date="${date}"]`)?.classList.add("current");
+    for (const el of this.root.querySelectorAll(".cal-years .current")) el.classList.remove("current");
+    this.root.querySelector(`[data-month="${this.month}"]`)?.classList.add("current");
     this.drawMonth();
+    this.scrollToYear();
+  }
+
+  /** Scrolls the year list so the shown day's year is its first row (once per year). */
+  private scrollToYear() {
+    const year = this.current.slice(0, 4);
+    const list = this.root.querySelector<HTMLElement>(".cal-years");
+    const row = this.root.querySelector<HTMLElement>(`.cal-year[data-year="${year}"]`);
+    if (!list || !row || year === this.scrolledTo || list.clientHeight === 0) return;
+    this.scrolledTo = year;
+    // .cal-years is positioned: a row's offsetTop is measured from the list's top.
+    list.scrollTop = row.offsetTop;
   }
 
   /** Shade of a day's downloads among all stored days (log scale). */
@@ -71,41 +106,43 @@ export class Calendar {
   }
 
   private draw() {
-    const shade = this.shade();
     const firstYear = Number(this.first.slice(0, 4));
     const lastYear = Number(this.last.slice(0, 4));
-    const [lo, hi] = [ms(this.first), ms(this.last)];
+    const perMonth = new Map<string, number>();
+    for (const d of this.stored.keys()) perMonth.set(d.slice(0, 7), (perMonth.get(d.slice(0, 7)) ?? 0) + 1);
     const rows: string[] = [];
     for (let y = lastYear; y >= firstYear; y--) {
-      const jan1 = Date.UTC(y, 0, 1);
-      const offset = weekday(jan1);
-      const rects: string[] = [];
       let count = 0;
-      for (let t = Math.max(jan1, lo); t <= Math.min(Date.UTC(y, 11, 31), hi); t += DAY_MS) {
-        const date = iso(t);
-        const doy = Math.round((t - jan1) / DAY_MS);
-        const x = Math.floor((doy + offset) / 7) * PITCH;
-        const yy = weekday(t) * PITCH;
-        const n = this.stored.get(date);
-        if (n !== undefined) count++;
-        const cls = n === undefined ? "day" : "day stored";
-        const fill = n === undefined ? "#34434a" : shade(n);
-        const title = n === undefined ? `${date}: not stored (click to see its month, then fetch it)` : `${date}: ${int(n)} downloads`;
-        rects.push(`<rect class="${cls}${date === this.current ? " current" : ""}" data-date="${date}" x="${x}" y="${yy}" width="${CELL}" height="${CELL}" fill="${fill}"><title>${title}</title></rect>`);
+      const months: string[] = [];
+      for (let m = 1; m <= 12; m++) {
+        const key = `${y}-${String(m).padStart(2, "0")}`;
+        const name = MONTHS[m - 1];
+        if (key < this.first.slice(0, 7) || key > this.last.slice(0, 7)) {
+          months.push(`<span class="cal-mon cal-mon-out" aria-hidden="true">${name.slice(0, 3)}</span>`);
+          continue;
+        }
+        const n = perMonth.get(key) ?? 0;
+        count += n;
+        const frac = n / monthDays(y, m);
+        const cur = key === this.current.slice(0, 7) ? " current" : "";
+        months.push(
+          `<button type="button" class="cal-mon${n ? " has" : ""}${cur}" data-month="${key}" title="${name} ${y}: ${n} of ${monthDays(y, m)} days stored" aria-label="${name.slice(0, 3)} ${y}, ${n} days stored">` +
+            `${name.slice(0, 3)}<i style="width:${Math.round(frac * 100)}%"></i></button>`,
+        );
       }
       rows.push(
-        `<div class="cal-year" data-year="${y}"><div class="cal-year-head"><span>${y}</span><span>${count} stored</span></div>` +
-          `<svg width="${54 * PITCH}" height="${7 * PITCH}" role="img" aria-label="${y}: ${count} stored days">${rects.join("")}</svg></div>`,
+        `<div class="cal-year" data-year="${y}"><div class="cal-year-head"><span>${y}</span><span>${count ? `${count} stored` : "none stored"}</span></div>` +
+          `<div class="cal-months">${months.join("")}</div></div>`,
       );
     }
     this.root.querySelector(".cal-years")!.innerHTML = rows.join("");
     this.drawMonth();
+    this.scrollToYear();
   }
 
   private step(by: number) {
     const [y, m] = this.month.split("-").map(Number);
-    const t = Date.UTC(y, m - 1 + by, 1);
-    const next = iso(t).slice(0, 7);
+    const next = iso(Date.UTC(y, m - 1 + by, 1)).slice(0, 7);
     if (next < this.first.slice(0, 7) || next > this.last.slice(0, 7)) return;
     this.month = next;
     this.drawMonth();
@@ -117,21 +154,25 @@ export class Calendar {
     if (!this.month) return void (box.innerHTML = "");
     const [y, m] = this.month.split("-").map(Number);
     const start = Date.UTC(y, m - 1, 1);
-    const days = new Date(Date.UTC(y, m, 0)).getUTCDate();
+    const days = monthDays(y, m);
     const shade = this.shade();
-    const cells: string[] = ["Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"].map((d) => `<span class="cal-wd">${d}</span>`);
-    for (let i = 0; i < weekday(start); i++) cells.push("<span></span>");
+    const cells: string[] = ["Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"].map((d) => `<span class="cal-wd" aria-hidden="true">${d}</span>`);
+    for (let i = 0; i < weekday(start); i++) cells.push(`<span class="cal-pad"></span>`);
+    let stored = 0;
     for (let d = 1; d <= days; d++) {
       const date = iso(start + (d - 1) * DAY_MS);
       const n = this.stored.get(date);
-      const cur = date === this.current ? " current" : "";
-      if (date < this.first || date > this.last) cells.push(`<span class="cal-out">${d}</span>`);
-      else if (n === undefined) cells.push(`<a href="?date=${date}" class="cal-cell fetch${cur}" data-date="${date}" title="${date}: not stored — click to fetch it">${d}</a>`);
-      else cells.push(`<a href="?date=${date}" class="cal-cell stored${cur}" data-date="${date}" style="background:${shade(n)}" title="${date}: ${int(n)} downloads">${d}</a>`);
+      const cur = date === this.current ? ` current" aria-current="date` : "";
+      if (date < this.first || date > this.last) cells.push(`<span class="cal-day cal-out" title="${date}: no CRAN log for this day">${d}</span>`);
+      else if (n === undefined) cells.push(`<a href="?date=${date}" class="cal-day cal-fetch${cur}" data-date="${date}" title="${date}: not stored, click to fetch it" aria-label="${d} ${MONTHS[m - 1]} ${y}, not stored, fetch it">${d}</a>`);
+      else {
+        stored++;
+        cells.push(`<a href="?date=${date}" class="cal-day cal-stored${cur}" data-date="${date}" style="background:${shade(n)}" title="${date}: ${int(n)} downloads" aria-label="${d} ${MONTHS[m - 1]} ${y}, ${int(n)} downloads">${d}</a>`);
+      }
     }
     box.innerHTML =
       `<div class="cal-month-head"><button type="button" data-step="-1" aria-label="previous month">‹</button>` +
-      `<span>${MONTHS[m - 1]} ${y}</span><button type="button" data-step="1" aria-label="next month">›</button></div>` +
+      `<span>${MONTHS[m - 1]} ${y} · ${stored} of ${days} stored</span><button type="button" data-step="1" aria-label="next month">›</button></div>` +
       `<div class="cal-grid">${cells.join("")}</div>`;
   }
 }

@@ -52,11 +52,15 @@ export function trafficOption(s: DaySummary) {
 }
 
 /** Biggest whales: one bar per whale in rank order. */
-export function whalesOption(s: DaySummary) {
-  const rotate = s.whales.length > 8 ? 35 : 0;
+export function whalesOption(s: DaySummary, width = 1000) {
+  // Labels turn when they do not fit their band (~6.5 px a character): at 45° neighbours are a
+  // band × sin 45° apart, more than a line of text once the band is over ~22 px.
+  const longest = Math.max(0, ...s.whales.map((w) => whaleLabel(w).length));
+  const band = (width - 94) / Math.max(1, s.whales.length);
+  const rotate = longest * 6.5 + 8 > band ? 45 : 0;
   return {
     animationDuration: 300,
-    grid: { left: 70, right: 24, top: 24, bottom: rotate ? 120 : 56 },
+    grid: { left: 70, right: 24, top: 24, bottom: rotate ? Math.min(170, Math.round(longest * 6.5 * 0.72) + 24) : 56 },
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
@@ -212,7 +216,7 @@ export function detailOption(d: WhaleDetail, packages: string[], plotHeight: num
       name: "time (UTC)",
       nameLocation: "middle",
       nameGap: 30,
-      axisLabel: { ...AXIS, formatter: (v: number) => hourLabel(v) },
+      axisLabel: { ...AXIS, formatter: (v: number) => hourLabel(v), hideOverlap: true },
       splitLine: { lineStyle: { color: "#eee" } },
     },
     yAxis: {

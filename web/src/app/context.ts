@@ -5,11 +5,11 @@ import type { Distribution, PackageReport, TopList } from "./api";
 import { esc, int } from "./format";
 
 /** `ggplot2: 6 of 7,190, 99.9 percentile` for each package. */
-export function rankHtml(reports: PackageReport[], colors: string[]): string {
+export function rankHtml(reports: PackageReport[], colors: string[], over: string): string {
   return reports
     .map((r, i) => {
       const text = r.rank ? r.rank.text : "no downloads in this range";
-      return `<div class="rank-line" data-package="${esc(r.package)}"><span class="dot" style="background:${colors[i % colors.length]}"></span><b>${esc(r.package)}</b>: <span class="rank-text">${esc(text)}</span> among all packages by downloads over these stored days</div>`;
+      return `<div class="rank-line" data-package="${esc(r.package)}"><span class="dot" style="background:${colors[i % colors.length]}"></span><b>${esc(r.package)}</b>: <span class="rank-text">${esc(text)}</span> among all packages by downloads over ${esc(over)}</div>`;
     })
     .join("");
 }
@@ -27,23 +27,27 @@ export function bucketOf(d: Distribution, downloads: number): number {
 }
 
 /** Histogram of all packages' downloads over the range, a marked line per package. */
-export function distributionOption(reports: PackageReport[], colors: string[]) {
+export function distributionOption(reports: PackageReport[], colors: string[], width = 1000) {
   const d = reports[0].distribution;
   const labels = bucketLabels(d);
-  const marks = reports
-    .filter((r) => r.rank)
-    .map((r) => ({
-      xAxis: labels[bucketOf(d, r.rank!.downloads)],
-      name: r.package,
-      lineStyle: { color: colors[reports.indexOf(r) % colors.length], width: 2 },
-      label: { formatter: r.package, color: colors[reports.indexOf(r) % colors.length] },
-    }));
+  // Each mark's name on its own row above the plot (the i-th 15 px higher): names of packages in
+  // the same or neighbouring buckets never print over each other.
+  const ranked = reports.filter((r) => r.rank);
+  const marks = ranked.map((r, i) => ({
+    xAxis: labels[bucketOf(d, r.rank!.downloads)],
+    name: r.package,
+    lineStyle: { color: colors[reports.indexOf(r) % colors.length], width: 2 },
+    label: { formatter: r.package, color: colors[reports.indexOf(r) % colors.length], position: "end", distance: 4 + 15 * (ranked.length - 1 - i) },
+  }));
+  const title = "All packages by downloads over the range (how many packages in each bucket)";
+  // The title wraps on a narrow chart (~7 px a character): each extra line moves the plot down.
+  const lines = Math.ceil((title.length * 7) / Math.max(100, width - 20));
   return {
     animationDuration: 300,
-    title: { text: "All packages by downloads over the range (how many packages in each bucket)", left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
-    grid: { left: 70, right: 30, top: 56, bottom: 60 },
+    title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "break", lineHeight: 18 } },
+    grid: { left: 70, right: 30, top: 38 + 18 * lines + 15 * Math.max(0, ranked.length - 1), bottom: 60 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
-    xAxis: { type: "category", data: labels, name: "downloads over the range", nameLocation: "middle", nameGap: 42, axisLabel: { color: "#555", fontSize: 10, rotate: 30 } },
+    xAxis: { type: "category", data: labels, name: "downloads over the range", nameLocation: "middle", nameGap: 42, axisLabel: { color: "#555", fontSize: 10, rotate: 30, hideOverlap: true } },
     yAxis: { type: "value", name: "packages", axisLabel: { color: "#555", fontSize: 11 } },
     series: [
       {
@@ -88,7 +92,7 @@ export function topHtml(t: TopList): string {
       : `Compared with ${span}.`;
   return (
     `<div class="top-head">${t.days} stored day${t.days === 1 ? "" : "s"} from ${t.from} to ${t.to}: ${int(t.downloads)} downloads of ${int(t.packages)} packages</div>` +
-    `<div class="top-lists"><div><div class="top-title">Top packages</div><div class="table-wrap"><table id="top-table"><thead><tr><th class="num">rank</th><th>package</th><th class="num">downloads</th><th class="num">share</th></tr></thead><tbody>${top}</tbody></table></div></div>` +
-    `<div><div class="top-title">Trending</div><div class="note" id="trending-rule">${esc(t.rule)} ${esc(why)}</div><div class="table-wrap"><table id="trending-table"><thead><tr><th>package</th><th class="num">before</th><th class="num">in range</th><th class="num">growth</th></tr></thead><tbody>${trending}</tbody></table></div></div></div>`
+    `<div class="top-lists"><div><div class="top-title">Top packages</div><div class="table-wrap" tabindex="0" role="region" aria-label="top packages"><table id="top-table"><thead><tr><th class="num">rank</th><th>package</th><th class="num">downloads</th><th class="num">share</th></tr></thead><tbody>${top}</tbody></table></div></div>` +
+    `<div><div class="top-title">Trending</div><div class="note" id="trending-rule">${esc(t.rule)} ${esc(why)}</div><div class="table-wrap" tabindex="0" role="region" aria-label="trending packages"><table id="trending-table"><thead><tr><th>package</th><th class="num">before</th><th class="num">in range</th><th class="num">growth</th></tr></thead><tbody>${trending}</tbody></table></div></div></div>`
   );
 }

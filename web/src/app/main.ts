@@ -9,7 +9,7 @@ import { SvgBars } from "./bars";
 import { Calendar } from "./calendar";
 import { detailOption, hourlyColumns, hourlyOption, hoursOf, packageOrder, trafficOption, whaleLabel, whalesOption } from "./charts";
 import { bytes, esc, int, pct } from "./format";
-import { BINS, MAX_WHALES, PackagesTab } from "./packages";
+import { BINS, MAX_WHALES, PackagesTab, filtersOf } from "./packages";
 import type { Bin } from "./api";
 import { profileCard, whaleListHtml } from "./profile";
 import { TrendsTab } from "./trends";
@@ -33,6 +33,9 @@ interface State {
   whales: number;
   bin: Bin;
   cumulative: boolean;
+  avg: boolean;
+  log: boolean;
+  without: string;
 }
 
 const $ = <T extends HTMLElement>(sel: string) => document.querySelector(sel) as T;
@@ -53,6 +56,8 @@ const charts = new Map<string, ECharts | SvgBars>();
 /** ECharts' `init`, once its chunk is loaded (only tabs other than All traffic need it). */
 let createChart: ((el: HTMLElement) => ECharts) | null = null;
 let loadingCharts: Promise<void> | null = null;
+/** The whale log being fetched (`date/ip_id`): a second ask while it is on its way waits for it. */
+let whaleLoading = "";
 
 /** Loads the ECharts chunk (once). */
 function needCharts(): Promise<void> {
@@ -80,6 +85,9 @@ function readUrl(): State {
     whales: Number.isInteger(whales) && whales >= 1 && whales <= MAX_WHALES ? whales : 6,
     bin: BINS.includes(q.get("bin") as Bin) ? (q.get("bin") as Bin) : "day",
     cumulative: q.get("cumulative") === "true",
+    avg: q.get("avg") === "true",
+    log: q.get("log") === "true",
+    without: q.get("without") === null ? "whales" : filtersOf(q.get("without")!).join(","),
   };
 }
 
@@ -94,6 +102,9 @@ function writeUrl(push = false) {
     q.set("whales", String(state.whales));
     if (state.bin !== "day") q.set("bin", state.bin);
     if (state.cumulative) q.set("cumulative", "true");
+    if (state.avg) q.set("avg", "true");
+    if (state.log) q.set("log", "true");
+    if (state.without !== "whales") q.set("without", state.without);
   }
   if (`?${q}` === location.search) return;
   if (push) history.pushState(null, "", `?${q}`);
@@ -271,13 +282,18 @@ async function loadWhale() {
     renderDetail();
     return;
   }
+  const key = `${summary.date}/${chosen.ip_id}`;
+  if (whaleLoading === key) return;
+  whaleLoading = key;
   $<HTMLDivElement>("#selection-title").textContent = "Loading downloads…";
   try {
     const d = await getWhale(summary.date, chosen.ip_id);
+    if (whaleLoading === key) whaleLoading = "";
     if (token !== loadToken || state.whale !== chosen.ip_id) return;
     detail = d;
     renderDetail();
   } catch (e) {
+    if (whaleLoading === key) whaleLoading = "";
     $<HTMLDivElement>("#selection-title").textContent = `Could not load this downloader: ${String(e)}`;
   }
 }
@@ -328,7 +344,7 @@ function renderTab() {
       bars("chart-traffic").setOption(trafficOption(s));
       break;
     case "whales":
-      chart("chart-whales").setOption(whalesOption(s), true);
+      chart("chart-whales").setOption(whalesOption(s, document.getElementById("chart-whales")!.clientWidth || 1000), true);
       break;
     case "hourly": {
       const el = document.getElementById("chart-hourly")!;
@@ -484,10 +500,26 @@ for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) {
   });
 }
 
-const calendar = new Calendar($<HTMLDivElement>("#calendar"), (date) => setDate(date));
+/** Phones: the sidebar lies over the content, hidden until the menu button opens it. */
+const phone = window.matchMedia("(max-width: 720px)");
+const menu = $<HTMLButtonElement>("#menu");
+function sidebarShown(): boolean {
+  return phone.matches ? document.body.classList.contains("sidebar-open") : !document.body.classList.contains("collapsed");
+}
+menu.setAttribute("aria-controls", "sidebar");
+menu.setAttribute("aria-expanded", String(sidebarShown()));
+phone.addEventListener("change", () => menu.setAttribute("aria-expanded", String(sidebarShown())));
 
-$<HTMLButtonElement>("#menu").addEventListener("click", () => {
-  document.body.classList.toggle("collapsed");
+const calendar = new Calendar($<HTMLDivElement>("#calendar"), (date) => {
+  // On a phone the opened day is what the user wants to see: the sidebar steps aside.
+  if (phone.matches) document.body.classList.remove("sidebar-open");
+  menu.setAttribute("aria-expanded", String(sidebarShown()));
+  setDate(date);
+});
+
+menu.addEventListener("click", () => {
+  document.body.classList.toggle(phone.matches ? "sidebar-open" : "collapsed");
+  menu.setAttribute("aria-expanded", String(sidebarShown()));
   setTimeout(onResize, 220);
 });
 

@@ -4,10 +4,10 @@
 // distribution of all packages; the badge; the top and trending lists of the range.
 import type * as echarts from "echarts/core";
 import { getPackages, getTop, suggestPackages } from "./api";
-import type { Bin, PackageReport } from "./api";
+import type { Bin, PackageDay, PackageReport } from "./api";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
 import { esc, int, pct } from "./format";
-import { clickedDate, dataZoom, points, timeAxis } from "./timeaxis";
+import { clickedDate, dataZoom, points, timeAxis, wrappedLegend } from "./timeaxis";
 
 /** The part of the app state (and URL) this tab owns; `package` is `a,b,c`. */
 export interface PackageState {
@@ -17,6 +17,23 @@ export interface PackageState {
   whales: number;
   bin: Bin;
   cumulative: boolean;
+  /** Each bin as its average per stored day rather than its sum. */
+  avg: boolean;
+  /** A logarithmic y axis (a small package beside a big one). */
+  log: boolean;
+  /** What the filtered lines leave out: a subset of `whales,small,repeats`. */
+  without: string;
+}
+
+/** The filters (packageRank's, cranlogs #45): each day's top-N whales, downloads under 1,000 B,
+ * a downloader's repeats within 5 minutes. */
+export const FILTERS = ["whales", "small", "repeats"] as const;
+export type Filter = (typeof FILTERS)[number];
+
+/** The filters in `without` (`whales,small`), in FILTERS order, unknown ones dropped. */
+export function filtersOf(without: string): Filter[] {
+  const asked = without.split(",");
+  return FILTERS.filter((f) => asked.includes(f));
 }
 
 export const MAX_WHALES = 100;
@@ -40,6 +57,8 @@ export class PackagesTab {
   private reports: PackageReport[] | null = null;
   private topKey = "";
   private shownKey = "";
+  /** The key of the report on its way: asking again for it waits instead of fetching twice. */
+  private loadingKey = "";
   private token = 0;
   private suggestToken = 0;
 
@@ -85,17 +104,23 @@ export class PackagesTab {
     $<HTMLInputElement>("pkg-whales").value = String(this.st.whales);
     $<HTMLSelectElement>("pkg-bin").value = this.st.bin;
     $<HTMLInputElement>("pkg-cumulative").checked = this.st.cumulative;
+    $<HTMLInputElement>("pkg-avg").checked = this.st.avg;
+    $<HTMLInputElement>("pkg-log").checked = this.st.log;
+    const on = filtersOf(this.st.without);
+    for (const f of FILTERS) $<HTMLInputElement>(`pkg-no-${f}`).checked = on.includes(f);
     void this.loadTop();
     if (!this.st.package) {
       this.message("Type a package name, or several separated by commas (up to 8): suggestions come from the stored days.", "notice");
       this.clear();
       return;
     }
-    const key = JSON.stringify(this.st);
+    // Average and log scale are drawn from the same report: not part of what is fetched.
+    const key = JSON.stringify({ ...this.st, avg: false, log: false, without: "" });
     if (this.reports && key === this.shownKey) {
       this.draw(this.reports);
       return;
     }
+    if (key === this.loadingKey) return;
     void this.load(key);
   }
 
@@ -118,6 +143,9 @@ export class PackagesTab {
     const n = Number(raw);
     const bin = $<HTMLSelectElement>("pkg-bin").value as Bin;
     const cumulative = $<HTMLInputElement>("pkg-cumulative").checked;
+    const avg = $<HTMLInputElement>("pkg-avg").checked;
+    const log = $<HTMLInputElement>("pkg-log").checked;
+    const without = FILTERS.filter((f) => $<HTMLInputElement>(`pkg-no-${f}`).checked).join(",");
     const names = namesOf(name);
     if (!names.length) return this.message("Type a package name.", "error");
     if (names.length > MAX_PACKAGES) return this.message(`At most ${MAX_PACKAGES} packages at once, got ${names.length}.`, "error");
@@ -125,7 +153,7 @@ export class PackagesTab {
       return this.message(`Top N whales: enter a whole number from 1 to ${MAX_WHALES}.`, "error");
     }
     if (from && to && from > to) return this.message(`The range is inverted: ${from} is after ${to}.`, "error");
-    Object.assign(this.st, { package: names.join(","), from, to, whales: n, bin, cumulative });
+    Object.assign(this.st, { package: names.join(","), from, to, whales: n, bin, cumulative, avg, log, without });
     this.changed();
     this.render();
   }
@@ -146,10 +174,12 @@ export class PackagesTab {
 
   private async load(key: string) {
     const token = ++this.token;
+    this.loadingKey = key;
     this.message(`Loading ${esc(this.st.package)}…`, "loading");
     const st = this.st;
     const r = await getPackages({ names: namesOf(st.package), from: st.from, to: st.to, whales: st.whales, bin: st.bin, cumulative: st.cumulative });
     if (token !== this.token) return;
+    this.loadingKey = "";
     if (!r.ok) {
       this.reports = null;
       this.clear();
@@ -187,17 +217,21 @@ export class PackagesTab {
     const t = r.totals;
     const box = (v: string, l: string, cls = "") =>
       `<div class="box ${cls}"><div class="box-value">${v}</div><div class="box-label">${l}</div></div>`;
-    const stored = r.days.reduce((a, d) => a + d.days, 0);
+    const stored = r.cumulative ? r.days.length : r.days.reduce((a, d) => a + d.days, 0);
+    const span = spanDays(r.from, r.to);
+    const over = `${int(stored)} stored day${stored === 1 ? "" : "s"} of ${int(span)}`;
     $<HTMLDivElement>("pkg-boxes").innerHTML = one
-      ? box(int(t.downloads), `raw downloads, ${stored} stored day${stored === 1 ? "" : "s"}`) +
-        box(int(t.without_whales), `without each day's top ${r.whales} whales`, "box-whale") +
+      ? box(int(t.downloads), `raw downloads over ${over}`) +
+        box(int(t.without_whales), `without each day's top ${r.whales} whales (${over})`, "box-whale") +
         box(pct(t.whale_downloads, t.downloads), `of the downloads by the top ${r.whales} whales`)
       : "";
-    $<HTMLDivElement>("pkg-ranks").innerHTML = rankHtml(reports, COLORS);
+    $<HTMLDivElement>("pkg-ranks").innerHTML = rankHtml(reports, COLORS, over);
     $<HTMLDivElement>("pkg-note").textContent = one ? r.note : reports.map((p) => p.note).join(" ");
     const c = this.chart("chart-package");
     c.resize();
-    c.setOption(one ? packageOption(r) : comparisonOption(reports), true);
+    const width = $<HTMLDivElement>("chart-package").clientWidth || 1000;
+    const view = { avg: this.st.avg && !r.cumulative, log: this.st.log, without: filtersOf(this.st.without), width };
+    c.setOption(one ? packageOption(r, view) : comparisonOption(reports, view), true);
     c.off("click");
     c.on("click", (p: unknown) => {
       const date = clickedDate(p);
@@ -205,7 +239,7 @@ export class PackagesTab {
     });
     const dist = this.chart("chart-distribution");
     dist.resize();
-    dist.setOption(distributionOption(reports, COLORS), true);
+    dist.setOption(distributionOption(reports, COLORS, width), true);
     $<HTMLDivElement>("pkg-badge").innerHTML = badgeHtml(r.package);
     $<HTMLElement>("pkg-table-wrap").hidden = !one;
     $<HTMLTableElement>("pkg-table").tBodies[0].innerHTML = !one
@@ -213,76 +247,189 @@ export class PackagesTab {
       : r.days
           .map(
             (d) =>
-              `<tr data-date="${d.date}"><td>${d.date}</td><td class="num">${int(d.downloads)}</td>` +
+              `<tr data-date="${d.date}"><td>${d.date}</td><td class="num">${r.cumulative ? d.days : `${d.days} of ${binDays(d.date, r.bin, r.from, r.to)}`}</td><td class="num">${int(d.downloads)}</td>` +
               `<td class="num">${d.downloaders === null ? "–" : int(d.downloaders)}</td>` +
               `<td class="num">${int(d.whale_downloads)}</td><td class="num">${int(d.without_whales)}</td>` +
               `<td class="num">${pct(d.whale_downloads, d.downloads)}</td>` +
-              `<td class="num">${d.adjusted === null ? "–" : int(d.adjusted)}</td></tr>`,
+              `<td class="num">${d.adjusted === null ? "–" : int(d.adjusted)}</td>` +
+              `<td class="num">${d.small === null ? "–" : int(d.small)}</td><td class="num">${d.repeats === null ? "–" : int(d.repeats)}</td></tr>`,
           )
           .join("");
     $<HTMLElement>("pkg-whales-head").textContent = `top ${r.whales} whales`;
+    $<HTMLElement>("pkg-unique-head").textContent = r.bin === "day" && !r.cumulative ? "unique downloaders" : "sum of daily unique downloaders";
   }
 }
 
-/** The y axis title: per day, per bin, or running sums. */
-function perWhat(r: PackageReport): string {
+/** How the chart is drawn from the report: averages per stored day, log axis. */
+export interface View {
+  avg: boolean;
+  log: boolean;
+  /** The filters chosen. */
+  without: Filter[];
+  /** The chart's width in px (the legend wraps over it). */
+  width: number;
+}
+
+const NO_VIEW: View = { avg: false, log: false, without: ["whales"], width: 1000 };
+
+/** A day's (or bin's) downloads without the chosen filters, and the line's name; `null` for a
+ * day stored before small and repeated downloads were counted. Whales and only one of the two
+ * filters is not kept per day: that choice draws without the whales alone. */
+export function filtered(w: Filter[], whales: number): { name: string; value: (d: PackageDay) => number | null } {
+  const [W, S, R] = FILTERS.map((f) => w.includes(f));
+  const sub = (d: PackageDay, k: "small" | "repeats") => (d[k] === null ? null : d[k]!);
+  if (W && S && R) return { name: `without top ${whales} whales, small & repeats`, value: (d) => d.without_whales_inflated };
+  if (S && R && !W) return { name: "without small & repeats", value: (d) => d.without_inflated };
+  if (S && !W) return { name: "without small downloads", value: (d) => (sub(d, "small") === null ? null : d.downloads - d.small!) };
+  if (R && !W) return { name: "without repeats", value: (d) => (sub(d, "repeats") === null ? null : d.downloads - d.repeats!) };
+  return { name: `without top ${whales} whales`, value: (d) => d.without_whales };
+}
+
+const DAY_MS = 86_400_000;
+/** Days from `from` to `to`, both included. */
+function spanDays(from: string, to: string): number {
+  return Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS) + 1;
+}
+
+/** Days of the bin starting `start` inside the report's range: what "fully stored" means. */
+export function binDays(start: string, bin: Bin, from: string, to: string): number {
+  const t = Date.parse(start);
+  const d = new Date(t);
+  const end =
+    bin === "day"
+      ? t
+      : bin === "week"
+        ? t + 6 * DAY_MS
+        : bin === "month"
+          ? Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)
+          : Date.UTC(d.getUTCFullYear(), 11, 31);
+  const lo = Math.max(t, Date.parse(from));
+  const hi = Math.min(end, Date.parse(to));
+  return Math.max(1, Math.round((hi - lo) / DAY_MS) + 1);
+}
+
+/** Each point's coverage: date → [stored days, days of the bin]. */
+function coverage(r: PackageReport): Map<string, [number, number]> {
+  return new Map(r.days.map((d) => [d.date, [r.cumulative ? 1 : d.days, r.cumulative ? 1 : binDays(d.date, r.bin, r.from, r.to)]]));
+}
+
+/** The y axis title: per day, per bin, per stored day, or running sums. */
+function perWhat(r: PackageReport, v: View): string {
   if (r.cumulative) return "downloads so far";
+  if (v.avg) return r.bin === "day" ? "downloads per day" : `downloads per stored day (average over each ${r.bin})`;
   return r.bin === "day" ? "downloads per day" : `downloads per ${r.bin}`;
 }
 
-/** Several packages: one line of downloads each. */
-export function comparisonOption(reports: PackageReport[]) {
+/** Line points: a gap where days are missing, a hollow bigger mark where a bin is partly stored,
+ * values averaged per stored day when asked; zeros left out on a log axis (log 0 is undefined). */
+function series(r: PackageReport, values: (number | null)[], v: View) {
+  const cov = coverage(r);
+  const vals = r.days.map((d, i) => {
+    const x = values[i];
+    if (x === null) return null;
+    const y = v.avg ? x / Math.max(1, d.days) : x;
+    return v.log && y <= 0 ? null : y;
+  });
+  return points(r.days.map((d) => d.date), vals, r.bin).map((p) => {
+    const c = cov.get(p[0]);
+    return c && c[0] < c[1] ? { value: p, symbol: "emptyCircle", symbolSize: 9 } : p;
+  });
+}
+
+/** The tooltip: the bin's date, how many of its days are stored, each line's value. */
+function tooltip(reports: PackageReport[]) {
+  const cov = reports.map(coverage);
+  return {
+    trigger: "axis",
+    formatter: (ps: { seriesName: string; seriesIndex: number; marker: string; value: [string, number | null] }[]) => {
+      if (!ps.length) return "";
+      const date = ps[0].value[0];
+      const c = cov.map((m) => m.get(date)).find(Boolean);
+      const head = c && reports[0].bin !== "day" ? `${esc(date)} · ${c[0]} of ${c[1]} days stored` : esc(date);
+      const rows = ps
+        .filter((p) => p.value[1] !== null && p.value[1] !== undefined)
+        .map((p) => `${p.marker}${esc(p.seriesName)}: <b>${int(p.value[1]!)}</b>`);
+      return [head, ...rows].join("<br>");
+    },
+  };
+}
+
+/** The y axis: linear or log, labels with thousands separators. */
+function yAxis(name: string, v: View) {
+  return {
+    type: v.log ? "log" : "value",
+    name,
+    nameLocation: "middle",
+    nameGap: 58,
+    axisLabel: { color: "#555", fontSize: 11, formatter: (x: number) => int(x) },
+  };
+}
+
+/** The legend wrapped over the chart's width and the plot below it (never under the legend). */
+function legendAndGrid(names: string[], width: number) {
+  const { legend, gridTop } = wrappedLegend(names, width, 6);
+  return { legend, grid: { left: 78, right: 24, top: gridTop, bottom: 70 } };
+}
+
+/** Several packages: each one's downloads (solid) and without its days' top-N whales (dashed,
+ * same colour). */
+export function comparisonOption(reports: PackageReport[], v: View = NO_VIEW) {
   const r = reports[0];
+  const lines = reports.flatMap((p, i) => {
+    const color = COLORS[i % COLORS.length];
+    const f = filtered(v.without, p.whales);
+    const raw = { name: p.package, type: "line", data: series(p, p.days.map((d) => d.downloads), v), symbolSize: 5, itemStyle: { color }, lineStyle: { width: 2 } };
+    if (!v.without.length) return [raw];
+    return [
+      raw,
+      {
+        name: `${p.package} ${f.name.replace(/^without top \d+ whales/, "without whales")}`,
+        type: "line",
+        data: series(p, p.days.map(f.value), v),
+        symbolSize: 3,
+        itemStyle: { color },
+        lineStyle: { width: 1.5, type: "dashed" },
+      },
+    ];
+  });
   return {
     animationDuration: 300,
-    grid: { left: 70, right: 24, top: 48, bottom: 70 },
-    legend: { top: 8, right: 16 },
-    tooltip: { trigger: "axis" },
+    ...legendAndGrid(lines.map((l) => l.name), v.width),
+    tooltip: tooltip(reports),
     xAxis: timeAxis(),
-    yAxis: { type: "value", name: perWhat(r), nameLocation: "middle", nameGap: 55, axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) } },
+    yAxis: yAxis(perWhat(r, v), v),
     dataZoom: dataZoom(),
-    series: reports.map((p, i) => ({
-      name: p.package,
-      type: "line",
-      data: points(p.days.map((d) => d.date), p.days.map((d) => d.downloads), p.bin),
-      symbolSize: 5,
-      itemStyle: { color: COLORS[i % COLORS.length] },
-      lineStyle: { width: 2 },
-    })),
+    series: lines,
   };
 }
 
 /** Raw vs unique vs without whales (and the aggregate-only estimate, dashed), one point per stored day. */
-export function packageOption(r: PackageReport) {
-  const dates = r.days.map((d) => d.date);
+export function packageOption(r: PackageReport, v: View = NO_VIEW) {
   const line = (name: string, color: string, data: (number | null)[], dashed = false) => ({
     name,
     type: "line",
-    data: points(dates, data, r.bin),
+    data: series(r, data, v),
     symbolSize: 5,
     itemStyle: { color },
     lineStyle: { color, width: 2, type: dashed ? "dashed" : "solid" },
   });
+  // Over a bin or a running sum, daily unique downloaders add up to a count of downloader-days.
+  const unique = r.bin === "day" && !r.cumulative ? "unique downloaders" : v.avg ? "unique downloaders per stored day" : "sum of daily unique downloaders";
+  const f = filtered(v.without, r.whales);
+  // The aggregate-only estimate is drawn first: it mostly lies on the raw line, which stays visible.
+  const lines = [
+    line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
+    line("raw downloads", RAW, r.days.map((d) => d.downloads)),
+    line(unique, UNIQUE, r.days.map((d) => d.downloaders)),
+    ...(v.without.length ? [line(f.name, WITHOUT, r.days.map(f.value))] : []),
+  ];
   return {
     animationDuration: 300,
-    grid: { left: 70, right: 24, top: 48, bottom: 70 },
-    legend: { top: 8, right: 16 },
-    tooltip: { trigger: "axis" },
+    ...legendAndGrid(lines.map((l) => l.name), v.width),
+    tooltip: tooltip([r]),
     xAxis: timeAxis(),
     dataZoom: dataZoom(),
-    yAxis: {
-      type: "value",
-      name: `${r.package}: ${perWhat(r)}`,
-      nameLocation: "middle",
-      nameGap: 55,
-      axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) },
-    },
-    // The aggregate-only estimate is drawn first: it mostly lies on the raw line, which stays visible.
-    series: [
-      line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
-      line("raw downloads", RAW, r.days.map((d) => d.downloads)),
-      line("unique downloaders", UNIQUE, r.days.map((d) => d.downloaders)),
-      line(`without top ${r.whales} whales`, WITHOUT, r.days.map((d) => d.without_whales)),
-    ],
+    yAxis: yAxis(`${r.package}: ${perWhat(r, v)}`, v),
+    series: lines,
   };
 }

@@ -2,7 +2,18 @@
 // (detail view), and the whale list with one sentence per whale (Biggest whales tab).
 import type { DaySummary, Facts, Whale } from "./api";
 import { esc, int, pct } from "./format";
-import { BEHAVIOUR_COLORS } from "./trends";
+import type { Behaviour } from "./api";
+
+/** The behaviours' chart colours (trends.ts) darkened so white chip text reads (WCAG AA 4.5:1). */
+const CHIP_COLORS: Record<Behaviour, string> = {
+  archive: "#785a9c",
+  mirror: "#bb3f30",
+  loop: "#9d650b",
+  classroom: "#007c43",
+  steady: "#33779f",
+  burst: "#d81b60",
+  session: "#6b7777",
+};
 
 function hm(secs: number): string {
   return `${String(Math.floor(secs / 3600)).padStart(2, "0")}:${String(Math.floor(secs / 60) % 60).padStart(2, "0")}`;
@@ -11,7 +22,7 @@ function hm(secs: number): string {
 export function chip(w: Whale): string {
   if (!w.profile) return `<span class="chip chip-none" title="stored by an older version: re-ingest the day">no profile</span>`;
   const p = w.profile;
-  return `<span class="chip" data-behaviour="${p.behaviour}" style="background:${BEHAVIOUR_COLORS[p.behaviour]}">${esc(p.label)}</span>`;
+  return `<span class="chip" data-behaviour="${p.behaviour}" style="background:${CHIP_COLORS[p.behaviour]}">${esc(p.label)}</span>`;
 }
 
 function mix(m: { name: string; downloads: number }[], total: number): string {

@@ -39,6 +39,29 @@ export function dataZoom(bottom = 8) {
   ];
 }
 
+/** Rows a wrapped legend of `names` takes across `width` px (~7 px a character, the icon and
+ * gap 35 px: an over-estimate, so the plot never starts under the legend). */
+export function legendRows(names: string[], width: number): number {
+  let rows = 1;
+  let x = 0;
+  for (const n of names) {
+    const w = n.length * 7 + 35;
+    if (x > 0 && x + w > width) {
+      rows++;
+      x = 0;
+    }
+    x += w;
+  }
+  return rows;
+}
+
+/** A legend from `top` wrapped over the chart's `width` (never over the title or the plot), and
+ * where the plot can start below it. */
+export function wrappedLegend(names: string[], width: number, top: number) {
+  const rows = legendRows(names, width - 26);
+  return { legend: { type: "plain", top, left: 10, right: 16 }, gridTop: top + rows * 22 + 18 };
+}
+
 /** The date of a clicked point (an ECharts click event on a time axis). */
 export function clickedDate(p: unknown): string | null {
   const v = (p as { value?: unknown }).value;

@@ -4,7 +4,7 @@ import type * as echarts from "echarts/core";
 import { BEHAVIOURS, getTrends } from "./api";
 import type { Behaviour, Trends } from "./api";
 import { esc, int, pct } from "./format";
-import { clickedDate, dataZoom, points, timeAxis } from "./timeaxis";
+import { clickedDate, dataZoom, points, timeAxis, wrappedLegend } from "./timeaxis";
 
 export const BEHAVIOUR_COLORS: Record<Behaviour, string> = {
   archive: "#8e6bb8",
@@ -86,10 +86,11 @@ export class TrendsTab {
       m.textContent = "No stored days yet.";
       return;
     }
+    const w = $<HTMLDivElement>("chart-trends-traffic").clientWidth || 1000;
     const charts: [string, echarts.EChartsCoreOption][] = [
-      ["chart-trends-traffic", trafficOption(t)],
-      ["chart-trends-share", shareOption(t)],
-      ["chart-trends-behaviours", behavioursOption(t)],
+      ["chart-trends-traffic", trafficOption(t, w)],
+      ["chart-trends-share", shareOption(t, w)],
+      ["chart-trends-behaviours", behavioursOption(t, w)],
     ];
     for (const [id, option] of charts) {
       const c = this.chart(id);
@@ -120,13 +121,15 @@ export class TrendsTab {
 
 const AXIS = { color: "#555", fontSize: 11 };
 
-/** What the three charts share: a title, a time axis with a zoom, a legend at `legendTop`. */
-function byDay(title: string, o: { gridRight: number; legendTop: number; tooltip: object; yAxis: unknown; series: unknown }) {
+/** What the three charts share: a title, a legend wrapped below it over the chart's `width`, a
+ * time axis with a zoom. */
+function byDay(title: string, width: number, o: { gridRight: number; tooltip: object; yAxis: unknown; series: { name: string; [k: string]: unknown }[] }) {
+  const { legend, gridTop } = wrappedLegend(o.series.map((s) => s.name), width, 28);
   return {
     animationDuration: 300,
-    title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal" } },
-    grid: { left: 80, right: o.gridRight, top: 48, bottom: 64 },
-    legend: { top: o.legendTop, right: 16 },
+    title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "truncate" } },
+    grid: { left: 80, right: o.gridRight, top: gridTop, bottom: 64 },
+    legend,
     tooltip: o.tooltip,
     xAxis: timeAxis(),
     dataZoom: dataZoom(),
@@ -138,10 +141,9 @@ function byDay(title: string, o: { gridRight: number; legendTop: number; tooltip
 const dates = (t: Trends) => t.days.map((d) => d.date);
 
 /** Downloads and unique downloaders per stored day. */
-export function trafficOption(t: Trends) {
-  return byDay("Downloads and unique downloaders (click a day to open it)", {
+export function trafficOption(t: Trends, width = 1000) {
+  return byDay("Downloads and unique downloaders (click a day to open it)", width, {
     gridRight: 80,
-    legendTop: 6,
     tooltip: { trigger: "axis" },
     yAxis: [
       { type: "value", axisLabel: { ...AXIS, formatter: (v: number) => int(v) } },
@@ -155,10 +157,9 @@ export function trafficOption(t: Trends) {
 }
 
 /** Share of each day's downloads taken by its top 1, 6 and 25 whales. */
-export function shareOption(t: Trends) {
-  return byDay("Share of the day's downloads by its biggest whales", {
+export function shareOption(t: Trends, width = 1000) {
+  return byDay("Share of the day's downloads by its biggest whales", width, {
     gridRight: 24,
-    legendTop: 6,
     tooltip: { trigger: "axis", valueFormatter: (v: number) => `${v.toFixed(1)}%` },
     yAxis: { type: "value", max: 100, axisLabel: { ...AXIS, formatter: (v: number) => `${v}%` } },
     series: TOPS.map((k) => ({
@@ -171,10 +172,9 @@ export function shareOption(t: Trends) {
 }
 
 /** How many of each day's top-100 whales fall in each behaviour (stacked). */
-export function behavioursOption(t: Trends) {
-  return byDay("Behaviour of each day's top-100 whales", {
+export function behavioursOption(t: Trends, width = 1000) {
+  return byDay("Behaviour of each day's top-100 whales", width, {
     gridRight: 24,
-    legendTop: 26,
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
     yAxis: { type: "value", axisLabel: AXIS },
     series: BEHAVIOURS.map((b) => ({

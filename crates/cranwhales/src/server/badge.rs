@@ -1,7 +1,9 @@
 //! `GET /badge/{package}?period=last-week|last-month|total&without=whales`: a README badge in the
 //! shields.io "flat" style (grey label, coloured value), built once per (package, period, filter)
 //! and sent with an ETag like every cached body. "Without whales" leaves out each day's top
-//! [`DEFAULT_WHALES`] downloaders: a number no other badge service has.
+//! [`DEFAULT_WHALES`] downloaders: a number no other badge service has. A period with days that
+//! are not stored says so on the badge ("incomplete: 4 of 30 days"): its number is a sum over the
+//! stored days only, and a reader must not take it for the whole period.
 
 use std::sync::Arc;
 
@@ -56,14 +58,21 @@ pub async fn badge(
     let report = app
         .db
         .read(move |s| {
-            let newest = s.calendar()?.days.last().and_then(|d| Day::parse(&d.date));
+            let calendar = s.calendar()?;
+            let newest = calendar.days.last().and_then(|d| Day::parse(&d.date));
             let Some(to) = newest else { return Ok(None) };
             let from = back.map_or(FIRST_LOG, |n| to.plus(1 - n).max(FIRST_LOG));
-            Ok(s.package_report(&asked, Range { from, to }, DEFAULT_WHALES)?)
+            let stored = (calendar.days.iter())
+                .filter_map(|d| Day::parse(&d.date))
+                .filter(|d| (from..=to).contains(d))
+                .count() as i64;
+            let coverage = (stored, from.days_until(to) + 1);
+            let report = s.package_report(&asked, Range { from, to }, DEFAULT_WHALES)?;
+            Ok(report.map(|r| (r, coverage)))
         })
         .await
         .map_err(ApiError::internal)?;
-    let Some(report) = report else {
+    let Some((report, (stored, span))) = report else {
         return Err(unknown_package(&app, &name).await);
     };
     let t = &report.totals;
@@ -77,7 +86,7 @@ pub async fn badge(
     } else {
         "downloads"
     };
-    let svg = svg(label, &format!("{}{suffix}", compact(n)), without);
+    let svg = svg(label, &value(n, suffix, stored, span), without);
     let body = Body::new(svg.into_bytes(), "image/svg+xml", REVALIDATE);
     Ok(app
         .insight
@@ -86,19 +95,34 @@ pub async fn badge(
         .respond(req.headers()))
 }
 
-/// `1234` → `1.2k`, `56789` → `57k`, `1234567` → `1.2M`, as shields.io abbreviates.
-pub fn compact(n: u64) -> String {
-    let (v, unit) = match n {
-        0..=999 => return n.to_string(),
-        1_000..=999_999 => (n as f64 / 1e3, "k"),
-        1_000_000..=999_999_999 => (n as f64 / 1e6, "M"),
-        _ => (n as f64 / 1e9, "G"),
-    };
-    if v < 10.0 {
-        format!("{:.1}{unit}", (v * 10.0).floor() / 10.0)
-    } else {
-        format!("{:.0}{unit}", v.floor())
+/// The badge's value: `2.6k/month`, or with days of the period not stored
+/// `2.6k/month, incomplete: 4 of 30 days` (the sum is over the stored days only).
+pub fn value(n: u64, suffix: &str, stored: i64, span: i64) -> String {
+    let v = format!("{}{suffix}", compact(n));
+    if stored >= span {
+        return v;
     }
+    format!("{v}, incomplete: {stored} of {span} days")
+}
+
+/// `1234` → `1.2k`, `2556` → `2.6k`, `56789` → `57k`, `999999` → `1.0M`: rounded to the nearest
+/// (half up), one decimal below 10 of a unit, as shields.io abbreviates. Integer arithmetic, so no
+/// float edge decides a digit.
+pub fn compact(n: u64) -> String {
+    if n < 1_000 {
+        return n.to_string();
+    }
+    for (scale, unit) in [(1_000u64, "k"), (1_000_000, "M"), (1_000_000_000, "G")] {
+        let tenths = (n + scale / 20) / (scale / 10);
+        if tenths < 100 {
+            return format!("{}.{}{unit}", tenths / 10, tenths % 10);
+        }
+        let whole = (n + scale / 2) / scale;
+        if whole < 1_000 || unit == "G" {
+            return format!("{whole}{unit}");
+        }
+    }
+    unreachable!("the G unit takes every number")
 }
 
 /// Approximate width in pixels of `s` in 11 px Verdana (what shields.io measures with).
@@ -137,14 +161,25 @@ mod tests {
             (0, "0"),
             (999, "999"),
             (1_000, "1.0k"),
-            (1_250, "1.2k"),
-            (9_999, "9.9k"),
-            (56_789, "56k"),
+            (1_249, "1.2k"),
+            (1_250, "1.3k"),
+            (2_556, "2.6k"),
+            (9_949, "9.9k"),
+            (9_950, "10k"),
+            (56_789, "57k"),
+            (999_499, "999k"),
+            (999_500, "1.0M"),
             (1_234_567, "1.2M"),
             (5_000_000_000, "5.0G"),
+            (12_345_678_901_234, "12346G"),
         ] {
             assert_eq!(compact(n), want, "{n}");
         }
+        assert_eq!(value(2_556, "/month", 30, 30), "2.6k/month");
+        assert_eq!(
+            value(11_000, "/month", 4, 30),
+            "11k/month, incomplete: 4 of 30 days"
+        );
         let s = svg("downloads", "1.2k/week", false);
         assert!(s.starts_with("<svg") && s.contains("downloads: 1.2k/week"));
     }

@@ -1,0 +1,291 @@
+// Browser suite for how the page looks and behaves on a desk and on a phone, by geometry rather
+// than presence: every view (the four day tabs, Packages with partly stored weeks, Trends) at
+// 1400 × 1000 and 390 × 844 is checked for
+// - the calendar: the day cells of each week row share one top coordinate, every day target is at
+//   least 24 × 24 px, the year list opens at the year shown, arrows + Enter open a day;
+// - nothing wider than the screen (no element outside the viewport unless a scroll box holds it);
+// - chart texts (legend, axis names, labels, marks) that do not overlap one another;
+// - axe-core: no serious or critical accessibility violation;
+// - requests: each API URL asked for at most once per view;
+// and a screenshot of each (artifacts/cranwhales/look-VIEW-WIDTH.png). Store: data/sample (the
+// bundled days); no source to fetch from.
+//
+// Usage (repo root): node --test web/e2e/cranwhales-look.test.mjs   (needs target/debug/cranwhales)
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { getJson, root, screenshot, startServer, stop } from "./cranwhales-support.mjs";
+
+const LATEST = "2015-01-08";
+const AXE = join(root, "web/node_modules/axe-core/axe.min.js");
+const SIZES = [
+  { name: "desk", width: 1400, height: 1000 },
+  { name: "phone", width: 390, height: 844 },
+];
+/** Each view: its URL query and what says it is drawn. */
+const VIEWS = [
+  { name: "traffic", q: `date=${LATEST}&tab=traffic`, ready: () => document.querySelector("#chart-traffic svg rect") },
+  { name: "whales", q: `date=${LATEST}&tab=whales`, ready: () => window.cranwhales.charts.get("chart-whales")?.getOption()?.series?.length },
+  { name: "hourly", q: `date=${LATEST}&tab=hourly`, ready: () => window.cranwhales.charts.get("chart-hourly")?.getOption()?.series?.length },
+  { name: "detail", q: `date=${LATEST}&tab=detail`, ready: () => window.cranwhales.charts.get("chart-detail")?.getOption()?.series?.[0]?.data?.length },
+  {
+    name: "packages",
+    q: `date=${LATEST}&tab=packages&package=ggplot2%2CRcpp%2Cmemoise&whales=6&bin=week`,
+    ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready",
+  },
+  { name: "trends", q: `date=${LATEST}&tab=trends`, ready: () => window.cranwhales.charts.get("chart-trends-traffic")?.getOption()?.series?.length },
+];
+
+let work, server, base, browser;
+
+before(async () => {
+  work = mkdtempSync(join(tmpdir(), "cranwhales-look-e2e-"));
+  const s = await startServer(work, ["--sample-dir", join(root, "data/sample"), "--source-url", "http://127.0.0.1:9"]);
+  server = s.child;
+  base = s.url;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+});
+
+after(() => stop(browser, server, work));
+
+/** A fresh page of `size` whose `requests` lists every API and badge URL it asks for. */
+async function open(size) {
+  const page = await browser.newPage({ viewport: { width: size.width, height: size.height } });
+  page.errors = [];
+  page.requests = [];
+  page.on("pageerror", (e) => page.errors.push(String(e)));
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith("/api/") || u.pathname.startsWith("/badge/")) page.requests.push(u.pathname + u.search);
+  });
+  return page;
+}
+
+/** Opens `view` at `size` and waits until it is drawn (and its charts settled). */
+async function show(size, view) {
+  const page = await open(size);
+  // The chart code arrives after the day's data, as on a slow link: the order in which a view
+  // drawn twice over would ask for its data twice. (A delay on purpose, not a wait for an event.)
+  await page.route(/\/assets\/echarts-[^/]*\.js$/, async (route) => {
+    await new Promise((ok) => setTimeout(ok, 800));
+    await route.continue();
+  });
+  await page.goto(`${base}/?${view.q}`);
+  await page.waitForFunction(view.ready, null, { timeout: 20_000 });
+  // ECharts animates for 300 ms; measured text boxes are those of the settled chart.
+  await page.waitForFunction(() => [...window.cranwhales.charts.values()].every((c) => !c.getZr || !c.getZr().animation.isFinished || c.getZr().animation.isFinished()));
+  await page.waitForTimeout(400); // the chart's 300 ms entry animation: no event says it ended
+  return page;
+}
+
+/** URLs asked for more than once. */
+const twice = (urls) => [...new Set(urls.filter((u, i) => urls.indexOf(u) !== i))];
+
+/** Elements drawn outside the viewport's width that no scroll box (or hidden sidebar) holds. */
+function overflowing() {
+  const w = document.documentElement.clientWidth;
+  const out = [];
+  const clipped = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if (o === "auto" || o === "scroll" || o === "hidden") return true;
+    }
+    return false;
+  };
+  const sidebar = document.querySelector("#sidebar");
+  const sideOpen = sidebar.getBoundingClientRect().right > 0;
+  for (const el of document.querySelectorAll("body *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === "hidden") continue;
+    if (!sideOpen && sidebar.contains(el)) continue;
+    if ((r.right > w + 1 || r.left < -1) && !clipped(el)) out.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ""}.${el.className} [${Math.round(r.left)}, ${Math.round(r.right)}]`);
+  }
+  if (document.documentElement.scrollWidth > w + 1) out.push(`page scrolls sideways: ${document.documentElement.scrollWidth} > ${w}`);
+  return out;
+}
+
+/** Pairs of texts drawn over each other in the charts shown: each text's box, turned as it is
+ * drawn (rotated axis labels), tested against the others by separating axes, 1 px of slack. The
+ * ECharts charts (canvas) are measured from their own text elements, after hidden-overlap labels
+ * are dropped; the first view's SVG bars from the laid-out SVG. */
+function overprints() {
+  const out = [];
+  // Four corners of the box (x, y, w, h) under the 2×3 matrix m (null: none), shrunk by 1 px.
+  const corners = (b, m) => {
+    const pts = [[b.x + 1, b.y + 1], [b.x + b.width - 1, b.y + 1], [b.x + b.width - 1, b.y + b.height - 1], [b.x + 1, b.y + b.height - 1]];
+    return m ? pts.map(([x, y]) => [m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]]) : pts;
+  };
+  const apart = (p, q) => {
+    for (const poly of [p, q]) {
+      for (let i = 0; i < 4; i++) {
+        const [x1, y1] = poly[i];
+        const [x2, y2] = poly[(i + 1) % 4];
+        const [nx, ny] = [y1 - y2, x2 - x1];
+        const proj = (ps) => ps.map(([x, y]) => x * nx + y * ny);
+        const [a, b] = [proj(p), proj(q)];
+        if (Math.max(...a) <= Math.min(...b) || Math.max(...b) <= Math.min(...a)) return true;
+      }
+    }
+    return false;
+  };
+  for (const [id, c] of window.cranwhales.charts) {
+    if (document.getElementById(id).closest(".tab-body").hidden) continue;
+    const boxes = [];
+    if (!c.getZr) {
+      for (const t of document.getElementById(id).querySelectorAll("svg text")) {
+        const r = t.getBoundingClientRect();
+        boxes.push({ text: t.textContent, poly: corners({ x: r.x, y: r.y, width: r.width, height: r.height }, null) });
+      }
+    }
+    for (const el of c.getZr ? c.getZr().storage.getDisplayList(true) : []) {
+      if ((el.type !== "tspan" && el.type !== "text") || el.ignore || el.invisible || !el.style?.text || el.style.opacity === 0) continue;
+      let hidden = false;
+      for (let p = el.parent; p; p = p.parent) hidden ||= p.ignore || p.invisible;
+      if (hidden) continue;
+      const b = el.getBoundingRect();
+      if (b.width > 0 && b.height > 0) boxes.push({ text: String(el.style.text), poly: corners(b, el.transform) });
+    }
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        if (!apart(boxes[i].poly, boxes[j].poly)) out.push(`${id}: "${boxes[i].text}" over "${boxes[j].text}"`);
+      }
+    }
+  }
+  return out;
+}
+
+/** axe-core's serious and critical violations on the page. */
+async function axe(page) {
+  await page.addScriptTag({ path: AXE });
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  return found;
+}
+
+/** The month grid's rows: the top of each cell, 7 cells a row; and the smallest day target. */
+function calendarGeometry() {
+  const cells = [...document.querySelectorAll("#calendar .cal-grid > *")];
+  const rows = [];
+  for (let i = 0; i < cells.length; i += 7) rows.push(cells.slice(i, i + 7).map((c) => Math.round(c.getBoundingClientRect().top)));
+  const days = [...document.querySelectorAll("#calendar .cal-grid a[data-date]")].map((a) => a.getBoundingClientRect());
+  return {
+    rows,
+    stored: document.querySelectorAll("#calendar .cal-grid a.cal-stored").length,
+    current: document.querySelector("#calendar .cal-grid a.current")?.dataset.date ?? null,
+    minW: Math.min(...days.map((r) => r.width)),
+    minH: Math.min(...days.map((r) => r.height)),
+  };
+}
+
+for (const size of SIZES) {
+  for (const view of VIEWS) {
+    test(`${view.name} at ${size.width} px: no overflow, no overprint, no serious axe finding, one request per URL`, async () => {
+      const page = await show(size, view);
+      try {
+        assert.deepEqual(twice(page.requests), [], `asked twice: ${page.requests.join(" ")}`);
+        if (size.width < 700) assert.deepEqual(await page.evaluate(overflowing), [], "wider than the screen");
+        assert.deepEqual(await page.evaluate(overprints), [], "chart texts drawn over each other");
+        assert.deepEqual(await axe(page), [], "axe-core");
+        await screenshot(page, `look-${view.name}-${size.width}`);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+      }
+    });
+  }
+}
+
+test("calendar: weeks stay aligned in a month with stored days, targets ≥ 24 px, opens at the year shown", async () => {
+  const cal = await getJson(base, "/api/calendar");
+  const page = await open(SIZES[0]);
+  try {
+    const months = [...new Set(cal.days.map((d) => d.date.slice(0, 7)))];
+    // A month with stored days and the shown (selected) day in it; then one without.
+    const day = cal.days.find((d) => d.date.startsWith(months[0])).date;
+    await page.goto(`${base}/?date=${day}&tab=traffic`);
+    await page.waitForFunction(() => document.body.dataset.view === "ready");
+    const g = await page.evaluate(calendarGeometry);
+    g.rows.forEach((tops, i) => assert.equal(new Set(tops).size, 1, `week row ${i} tops ${tops}`));
+    assert.ok(g.minW >= 24 && g.minH >= 24, `day targets ${g.minW} × ${g.minH}`);
+    assert.ok(g.stored > 0, "the month has stored days");
+    assert.equal(g.current, day);
+    // The year list opens with the shown year in view (at its top, or the list scrolled to its
+    // end), and that year says how many of its days are stored.
+    const shown = await page.evaluate((year) => {
+      const list = document.querySelector("#calendar .cal-years").getBoundingClientRect();
+      const row = document.querySelector(`#calendar .cal-year[data-year="${year}"]`);
+      const r = row.getBoundingClientRect();
+      return { inView: r.top >= list.top - 1 && r.bottom <= list.bottom + 1, stored: row.querySelector(".cal-year-head span:last-child").textContent };
+    }, day.slice(0, 4));
+    assert.ok(shown.inView, `${day.slice(0, 4)} in view`);
+    assert.match(shown.stored, /^\d+ stored$/);
+    const monthTargets = await page.$$eval("#calendar button.cal-mon", (bs) => bs.map((b) => b.getBoundingClientRect()).map((r) => Math.min(r.width, r.height)));
+    assert.ok(Math.min(...monthTargets) >= 24, `month targets ${Math.min(...monthTargets)} px`);
+    // A month without stored days: the grid stays aligned too.
+    await page.click('#calendar [data-step="1"]');
+    const g2 = await page.evaluate(calendarGeometry);
+    g2.rows.forEach((tops, i) => assert.equal(new Set(tops).size, 1, `next month, week row ${i} tops ${tops}`));
+    // Keyboard: focus the shown day, Right arrow, Enter opens the next day.
+    await page.click('#calendar [data-step="-1"]');
+    await page.focus(`#calendar .cal-grid a[data-date="${day}"]`);
+    await page.keyboard.press("ArrowRight");
+    const next = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.date), next);
+    await page.keyboard.press("ArrowUp");
+    const back7 = new Date(Date.parse(`${next}T00:00:00Z`) - 7 * 86_400_000).toISOString().slice(0, 10);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.date), back7);
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction((d) => window.cranwhales.state.date === d, next);
+    await page.locator("#calendar").screenshot({ path: join(root, "artifacts/cranwhales/look-calendar-1400.png") });
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test("calendar: a day three years back in at most 3 clicks, weeks aligned on a phone with the sidebar open", async () => {
+  const cal = await getJson(base, "/api/calendar");
+  const oldest = cal.days[0].date;
+  const page = await open(SIZES[1]);
+  try {
+    await page.goto(`${base}/?date=${cal.days[cal.days.length - 1].date}&tab=traffic`);
+    await page.waitForFunction(() => document.body.dataset.view === "ready");
+    assert.ok(!(await page.isVisible("#calendar .cal-years")) || (await page.evaluate(() => document.querySelector("#sidebar").getBoundingClientRect().right <= 0)), "sidebar hidden on a phone");
+    let clicks = 0;
+    await page.click("#menu");
+    clicks++;
+    await page.waitForFunction(() => document.querySelector("#sidebar").getBoundingClientRect().left >= 0);
+    assert.equal(await page.getAttribute("#menu", "aria-expanded"), "true");
+    assert.deepEqual(await page.evaluate(overflowing), [], "open sidebar: wider than the screen");
+    await page.locator(`#calendar button[data-month="${oldest.slice(0, 7)}"]`).scrollIntoViewIfNeeded();
+    await page.click(`#calendar button[data-month="${oldest.slice(0, 7)}"]`);
+    clicks++;
+    const g = await page.evaluate(calendarGeometry);
+    g.rows.forEach((tops, i) => assert.equal(new Set(tops).size, 1, `week row ${i} tops ${tops}`));
+    assert.ok(g.minW >= 24 && g.minH >= 24, `day targets ${g.minW} × ${g.minH}`);
+    await screenshot(page, "look-calendar-390");
+    await page.click(`#calendar .cal-grid a[data-date="${oldest}"]`);
+    clicks++;
+    await page.waitForFunction((d) => document.body.dataset.view === "ready" && document.querySelector("#subtitle").textContent.startsWith(d), oldest);
+    assert.ok(clicks <= 3);
+    await page.waitForFunction(() => document.querySelector("#sidebar").getBoundingClientRect().right <= 0);
+    assert.ok(Number(cal.days[cal.days.length - 1].date.slice(0, 4)) - Number(oldest.slice(0, 4)) >= 2, "the oldest stored day is years back");
+    // The day is shown and the sidebar stepped aside.
+    assert.equal(await page.getAttribute("#menu", "aria-expanded"), "false");
+    assert.deepEqual(await page.evaluate(overflowing), []);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});

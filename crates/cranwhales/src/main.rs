@@ -80,8 +80,8 @@ fn serve(args: server::ServeArgs) -> anyhow::Result<()> {
             state.stored_days()
         );
         tokio::select! {
-            r = server::run(listener, state, server::signal::nth(1)) => r,
-            _ = server::signal::nth(2) => {
+            r = server::run(listener, state, grammar::signal::nth(1)) => r,
+            _ = grammar::signal::nth(2) => {
                 tracing::warn!("second signal: stopping without waiting for requests in flight");
                 Ok(())
             }

@@ -2,21 +2,50 @@
 //! SIGTERM or Ctrl-C (SIGINT) starts a graceful stop (cranwhales' drain, manifold's), a second
 //! one stops at once without waiting for requests in flight.
 
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// SIGTERM and SIGINT handlers, installed when this is made: a program that says it is ready
+/// (prints its URL) after making one is never killed by a signal that comes right after, and
+/// counts that signal.
+pub struct Signals {
+    term: Signal,
+    int: Signal,
+}
+
+impl Signals {
+    /// Installs the handlers now.
+    ///
+    /// # Panics
+    /// If the signal handlers cannot be installed (no signal driver: not on a tokio runtime).
+    pub fn install() -> Signals {
+        Signals {
+            term: signal(SignalKind::terminate()).expect("install SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("install SIGINT handler"),
+        }
+    }
+
+    /// Resolves on the next SIGTERM or SIGINT received since [`Signals::install`].
+    pub async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+
+    /// Resolves on the `n`th SIGTERM or SIGINT received since [`Signals::install`].
+    pub async fn nth(mut self, n: usize) {
+        for _ in 0..n {
+            self.recv().await;
+        }
+    }
+}
 
 /// Resolves on the `n`th SIGTERM or SIGINT counted from its first poll (both kinds count).
 ///
 /// # Panics
 /// If the signal handlers cannot be installed (no signal driver: not on a tokio runtime).
 pub async fn nth(n: usize) {
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-    for _ in 0..n {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    }
+    Signals::install().nth(n).await
 }
 
 /// Resolves on the first SIGTERM or SIGINT: when to start stopping.
@@ -34,10 +63,14 @@ pub async fn twice() {
 mod tests {
     use super::*;
 
+    /// Signals go to every handler of the process: these tests take turns.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     /// Two real signals to this process (SIGTERM, then SIGINT): `twice` resolves after the
     /// second only. Handlers are installed before the first is raised, so it is not fatal.
     #[tokio::test]
     async fn the_second_signal_of_either_kind_resolves_twice() {
+        let _turn = SERIAL.lock().await;
         let mut both = Box::pin(twice());
         let mut first = Box::pin(once());
         // Poll both once so their handlers are installed before any signal is raised.
@@ -50,6 +83,16 @@ mod tests {
         // SAFETY: as above.
         unsafe { libc::raise(libc::SIGINT) };
         both.await;
+    }
+
+    /// Signals installed eagerly count one raised before the future is first polled.
+    #[tokio::test]
+    async fn installed_handlers_count_a_signal_sent_before_the_first_poll() {
+        let _turn = SERIAL.lock().await;
+        let first = Signals::install();
+        // SAFETY: raising a signal this process handles (installed just above).
+        unsafe { libc::raise(libc::SIGTERM) };
+        first.nth(1).await;
     }
 
     /// Polls `f` once; true if it completed.

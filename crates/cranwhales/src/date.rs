@@ -1,6 +1,7 @@
 //! The crate's one date type: calendar days written strictly `YYYY-MM-DD` (log rows, ingest
 //! arguments, file names, API paths), and the range CRAN has logs for (2012-10-01 up to
-//! yesterday, UTC). Kept as a day number so comparisons are integer compares.
+//! yesterday, UTC). Kept as a day number so comparisons are integer compares; the calendar
+//! arithmetic is the workspace's one (`grammar::date`).
 
 use std::fmt;
 
@@ -29,21 +30,7 @@ pub fn looks_like_date(s: &str) -> bool {
 impl Day {
     /// Parses exactly `YYYY-MM-DD` with a real month and day; anything else is `None`.
     pub fn parse(s: &str) -> Option<Day> {
-        let b = s.as_bytes();
-        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-            return None;
-        }
-        let num = |r: std::ops::Range<usize>| -> Option<i64> {
-            let part = &s[r];
-            part.bytes()
-                .all(|c| c.is_ascii_digit())
-                .then(|| part.parse().ok())?
-        };
-        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-            return None;
-        }
-        Some(Day(days_from_civil(y, m, d)))
+        grammar::date::parse_ymd(s).map(Day)
     }
 
     /// Today in UTC.
@@ -74,13 +61,13 @@ impl Day {
     /// Months since 1970-01 of this day: how `package_months` keys a month (a range's whole
     /// months are one key range there).
     pub fn month(self) -> i64 {
-        let (y, m, _) = civil_from_days(self.0);
+        let (y, m, _) = grammar::date::civil_from_days(self.0);
         (y - 1970) * 12 + m - 1
     }
 
     /// The first day of month `n` (months since 1970-01, as [`Day::month`] counts them).
     pub fn month_start(n: i64) -> Day {
-        Day(days_from_civil(
+        Day(grammar::date::days_from_civil(
             1970 + n.div_euclid(12),
             n.rem_euclid(12) + 1,
             1,
@@ -99,13 +86,15 @@ impl Day {
 
     /// The one rule for every date a user gives (ingest arguments, ranges, API parameters): a log
     /// day, or one line saying it is outside the logs. Checked locally, before any download.
-    pub fn check_log_range(self, name: &str) -> Result<Day, String> {
+    /// `name` prefixes the message (`"from "`, or `""` for a lone date).
+    pub fn check_log_range(self, name: &str) -> Result<Day, DateError> {
         if self.in_log_range() {
             Ok(self)
         } else {
-            Err(format!(
-                "{name}{self} is outside the CRAN logs ({FIRST_LOG} to yesterday)"
-            ))
+            Err(DateError::OutsideLogs {
+                name: name.to_owned(),
+                day: self,
+            })
         }
     }
 }
@@ -123,19 +112,19 @@ impl Range {
     /// Parses optional `from` and `to` (`YYYY-MM-DD`): each must be a log day (2012-10-01 ..
     /// yesterday) and `from` not after `to`. A missing end is the first log day / yesterday.
     /// The error is one line naming the parameter and echoing (at most 40 chars of) the input.
-    pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<Range, String> {
-        let end = |name: &str, v: Option<&str>, default: Day| -> Result<Day, String> {
+    pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<Range, DateError> {
+        let end = |name: &'static str, v: Option<&str>, default: Day| -> Result<Day, DateError> {
             let Some(v) = v else { return Ok(default) };
-            let d = Day::parse(v).ok_or_else(|| {
-                let shown: String = v.chars().take(40).collect();
-                format!("{name} must be a real day as YYYY-MM-DD, got '{shown}'")
+            let d = Day::parse(v).ok_or_else(|| DateError::NotADay {
+                name,
+                shown: grammar::echo::echo(v.as_bytes(), 40),
             })?;
             d.check_log_range(&format!("{name} "))
         };
         let from = end("from", from, FIRST_LOG)?;
         let to = end("to", to, Day(Day::today().0 - 1))?;
         if from > to {
-            return Err(format!("from {from} is after to {to}"));
+            return Err(DateError::Reversed { from, to });
         }
         Ok(Range { from, to })
     }
@@ -146,47 +135,40 @@ impl Range {
     }
 }
 
+/// A date or range a user gave that is refused: one line naming the parameter and the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DateError {
+    /// Not a real day written `YYYY-MM-DD`.
+    #[error("{name} must be a real day as YYYY-MM-DD, got '{shown}'")]
+    NotADay {
+        /// The parameter (`from`, `to`).
+        name: &'static str,
+        /// The input, escaped and cut to 40 characters.
+        shown: String,
+    },
+    /// A real day CRAN has no log for.
+    #[error("{name}{day} is outside the CRAN logs ({FIRST_LOG} to yesterday)")]
+    OutsideLogs {
+        /// The parameter with its trailing space (`"from "`), or empty for a lone date.
+        name: String,
+        /// The day.
+        day: Day,
+    },
+    /// A range that ends before it starts.
+    #[error("from {from} is after to {to}")]
+    Reversed {
+        /// The first day asked.
+        from: Day,
+        /// The last day asked.
+        to: Day,
+    },
+}
+
 impl fmt::Display for Day {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (y, m, d) = civil_from_days(self.0);
+        let (y, m, d) = grammar::date::civil_from_days(self.0);
         write!(f, "{y:04}-{m:02}-{d:02}")
     }
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-// Howard Hinnant's civil calendar algorithms.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]
@@ -235,7 +217,7 @@ mod tests {
                 "from must be a real day as YYYY-MM-DD, got '2015-02-30'",
             ),
         ] {
-            let e = Range::parse(f, t).unwrap_err();
+            let e = Range::parse(f, t).unwrap_err().to_string();
             assert!(e.starts_with(msg), "{e}");
         }
     }

@@ -8,7 +8,6 @@ pub mod context;
 pub mod csv;
 pub mod date;
 pub mod day;
-pub mod echo;
 pub mod inflate;
 pub mod ingest;
 pub mod names;

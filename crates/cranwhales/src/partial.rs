@@ -1,8 +1,10 @@
 //! Partial downloads: the temporary files a download writes before it is renamed into the cache.
 //!
 //! They must not outlive the download. A failed download removes its own; `remove_on_signal`
-//! makes SIGINT/SIGTERM remove those in flight before the process dies as it would have; and
-//! `remove_stale` removes, at the next download, those left by a process killed outright (kill -9).
+//! makes SIGINT/SIGTERM remove those in flight before the process dies as it would have;
+//! `remove_stale_in` removes, when `ingest` or `serve` starts, those left by a process that is
+//! gone (kill -9, or `serve`'s drain timeout cutting a fetch), and `remove_stale` those of a day
+//! at its next download.
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -108,7 +110,31 @@ pub fn remove_on_signal() {
 /// many. A live process's partial file (another ingest downloading the same day) is kept.
 pub fn remove_stale(dest: &Path) -> usize {
     let Some(dir) = dest.parent() else { return 0 };
-    let prefix = format!(".{}.", file_name(dest));
+    remove_stale_where(dir, &format!(".{}.", file_name(dest)))
+}
+
+/// Removes every partial file in the cache directory `dir` whose writer is gone (killed with
+/// `kill -9`, or cut by `serve`'s drain timeout), whatever its day: `ingest` and `serve` call it
+/// at start, so a day nobody asks for again does not keep one forever. Returns how many.
+pub fn remove_stale_in(dir: &Path) -> usize {
+    remove_stale_where(dir, ".")
+}
+
+/// [`remove_stale_in`] for a command starting (`ingest`, `serve`): a line on stderr says how many
+/// were removed, when any were.
+pub fn remove_stale_at_start(dir: &Path) {
+    let n = remove_stale_in(dir);
+    if n > 0 {
+        eprintln!(
+            "cranwhales: {}: removed {n} partial download{} left by a process that is gone",
+            dir.display(),
+            if n == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// Removes `{prefix}…{pid}.{n}.part` files of `dir` written by a process that is gone.
+fn remove_stale_where(dir: &Path, prefix: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -121,16 +147,21 @@ pub fn remove_stale(dest: &Path) -> usize {
         let name = e.file_name();
         let Some(rest) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|r| r.strip_suffix(".part"))
         else {
             continue;
         };
-        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+        // `{file}.{pid}.{n}`: the pid is the second field from the end.
+        let mut fields = rest.rsplit('.');
+        let (Some(_n), Some(pid)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
         if pid != std::process::id()
-            && !process_alive(pid)
+            && writer_gone(pid, &e.path())
             && std::fs::remove_file(e.path()).is_ok()
         {
             removed += 1;
@@ -139,6 +170,50 @@ pub fn remove_stale(dest: &Path) -> usize {
     removed
 }
 
-fn process_alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
+/// Whether the process that wrote `file` is gone: no process `pid`, or one that started after
+/// the file was last written (the pid was reused by an unrelated process).
+fn writer_gone(pid: u32, file: &Path) -> bool {
+    let Some(started) = process_start(pid) else {
+        return !Path::new("/proc").join(pid.to_string()).exists();
+    };
+    let written = std::fs::metadata(file).and_then(|m| m.modified());
+    // Boot time is known to the second: a margin of 2 s keeps a live writer's file.
+    written.is_ok_and(|w| w + std::time::Duration::from_secs(2) < started)
+}
+
+/// When process `pid` started (Linux: `/proc/PID/stat` field 22, clock ticks after boot), or
+/// `None` if it does not exist or cannot be told.
+fn process_start(pid: u32) -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces): state is field 3, starttime 22.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()?
+        .max(1);
+    let since_epoch = std::time::Duration::from_secs(boot)
+        + std::time::Duration::from_millis(ticks.saturating_mul(1000) / hz);
+    Some(std::time::UNIX_EPOCH + since_epoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_started_before_now_and_after_boot() {
+        let started = process_start(std::process::id()).expect("/proc/self/stat");
+        let now = std::time::SystemTime::now();
+        assert!(started <= now + std::time::Duration::from_secs(2));
+        assert!(now.duration_since(started).unwrap() < std::time::Duration::from_secs(24 * 3600));
+        assert!(process_start(u32::MAX).is_none());
+    }
 }

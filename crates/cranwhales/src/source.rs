@@ -130,9 +130,14 @@ pub const DEFAULT_BASE_URL: &str = "http://cran-logs.rstudio.com";
 /// Downloads are kept here unless told otherwise (relative to the working directory); every
 /// command's default.
 pub const DEFAULT_CACHE_DIR: &str = "data/cache";
-/// Seconds without a byte from the source after which a download is given up (serve's and
-/// ingest's `--stall-timeout`).
-pub const DEFAULT_STALL_SECS: u64 = 30;
+/// Time without a byte from the source after which a download is given up (serve's and
+/// ingest's `--stall-timeout` default, in the duration grammar).
+pub const DEFAULT_STALL: &str = "30s";
+
+/// `--stall-timeout` (serve's and ingest's): the duration grammar, 1s to 1h.
+pub fn parse_stall(s: &str) -> Result<Duration, grammar::duration::Error> {
+    grammar::duration::parse_in(s, Duration::from_secs(1), Duration::from_secs(3600))
+}
 
 /// Where to download days from and where to keep them.
 #[derive(Debug, Clone)]
@@ -150,7 +155,7 @@ impl Default for SourceConfig {
         SourceConfig {
             base_url: DEFAULT_BASE_URL.to_owned(),
             cache_dir: PathBuf::from(DEFAULT_CACHE_DIR),
-            stall: Duration::from_secs(DEFAULT_STALL_SECS),
+            stall: Duration::from_secs(30),
         }
     }
 }
@@ -216,25 +221,27 @@ fn fetch_url(
     let tmp = partial::temp_name(&dest);
     let _registered = partial::Guard::new(&tmp);
     let chunks = read_body(resp);
-    let result = (|| -> Result<u64, String> {
-        let mut out = std::fs::File::create(&tmp)
-            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    let result = (|| -> Result<u64, Broken> {
+        let write = |e: std::io::Error| Broken::Write {
+            path: tmp.clone(),
+            err: e,
+        };
+        let mut out = std::fs::File::create(&tmp).map_err(write)?;
         let mut done = 0u64;
         let mut reported = 0u64;
         loop {
             let chunk = match chunks.recv_timeout(cfg.stall) {
                 Ok(Ok(c)) => c,
-                Ok(Err(e)) => return Err(format!("stopped after {done} bytes: {e}")),
+                Ok(Err(err)) => return Err(Broken::Stopped { done, err }),
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!(
-                        "stalled: no data for {} s after {done} bytes (--stall-timeout)",
-                        cfg.stall.as_secs()
-                    ))
+                    return Err(Broken::Stalled {
+                        stall: grammar::duration::format(cfg.stall),
+                        done,
+                    })
                 }
             };
-            out.write_all(&chunk)
-                .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+            out.write_all(&chunk).map_err(write)?;
             done += chunk.len() as u64;
             if done - reported >= 1 << 18 {
                 // Every 256 KiB: browsers following an on-demand fetch see a smooth bar.
@@ -242,16 +249,15 @@ fn fetch_url(
                 progress.event(Event::Downloading { done, total });
             }
         }
-        if let Some(t) = total {
-            if done != t {
-                return Err(format!("stopped after {done} of {t} bytes"));
+        if let Some(total) = total {
+            if done != total {
+                return Err(Broken::Short { done, total });
             }
         }
         if done == 0 {
-            return Err("empty response body".to_owned());
+            return Err(Broken::Empty);
         }
-        out.sync_all()
-            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        out.sync_all().map_err(write)?;
         Ok(done)
     })();
     match result {
@@ -266,11 +272,31 @@ fn fetch_url(
             })?;
             Ok(dest)
         }
-        Err(reason) => {
+        Err(broken) => {
             let _ = std::fs::remove_file(&tmp);
-            Err(fail(reason))
+            Err(fail(broken.to_string()))
         }
     }
+}
+
+/// Why a download's body did not arrive whole (the reason of [`SourceError::Download`]).
+#[derive(Debug, thiserror::Error)]
+enum Broken {
+    /// The partial file could not be written.
+    #[error("cannot write {}: {err}", path.display())]
+    Write { path: PathBuf, err: std::io::Error },
+    /// The connection failed mid-body.
+    #[error("stopped after {done} bytes: {err}")]
+    Stopped { done: u64, err: std::io::Error },
+    /// Nothing arrived for `--stall-timeout`.
+    #[error("stalled: no data for {stall} after {done} bytes (--stall-timeout)")]
+    Stalled { stall: String, done: u64 },
+    /// The body ended before its `Content-Length`.
+    #[error("stopped after {done} of {total} bytes")]
+    Short { done: u64, total: u64 },
+    /// A 200 with no body.
+    #[error("empty response body")]
+    Empty,
 }
 
 /// The body in chunks from a reading thread, so a source that stops sending is noticed after

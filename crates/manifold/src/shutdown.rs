@@ -1,25 +1,13 @@
 //! Shutdown signals: the first SIGTERM or Ctrl-C (SIGINT) starts a graceful stop, a second one
-//! stops the workers without waiting for in-flight requests.
-
-use tokio::signal::unix::{signal, SignalKind};
+//! stops the workers without waiting for in-flight requests. The futures are the workspace's one
+//! signal helper (`grammar::signal`, shared with `cranwhales serve`); these names stay manifold's.
 
 /// Resolves on the first SIGTERM or SIGINT.
 pub async fn signal_once() {
-    nth(1).await
+    grammar::signal::once().await
 }
 
 /// Resolves on the second SIGTERM or SIGINT (counted from when this future is first polled).
 pub async fn signal_twice() {
-    nth(2).await
-}
-
-async fn nth(n: usize) {
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-    for _ in 0..n {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    }
+    grammar::signal::twice().await
 }

@@ -276,23 +276,10 @@ pub const MAX_REASON: usize = 500;
 
 /// `s` with control characters escaped (`\x1b`, `\n`) and cut after `max` characters with
 /// `…(N bytes)` giving the whole text's size: text from a recording or a server fit for a
-/// terminal, a CSV cell and a JSON key.
+/// terminal, a CSV cell and a JSON key. The workspace's one escaper (`grammar::echo`), so surge
+/// and cranwhales write an escape the same way.
 pub fn clip(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max + 32));
-    for (n, c) in s.chars().enumerate() {
-        if n == max {
-            out.push_str(&format!("…({} bytes)", s.len()));
-            break;
-        }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
+    grammar::echo::echo(s.as_bytes(), max)
 }
 
 #[cfg(test)]
@@ -310,7 +297,7 @@ mod tests {
         let s = f.to_string();
         assert!(s.chars().count() < MAX_REASON + 30, "{} chars", s.len());
         assert!(
-            s.contains("/\\u{1b}[2Jaaa") && !s.contains('\x1b'),
+            s.contains("/\\x1b[2Jaaa") && !s.contains('\x1b'),
             "{}",
             &s[..80]
         );

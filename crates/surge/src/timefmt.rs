@@ -1,7 +1,10 @@
 //! ISO-8601 UTC timestamps (`2024-08-21T16:20:29.838Z`) <-> Unix milliseconds, as recording.log uses them.
-//! Hand-written (days-from-civil) to avoid a date crate for two functions.
+//! The calendar arithmetic is the workspace's one (`grammar::date`); the duration grammar of
+//! every flag is `grammar::duration`'s.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use grammar::date::{civil_from_days, days_from_civil};
 
 /// Milliseconds since the Unix epoch now; the timestamp unit of session CSVs.
 pub fn now_ms() -> i64 {
@@ -9,29 +12,6 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719468;
-    let era = if z >= 0 { z } else { z - 146096 } / 146097;
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (what shinyloadtest writes).
@@ -117,28 +97,21 @@ mod tests {
     }
 }
 
-/// The one duration grammar of every surge flag (and `--threshold` limits): humantime's, as
-/// manifold's flags use it — a number with a unit, fractions and sums allowed (`500ms`, `1.5s`,
-/// `5m`, `1h 30m`); `0` needs none. A bare number is refused rather than guessed at: shinycannon's
-/// plain-number flags say their unit in their name.
+/// The one duration grammar of every surge flag (and `--threshold` limits): the workspace's
+/// (`grammar::duration`, shared with cranwhales and manifold) — a number with a unit, fractions
+/// and sums allowed (`500ms`, `1.5s`, `5m`, `1h 30m`); `0` needs none. A bare number is refused
+/// with how to write it (`"30": a duration needs a unit, e.g. 30s or 500ms`): shinycannon's
+/// plain-number flags say their unit in their name and help ([`parse_interval`], [`parse_minutes`]).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
-    humantime::parse_duration(s.trim()).map_err(|err| DurationError::Duration {
-        text: s.to_string(),
-        err,
-    })
+    Ok(grammar::duration::parse(s)?)
 }
 
 /// A duration flag that is not one; the message quotes the text.
 #[derive(Debug, thiserror::Error)]
 pub enum DurationError {
-    /// Not in humantime's grammar (`500ms`, `1.5s`, `5m`).
-    #[error("duration \"{text}\": {err}")]
-    Duration {
-        /// As given.
-        text: String,
-        /// humantime's reason.
-        err: humantime::DurationError,
-    },
+    /// Not in the workspace's duration grammar (`500ms`, `1.5s`, `5m`).
+    #[error(transparent)]
+    Duration(#[from] grammar::duration::Error),
     /// `--start-interval` in ms beyond u64.
     #[error("interval \"{0}\": too large")]
     TooLarge(String),
@@ -187,7 +160,7 @@ mod duration_tests {
         assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         let e = parse_duration("30").unwrap_err().to_string();
-        assert!(e.starts_with("duration \"30\": time unit needed"), "{e}");
+        assert_eq!(e, "\"30\": a duration needs a unit, e.g. 30s or 500ms");
         assert!(parse_duration("3 fortnights").is_err());
         assert!(parse_duration("-1s").is_err());
     }

@@ -15,9 +15,7 @@ use crate::ingest::{self, IngestError, IngestReport, ReadDay};
 use crate::numfmt::thousands;
 use crate::partial;
 use crate::progress::Progress;
-use crate::source::{
-    Source, SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR, DEFAULT_STALL_SECS,
-};
+use crate::source::{Source, SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR, DEFAULT_STALL};
 use crate::store::{Store, DEFAULT_DB};
 
 /// Options of `cranwhales ingest`.
@@ -35,9 +33,9 @@ pub struct IngestArgs {
     /// Days ingested at once (each reads on two threads; 2 suits a 2-core machine).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub jobs: u32,
-    /// Give up a download when the source sends nothing for this many seconds (as serve's).
-    #[arg(long, default_value_t = DEFAULT_STALL_SECS, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub stall_timeout: u64,
+    /// Give up a download when the source sends nothing for this long (1s to 1h, as serve's).
+    #[arg(long, default_value = DEFAULT_STALL, value_parser = crate::source::parse_stall)]
+    pub stall_timeout: std::time::Duration,
     /// Ingest dates that are already stored again (they are skipped otherwise).
     #[arg(long)]
     pub force: bool,
@@ -50,8 +48,19 @@ pub struct IngestArgs {
 /// One unit of work, in argument order.
 enum Job {
     Read(Source),
-    /// A source that cannot be read (as given, and its error), reported in its turn.
+    /// A source that cannot be read (as given, and why), reported in its turn.
     Bad(String, String),
+}
+
+/// Why one source's day was not stored: its one result line.
+#[derive(Debug, thiserror::Error)]
+enum DayError {
+    /// Read or stored, and failed there.
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    /// Refused before reading (a bad date, range or URL): the planned line.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl Job {
@@ -113,10 +122,12 @@ fn plan(sources: &[String]) -> Vec<Job> {
 pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     // Ctrl-C or SIGTERM during a download leaves no partial file in the cache.
     partial::remove_on_signal();
+    // Partial downloads left by an ingest or a server that is gone (kill -9), whatever their day.
+    partial::remove_stale_at_start(&args.cache_dir);
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
-        stall: std::time::Duration::from_secs(args.stall_timeout),
+        stall: args.stall_timeout,
     };
     let mut jobs = plan(&args.sources);
     // Held open for the whole run: when the last connection to a WAL database closes, SQLite
@@ -156,13 +167,13 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
         Threads::Two
     };
     let read = |job: &Job, progress: &dyn Progress| match job {
-        Job::Read(src) => ingest::read(src, &source, threads, progress).map_err(|e| e.to_string()),
-        Job::Bad(_, e) => Err(e.clone()),
+        Job::Read(src) => ingest::read(src, &source, threads, progress).map_err(DayError::from),
+        Job::Bad(_, e) => Err(DayError::Refused(e.clone())),
     };
     let failed = if jobs.len() == 1 {
         let bar = Bar::new(&jobs[0].label());
-        let result = read(&jobs[0], &bar)
-            .and_then(|day| ingest::store_day(&mut store, &day, &bar).map_err(|e| e.to_string()));
+        let result =
+            read(&jobs[0], &bar).and_then(|day| Ok(ingest::store_day(&mut store, &day, &bar)?));
         drop(bar);
         let (line, _) = outcome(&result);
         match result {
@@ -191,7 +202,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
 fn batch(
     jobs: &[Job],
     workers: usize,
-    read: impl Fn(&Job, &dyn Progress) -> Result<ReadDay, String> + Sync,
+    read: impl Fn(&Job, &dyn Progress) -> Result<ReadDay, DayError> + Sync,
     store: &mut Store,
 ) -> usize {
     let display = BatchBar::new(jobs.len());
@@ -220,7 +231,7 @@ fn batch(
         drop(tx);
         for (job, progress, day, back) in rx {
             let result = day.and_then(|d| {
-                let report = ingest::store_day(store, &d, &progress).map_err(|e| e.to_string());
+                let report = ingest::store_day(store, &d, &progress).map_err(DayError::from);
                 let _ = back.send(d);
                 report
             });
@@ -233,7 +244,7 @@ fn batch(
 }
 
 /// The result line of one source, and its rows.
-fn outcome(result: &Result<IngestReport, String>) -> (String, u64) {
+fn outcome(result: &Result<IngestReport, DayError>) -> (String, u64) {
     match result {
         Ok(r) => (
             format!(

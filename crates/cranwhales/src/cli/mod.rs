@@ -1,6 +1,8 @@
 //! The `ingest`, `show`, `days` and `package` subcommands: argument types and what each one runs
 //! and prints. `ingest` (one source or a batch of days, N at a time) is in `ingest`, `migrate`
-//! (an older store brought up to date) in `migrate`.
+//! (an older store brought up to date) in `migrate`. Text from the data (package names,
+//! countries, whale sentences, notes) reaches the terminal escaped (`grammar::echo::Escaped`): a
+//! log comes from the network, and a package name may hold an escape sequence.
 
 mod ingest;
 mod migrate;
@@ -11,6 +13,7 @@ pub use migrate::{migrate, MigrateArgs};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use grammar::echo::Escaped;
 
 use crate::date;
 use crate::ingest::IngestError;
@@ -74,12 +77,12 @@ pub fn package(args: PackageArgs) -> anyhow::Result<()> {
     let store = open_existing(&args.db)?;
     let Some(report) = store.package_report(&args.name, range, args.whales)? else {
         let hint = match store.package_like(&args.name)? {
-            Some(p) => format!(" (did you mean '{p}'?)"),
+            Some(p) => format!(" (did you mean '{}'?)", Escaped(&p)),
             None => String::new(),
         };
         bail!(
             "package '{}' was not downloaded on any day in {}{hint}",
-            args.name,
+            grammar::echo::echo(args.name.as_bytes(), 120),
             args.db.display()
         );
     };
@@ -190,9 +193,9 @@ fn render_summary(s: &DaySummary) -> String {
             o,
             "{:>4}  {:<24} {:>10} {:>7} {:>10} {:>16} {:>8}",
             w.rank,
-            w.name,
+            Escaped(&w.name),
             w.ip_id,
-            w.country.as_deref().unwrap_or("-"),
+            Escaped(w.country.as_deref().unwrap_or("-")),
             thousands(w.downloads),
             thousands(w.bytes),
             thousands(w.packages)
@@ -202,13 +205,21 @@ fn render_summary(s: &DaySummary) -> String {
     for w in &s.whales {
         match &w.profile {
             Some(p) => {
-                let _ = writeln!(o, "{:>4}  {} [{}]: {}", w.rank, w.name, p.label, p.sentence);
+                let _ = writeln!(
+                    o,
+                    "{:>4}  {} [{}]: {}",
+                    w.rank,
+                    Escaped(&w.name),
+                    Escaped(&p.label),
+                    Escaped(&p.sentence)
+                );
             }
             None => {
                 let _ = writeln!(
                     o,
                     "{:>4}  {}: no profile (stored by an older version; re-ingest the day with --force)",
-                    w.rank, w.name
+                    w.rank,
+                    Escaped(&w.name)
                 );
             }
         }
@@ -246,7 +257,7 @@ fn render_package(r: &PackageReport) -> String {
     let opt = |v: Option<u64>| v.map_or("-".to_owned(), thousands);
     let mut o = format!(
         "{}: {} to {}, without each day's top {} whales\n\n{:<10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>6}  {:>10}\n",
-        r.package, r.from, r.to, r.whales, "date", "downloads", "downloaders", "by whales", "without", "share", "aggregate"
+        Escaped(&r.package), r.from, r.to, r.whales, "date", "downloads", "downloaders", "by whales", "without", "share", "aggregate"
     );
     for day in &r.days {
         let d = &day.counts;
@@ -280,11 +291,15 @@ fn render_package(r: &PackageReport) -> String {
         thousands(r.totals.without_whales),
         "",
         opt(r.totals.adjusted),
-        r.note,
-        r.filters_note
+        Escaped(&r.note),
+        Escaped(&r.filters_note)
     );
     if let Some(rank) = &r.rank {
-        let _ = writeln!(o, "rank among all packages over these days: {}", rank.text);
+        let _ = writeln!(
+            o,
+            "rank among all packages over these days: {}",
+            Escaped(&rank.text)
+        );
     }
     o
 }

@@ -108,7 +108,7 @@ impl DayBuilder {
     #[cold]
     fn check_date(&mut self, line: u64, raw: &[u8]) -> Result<(), RowError> {
         let Some(d) = parse::date(raw) else {
-            let shown = crate::echo::echo(raw, 40);
+            let shown = grammar::echo::echo(raw, 40);
             return Err(row_err(
                 line,
                 "date",
@@ -474,6 +474,6 @@ fn package_counts(
 
 #[cold]
 fn bad(line: u64, field: &'static str, raw: &[u8], what: &str) -> RowError {
-    let shown = crate::echo::echo(raw, 40);
+    let shown = grammar::echo::echo(raw, 40);
     row_err(line, field, format!("\"{shown}\" is not {what}"))
 }

@@ -51,7 +51,7 @@ pub enum IngestError {
         path: PathBuf,
         /// The cranlogs header, `date,time,…`.
         expected: String,
-        /// The file's first line, escaped and cut to 120 characters (`echo::echo`).
+        /// The file's first line, escaped and cut to 120 characters (`grammar::echo::echo`).
         found: String,
     },
     /// A data row breaks the format (field count, number, time, date, UTF-8).

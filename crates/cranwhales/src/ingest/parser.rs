@@ -105,7 +105,7 @@ impl<'a> Parser<'a> {
         Err(IngestError::Header {
             path: self.path.to_owned(),
             expected: csv::HEADER.join(","),
-            found: crate::echo::echo(line, 120),
+            found: grammar::echo::echo(line, 120),
         })
     }
 

@@ -28,7 +28,7 @@ impl ApiError {
 
     /// 500 for a store failure (logged; the message stays short).
     pub fn internal(e: anyhow::Error) -> Self {
-        tracing::error!("store: {e:#}");
+        tracing::error!("store: {}", grammar::echo::Escaped(&format!("{e:#}")));
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("store error: {e}"),

@@ -210,6 +210,13 @@ impl Fetcher {
             Ok(false) => {}
             Err(e) => return Lookup::Unavailable(500, format!("store: {e:#}")),
         }
+        if let Some(why) = self.db.read_only() {
+            // Nothing fetched could be stored: say so at once instead of downloading for nothing.
+            return Lookup::Unavailable(
+                404,
+                format!("{day} is not stored, and this server's store is read-only ({why}): days cannot be fetched"),
+            );
+        }
         let (flight, slot) = {
             let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(f) = flights.get(&day) {
@@ -274,7 +281,7 @@ impl Fetcher {
                     if reporter.stalled(self.stall) {
                         given_up = true;
                         let error = format!("source stopped sending {} for {}s; try again later", self.source.url(&day.to_string()), self.stall.as_secs());
-                        tracing::warn!(%day, "{error}");
+                        tracing::warn!(%day, "{}", grammar::echo::Escaped(&error));
                         self.finish(day, &flight, Status::Failed { status: 502, error });
                     }
                 }
@@ -304,7 +311,7 @@ impl Fetcher {
             },
         };
         if let Status::Failed { error, .. } = &status {
-            tracing::warn!(%day, "{error}");
+            tracing::warn!(%day, "{}", grammar::echo::Escaped(error));
         }
         if !given_up {
             self.finish(day, &flight, status);

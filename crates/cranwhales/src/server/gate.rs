@@ -281,10 +281,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Gated<S> {
                     // An idle connection: end it quietly (EOF to hyper).
                     return Poll::Ready(Ok(()));
                 }
-                let secs = this.limits.header_timeout.as_secs();
+                let limit = grammar::duration::format(this.limits.header_timeout);
                 this.refuse(
                     StatusCode::REQUEST_TIMEOUT,
-                    format!("request head not complete within {secs}s (--header-timeout)"),
+                    format!("request head not complete within {limit} (--header-timeout)"),
                 );
                 continue;
             }

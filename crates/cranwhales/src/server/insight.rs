@@ -119,7 +119,7 @@ fn decode(v: &str) -> String {
 
 pub(super) fn range_of(query: Option<&str>) -> Result<Range, ApiError> {
     let (from, to) = (param(query, "from"), param(query, "to"));
-    Range::parse(from.as_deref(), to.as_deref()).map_err(ApiError::bad_request)
+    Range::parse(from.as_deref(), to.as_deref()).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 pub(super) fn whales_of(query: Option<&str>) -> Result<u32, ApiError> {

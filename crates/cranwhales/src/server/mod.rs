@@ -8,8 +8,7 @@
 //! Modules: `http` (accept loop, connection cap, drain), `gate` (request heads checked exactly,
 //! header and write timeouts), `api` (handlers), `assets` (embedded UI), `cache` (built
 //! bodies + ETag + gzip), `fetch` (single-flight on-demand ingest), `limit` (per-client rate
-//! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `signal`
-//! (SIGTERM / Ctrl-C), `insight` (packages and trends across the stored days, and the caches of
+//! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `insight` (packages and trends across the stored days, and the caches of
 //! every cross-day answer), `context` (several packages, ranks, top lists, the calendar), `badge`
 //! (README badges), `watch` (days
 //! stored by other processes), `wire` (the API's own shapes; TypeScript types are generated from
@@ -27,7 +26,6 @@ mod gate;
 mod http;
 mod insight;
 mod limit;
-pub mod signal;
 mod watch;
 pub mod wire;
 
@@ -79,27 +77,38 @@ pub struct ServeArgs {
     /// ...and per minute after that.
     #[arg(long, default_value_t = 6)]
     pub fetch_per_minute: u32,
-    /// Give up on a download that sends nothing for this many seconds.
-    #[arg(long, default_value_t = 30)]
-    pub stall_timeout: u64,
+    /// Give up on a download that sends nothing for this long (1s to 1h).
+    #[arg(long, default_value = crate::source::DEFAULT_STALL, value_parser = crate::source::parse_stall)]
+    pub stall_timeout: Duration,
     /// Connections open at once.
     #[arg(long, default_value_t = 10_000)]
     pub max_connections: usize,
-    /// Seconds a client has to send a request head (slow and idle clients are dropped).
-    #[arg(long, default_value_t = 10)]
-    pub header_timeout: u64,
-    /// Seconds a response may wait for a client that stopped reading before the connection closes.
-    #[arg(long, default_value_t = 30)]
-    pub write_timeout: u64,
-    /// Largest request head in bytes (request line + headers); larger ones get 431.
-    #[arg(long, default_value_t = 65_536)]
-    pub max_header_bytes: usize,
-    /// Seconds requests in flight (and progress streams) may take to finish after SIGTERM/Ctrl-C.
-    #[arg(long, default_value_t = 25)]
-    pub drain_timeout: u64,
-    /// Milliseconds between looks for days stored by other processes (`cranwhales ingest`).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
-    pub store_poll_ms: u64,
+    /// Time a client has to send a request head (slow and idle clients are dropped; 1s to 1h).
+    #[arg(long, default_value = "10s", value_parser = io_timeout)]
+    pub header_timeout: Duration,
+    /// Time a response may wait for a client that stopped reading before the connection closes
+    /// (1s to 1h).
+    #[arg(long, default_value = "30s", value_parser = io_timeout)]
+    pub write_timeout: Duration,
+    /// Largest request head (request line + headers; bytes, or e.g. 64KiB); larger ones get 431.
+    #[arg(long, default_value = "64KiB", value_parser = grammar::size::parse)]
+    pub max_header_bytes: u64,
+    /// Time requests in flight (and progress streams) may take to finish after SIGTERM/Ctrl-C.
+    #[arg(long, default_value = "25s", value_parser = grammar::duration::parse)]
+    pub drain_timeout: Duration,
+    /// Time between looks for days stored by other processes (`cranwhales ingest`; 10ms to 1m).
+    #[arg(long, default_value = "1s", value_parser = store_poll)]
+    pub store_poll: Duration,
+}
+
+/// `--header-timeout` / `--write-timeout`: 1s to 1h.
+fn io_timeout(s: &str) -> Result<Duration, grammar::duration::Error> {
+    grammar::duration::parse_in(s, Duration::from_secs(1), Duration::from_secs(3600))
+}
+
+/// `--store-poll`: 10ms to 1m (a look is one `PRAGMA data_version`).
+fn store_poll(s: &str) -> Result<Duration, grammar::duration::Error> {
+    grammar::duration::parse_in(s, Duration::from_millis(10), Duration::from_secs(60))
 }
 
 /// Shared state of every request.
@@ -143,6 +152,8 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
             .with_context(|| format!("creating {}", parent.display()))?;
     }
     let db = db::Db::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    // Partial downloads left by a process that is gone (kill -9, a fetch cut by the drain).
+    crate::partial::remove_stale_at_start(&args.cache_dir);
     if let Some(why) = db.read_only() {
         eprintln!(
             "cranwhales: {}: read-only ({why}): serving its stored days; days not stored cannot be fetched",
@@ -152,20 +163,19 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
         ingest_samples(&db, args).await?;
     }
     let (router, stored, watch) = app(db, args).await?;
-    let secs = |s: u64| Duration::from_secs(s.max(1));
     let limits = http::Limits {
         max_connections: args.max_connections,
-        header_timeout: secs(args.header_timeout),
-        max_header_bytes: args.max_header_bytes,
-        write_timeout: secs(args.write_timeout),
-        drain_timeout: Duration::from_secs(args.drain_timeout),
+        header_timeout: args.header_timeout,
+        max_header_bytes: usize::try_from(args.max_header_bytes).unwrap_or(usize::MAX),
+        write_timeout: args.write_timeout,
+        drain_timeout: args.drain_timeout,
     };
     Ok(Server {
         router,
         limits,
         stored,
         watch,
-        poll: Duration::from_millis(args.store_poll_ms),
+        poll: args.store_poll,
     })
 }
 
@@ -180,8 +190,8 @@ pub async fn run(
     let shutdown = async {
         shutdown.await;
         tracing::info!(
-            "stopping: no new connections; finishing requests in flight (up to {}s)",
-            drain.as_secs()
+            "stopping: no new connections; finishing requests in flight (up to {})",
+            grammar::duration::format(drain)
         );
     };
     let watching = tokio::spawn(server.watch.run(server.poll));
@@ -210,13 +220,13 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
-        stall: Duration::from_secs(args.stall_timeout.max(1)),
+        stall: args.stall_timeout,
     };
     let fetcher = fetch::Fetcher::new(
         db.clone(),
         source,
         args.max_ingests,
-        Duration::from_secs(args.stall_timeout.max(1)),
+        args.stall_timeout,
         known,
         Box::new(move |_day| {
             days2.remove(&());

@@ -5,6 +5,7 @@ use crate::engine_support;
 use crate::server_support;
 
 use server_support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Summary of a sample day (ingested at start) and of a day fetched on demand match a simple
 /// recount of the raw log: totals, hourly (all and top-N), the top 10 whales.
@@ -210,21 +211,23 @@ async fn concurrent_requests_for_a_new_day_download_once() {
     source.set("2012-10-05", Behaviour::Hold);
     let server = App::start(&[], &["--source-url", &source.url, "--no-sample"]).await;
     let addr = server.addr;
-    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Each client says when its 202 came (an event), and the source when it holds the download.
+    let (asked, mut answered) = tokio::sync::mpsc::unbounded_channel();
     let clients: Vec<_> = (0..40)
         .map(|_| {
             let asked = asked.clone();
             tokio::spawn(async move {
                 let r = get(addr, "/api/days/2012-10-05?count=6", &[]).await;
                 assert_eq!(r.status, 202, "{}", r.text());
-                asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                asked.send(()).unwrap();
                 fetch_day(addr, "2012-10-05", 6).await
             })
         })
         .collect();
-    while asked.load(std::sync::atomic::Ordering::SeqCst) < 40 || !source.holding("2012-10-05") {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    for _ in 0..40 {
+        answered.recv().await.unwrap();
     }
+    source.held("2012-10-05").await;
     source.release("2012-10-05");
     let r = Reference::of("2012-10-05");
     for c in clients {
@@ -244,14 +247,31 @@ async fn progress_stream_reports_phases() {
         get(server.addr, "/api/days/2012-10-10", &[]).await.status,
         202
     );
-    let follower = tokio::spawn(follow(server.addr, "2012-10-10"));
-    while !source.holding("2012-10-10") {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let req = "GET /api/days/2012-10-10/progress HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    stream.write_all(req.as_bytes()).await.unwrap();
+    source.held("2012-10-10").await;
+    // The event: the stream has passed on a downloading status while the source holds the
+    // second half; only then does the rest arrive.
+    let mut seen = Vec::new();
+    let mid_download = |seen: &[u8]| {
+        String::from_utf8_lossy(seen)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+            .any(|e| e["phase"] == "downloading")
+    };
+    while !mid_download(&seen) {
+        let mut buf = [0u8; 4096];
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "stream closed before a downloading event");
+        seen.extend_from_slice(&buf[..n]);
     }
-    // Let the progress stream pass on the first half before the rest arrives.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     source.release("2012-10-10");
-    let events = follower.await.unwrap();
+    stream.read_to_end(&mut seen).await.unwrap();
+    let resp = parse_response(&seen);
+    assert_eq!(resp.status, 200);
+    let events = events(&resp.text());
     let phases: Vec<&str> = events
         .iter()
         .map(|e| e["phase"].as_str().unwrap())

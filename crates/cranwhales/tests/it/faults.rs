@@ -207,31 +207,34 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
             std::time::Instant::now() < end,
             "timed out waiting for {what}"
         );
+        // Stays a timed poll: the condition is a file another process writes (no event to wait
+        // on short of inotify); bounded at 20 s.
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 
 /// The child's exit, bounded: a hang fails the test (and the child is killed) instead of
 /// hanging the suite.
-fn exit_of(mut child: std::process::Child, secs: u64) -> (std::process::ExitStatus, String) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            use std::io::Read;
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            return (status, err);
+fn exit_of(child: std::process::Child, secs: u64) -> (std::process::ExitStatus, String) {
+    // The event is the exit itself, waited for on a thread; the test gives up on it after `secs`.
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(out) => {
+            let out = out.unwrap();
+            (
+                out.status,
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
         }
-        if std::time::Instant::now() > end {
-            let _ = child.kill();
+        Err(_) => {
+            // SAFETY: killing our own child, not yet reaped (its waiter thread is still waiting).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             panic!("the child did not exit within {secs} s");
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 
@@ -242,12 +245,12 @@ fn a_stalled_download_is_given_up_after_the_stall_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let source = stalling_source(10);
     let started = std::time::Instant::now();
-    let child = ingest_child(dir.path(), &source, &["--stall-timeout", "1"]);
+    let child = ingest_child(dir.path(), &source, &["--stall-timeout", "1s"]);
     let (status, err) = exit_of(child, 30);
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
         err.contains(&format!(
-            "{source}/2015/2015-01-15.csv.gz: download failed: stalled: no data for 1 s after 10 bytes"
+            "{source}/2015/2015-01-15.csv.gz: download failed: stalled: no data for 1s after 10 bytes"
         )),
         "{err}"
     );
@@ -277,7 +280,7 @@ fn a_source_that_never_answers_is_given_up() {
         });
         (url, n)
     };
-    let child = ingest_child(dir.path(), &source, &["--stall-timeout", "1"]);
+    let child = ingest_child(dir.path(), &source, &["--stall-timeout", "1s"]);
     let (status, err) = exit_of(child, 30);
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("2015-01-15.csv.gz: download failed:"), "{err}");
@@ -292,7 +295,7 @@ fn a_signal_during_a_download_leaves_no_partial_file() {
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
         let source = stalling_source(300_000);
-        let child = ingest_child(dir.path(), &source, &["--stall-timeout", "60"]);
+        let child = ingest_child(dir.path(), &source, &["--stall-timeout", "60s"]);
         wait_for("a partial file", || !partial_files(&cache).is_empty());
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
@@ -556,6 +559,7 @@ fn kill_9_at_random_moments_of_a_backfill_leaves_only_whole_days() {
         seed ^= seed << 17;
         let delay = seed % full_ms.max(50);
         let mut child = ingest(&db);
+        // Stays a sleep: the point is a kill at a random moment of the ingest, not at an event.
         std::thread::sleep(std::time::Duration::from_millis(delay));
         let _ = child.kill();
         child.wait().unwrap();
@@ -577,4 +581,207 @@ fn kill_9_at_random_moments_of_a_backfill_leaves_only_whole_days() {
     for (i, d) in days.iter().enumerate() {
         assert_eq!(show(&db, d), want[i], "{d} after the rerun");
     }
+}
+
+/// `cranwhales serve ARGS --addr 127.0.0.1:0` as a child process, once it printed its URL (ready):
+/// the child (stderr piped) and its address.
+fn serve_child(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .arg("serve")
+        .args(args)
+        .args(["--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().rsplit("http://").next().unwrap();
+    let addr = addr.trim_end_matches('/').to_owned();
+    (serve, addr)
+}
+
+/// One `GET path` to `addr`: the status and the body.
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    c.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    c.read_to_string(&mut resp).unwrap();
+    let status = resp
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+/// SIGTERM to a served child, then its exit status and stderr (bounded).
+fn stop_serve(serve: std::process::Child) -> (std::process::ExitStatus, String) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(serve.id() as i32, libc::SIGTERM) };
+    exit_of(serve, 30)
+}
+
+/// A read-only store: `serve` answers a day it does not hold at once with 404 and why (it used to
+/// answer 202, download and parse the day on every request, then fail with 502), and the source
+/// is never contacted.
+#[test]
+fn a_read_only_store_answers_an_unstored_day_at_once_without_fetching() {
+    let dir = tempfile::tempdir().unwrap();
+    let rw = dir.path().join("rw");
+    std::fs::create_dir_all(&rw).unwrap();
+    let db = rw.join("s.db");
+    let out = cranwhales(&[
+        "ingest",
+        day_file("2012-10-16").to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let Some(_mount) = ReadOnlyMount::of(&rw, &dir.path().join("ro")) else {
+        eprintln!("skipped: cannot make a read-only bind mount here (needs root)");
+        return;
+    };
+    let ro_db = dir.path().join("ro/s.db");
+    let cache = dir.path().join("cache");
+    let (url, contacted) = counting_listener();
+    let (serve, addr) = serve_child(&[
+        "--db",
+        ro_db.to_str().unwrap(),
+        "--source-url",
+        &url,
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    for _ in 0..2 {
+        let (status, body) = http_get(&addr, "/api/days/2015-01-15");
+        assert_eq!(status, 404, "{body}");
+        assert!(
+            body.contains("2015-01-15 is not stored, and this server's store is read-only (read-only file system): days cannot be fetched"),
+            "{body}"
+        );
+    }
+    // A stored day is still served.
+    assert_eq!(http_get(&addr, "/api/days/2012-10-16").0, 200);
+    let (status, err) = stop_serve(serve);
+    assert!(status.success(), "{status:?} {err}");
+    assert_eq!(
+        contacted.load(Ordering::SeqCst),
+        0,
+        "the source was contacted"
+    );
+    assert_eq!(partial_files(&cache), Vec::<String>::new());
+}
+
+/// Text from a downloaded log holding terminal escape sequences (package `\e]0;PWNED\a\e[2Jevil`,
+/// a version and a country with escapes) is printed escaped by `show` (the whale table and
+/// sentence) and `package`: no raw ESC or BEL byte reaches the terminal.
+#[test]
+fn hostile_text_in_a_log_is_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let file = dir.path().join("2012-10-16.csv.gz");
+    let evil = "\x1b]0;PWNED\x07\x1b[2Jevil";
+    let mut text = String::from(
+        "\"date\",\"time\",\"size\",\"r_version\",\"r_arch\",\"r_os\",\"package\",\"version\",\"country\",\"ip_id\"\n",
+    );
+    for (i, ip) in [1, 1, 1, 2].iter().enumerate() {
+        text += &format!(
+            "\"2012-10-16\",\"00:00:0{i}\",123456,\"2.15.1\",\"x86_64\",\"linux-gnu\",\"{evil}\",\"1.0\x1b[31m\",\"\x1b[2JX\",{ip}\n"
+        );
+    }
+    gzip_to(&file, text.as_bytes());
+    let db_s = db.to_str().unwrap();
+    let out = cranwhales(&["ingest", file.to_str().unwrap(), "--db", db_s]);
+    assert!(out.status.success(), "{out:?}");
+    let shown = r"\x1b]0;PWNED\x07\x1b[2Jevil";
+    for args in [
+        vec!["show", "2012-10-16", "--db", db_s],
+        vec!["package", evil, "--db", db_s],
+        // Not found, with a "did you mean" naming the stored package (case-insensitive match).
+        vec!["package", "\x1b]0;pwned\x07\x1b[2JEVIL", "--db", db_s],
+    ] {
+        let out = cranwhales(&args);
+        let all = [&out.stdout[..], &out.stderr[..]].concat();
+        assert!(
+            !all.iter().any(|&b| b == 0x1b || b == 0x07),
+            "raw control bytes from {}: {:?}",
+            args[0],
+            String::from_utf8_lossy(&all)
+        );
+        let all = String::from_utf8_lossy(&all);
+        assert!(all.contains(shown), "{}: {all}", args[0]);
+    }
+    let show = cranwhales(&["show", "2012-10-16", "--db", db_s]);
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(show.contains(&format!("fetched {shown} 3 times")), "{show}");
+    assert!(show.contains(r"\x1b[2JX"), "the country, escaped: {show}");
+}
+
+/// A partial download left by a process that is gone (kill -9 of `ingest`), of a day nobody asks
+/// for again, is removed when `ingest` (of another day) or `serve` starts, with a line saying so;
+/// a live process's partial file is kept.
+#[test]
+fn partial_files_of_gone_processes_are_removed_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut child = ingest_child(dir.path(), &stalling_source(300_000), &[]);
+    wait_for("a partial file", || !partial_files(&cache).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(partial_files(&cache).len(), 1);
+    // A partial file of a live process (this test's) must survive.
+    let live = format!(".2015-01-16.csv.gz.{}.0.part", std::process::id());
+    std::fs::write(cache.join(&live), b"x").unwrap();
+    let (db, cache_s) = (dir.path().join("s.db"), cache.to_str().unwrap());
+    let day = day_file("2012-10-16");
+    let out = cranwhales(&[
+        "ingest",
+        day.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--cache-dir",
+        cache_s,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let said =
+        format!("cranwhales: {cache_s}: removed 1 partial download left by a process that is gone");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&said), "{err}");
+    assert_eq!(partial_files(&cache), vec![live.clone()]);
+
+    // One left by a server whose fetch was cut (here: any process that is gone).
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(
+        cache.join(format!(".2015-01-17.csv.gz.{gone_pid}.3.part")),
+        b"x",
+    )
+    .unwrap();
+    let (serve, _) = serve_child(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--cache-dir",
+        cache_s,
+        "--no-sample",
+    ]);
+    assert_eq!(
+        partial_files(&cache),
+        vec![live.clone()],
+        "removed before serving"
+    );
+    let (status, err) = stop_serve(serve);
+    assert!(status.success(), "{status:?} {err}");
+    assert!(err.contains(&said), "{err}");
+    let _ = std::fs::remove_file(cache.join(&live));
 }

@@ -214,6 +214,8 @@ async fn until(
             std::time::Instant::now() < deadline,
             "{path} did not change within 20 s: {v}"
         );
+        // Stays a timed poll: the change is another process's write, which the server notices
+        // within `--store-poll`; a client can only ask again (bounded: 20 s).
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -223,7 +225,7 @@ async fn until(
 /// from another file (--force) serves its new summary.
 #[tokio::test]
 async fn days_ingested_by_another_process_show_up() {
-    let server = App::start(&["2012-10-17"], &["--store-poll-ms", "50"]).await;
+    let server = App::start(&["2012-10-17"], &["--store-poll", "50ms"]).await;
     let a = server.addr;
     let pkg = "ggplot2";
     // Every answer cached with one day.

@@ -272,8 +272,11 @@ async fn client_that_stops_reading_is_disconnected() {
     conn.write_all(req.as_bytes()).await.unwrap();
     // Read nothing: the socket buffers fill, the server's writes stall, the clock runs on.
     let start = Instant::now();
+    // sleep on the paused clock: moves virtual time to just before the write timeout (no real
+    // wait), so the timeout is tested without waiting 30 s.
     tokio::time::sleep(Duration::from_secs(29)).await;
     assert_eq!(get(app.addr, "/api/days", &[]).await.status, 200);
+    // sleep on the paused clock: and past it.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let total = read_to_close(&mut conn).await.len();
     assert!(
@@ -281,19 +284,6 @@ async fn client_that_stops_reading_is_disconnected() {
         "server gave up on the stalled client after {total} bytes"
     );
     assert!(start.elapsed() < Duration::from_secs(32));
-}
-
-/// Waits (real time, bounded) until the source holds a download of `date`. A thread sleep, not
-/// tokio's: on the paused clock tokio's sleep would return at once (nothing else is pending).
-async fn until_held(source: &Source, date: &str) {
-    for _ in 0..500 {
-        if source.holding(date) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-        tokio::task::yield_now().await;
-    }
-    panic!("the download of {date} never reached the source's hold");
 }
 
 /// The progress stream of `date` ended with an error event: 502, naming the day.
@@ -314,7 +304,7 @@ async fn source_that_hangs_is_given_up_on() {
     let app = App::start(&["2012-10-17"], &["--source-url", &source.url]).await;
     assert_eq!(get(app.addr, "/api/days/2012-10-09", &[]).await.status, 202);
     let progress = tokio::spawn(follow(app.addr, "2012-10-09"));
-    until_held(&source, "2012-10-09").await;
+    source.held("2012-10-09").await;
     still_serving(&app).await;
     // The ingest blocks on the socket (a blocking task: no auto-advance), so move time by hand.
     tokio::time::advance(Duration::from_secs(29)).await;
@@ -431,7 +421,7 @@ async fn ingests_are_bounded_and_queued() {
     let second = get(app.addr, "/api/days/2012-10-15", &[]).await;
     assert_eq!(second.status, 202);
     assert_eq!(second.json()["current"]["phase"], "queued");
-    until_held(&source, "2012-10-14").await;
+    source.held("2012-10-14").await;
     assert_eq!(source.hits("2012-10-15"), 0, "waits for the slot");
     let follower = tokio::spawn(follow(app.addr, "2012-10-15"));
     source.release("2012-10-14");

@@ -9,28 +9,13 @@ use std::time::{Duration, Instant};
 use server_support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Waits (real time, bounded) until the source holds a download of `date`.
-async fn until_held(source: &Source, date: &str) {
-    for _ in 0..1000 {
-        if source.holding(date) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the download of {date} never reached the source's hold");
-}
-
-/// Waits (real time, bounded) until the server logs that it stopped accepting. (Polling the port
-/// instead races with other tests, which may be given the freed port.)
-async fn until_stopping(server: &Binary) {
-    let start = Instant::now();
-    while !server.log().contains("stopping: no new connections") {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "signal not handled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Waits (bounded) until the server logs that it stopped accepting: an event (its stderr line).
+/// (Polling the port instead races with other tests, which may be given the freed port.)
+fn until_stopping(server: &Binary) {
+    assert!(
+        server.wait_log("stopping: no new connections", 20),
+        "signal not handled"
+    );
 }
 
 /// Opens the progress stream of `date` and waits for its head and first event, so it is surely
@@ -59,7 +44,7 @@ async fn fetching_with_progress() -> (Source, Binary, tokio::net::TcpStream) {
         get(server.addr, "/api/days/2012-10-09", &[]).await.status,
         202
     );
-    until_held(&source, "2012-10-09").await;
+    source.held("2012-10-09").await;
     let stream = open_progress(server.addr, "2012-10-09").await;
     (source, server, stream)
 }
@@ -89,7 +74,7 @@ async fn sigterm_lets_a_progress_stream_finish() {
         seen.extend_from_slice(&b[..n]);
     }
     server.sigterm();
-    until_stopping(&server).await;
+    until_stopping(&server);
     let mut buf = Vec::new();
     let n = tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut buf)).await;
     assert!(
@@ -130,7 +115,7 @@ fn engine_days(server: &Binary) -> Vec<String> {
 async fn second_sigterm_stops_at_once() {
     let (_source, mut server, stream) = fetching_with_progress().await;
     server.sigterm();
-    until_stopping(&server).await;
+    until_stopping(&server);
     let start = Instant::now();
     server.sigterm();
     assert_eq!(server.wait(), Some(0));
@@ -181,15 +166,12 @@ async fn drain_timeout_cuts_what_is_left() {
             &source.url,
             "--no-sample",
             "--drain-timeout",
-            "5",
+            "5s",
         ],
     )
     .await;
     assert_eq!(get(app.addr, "/api/days/2012-10-09", &[]).await.status, 202);
-    while !source.holding("2012-10-09") {
-        std::thread::sleep(Duration::from_millis(10));
-        tokio::task::yield_now().await;
-    }
+    source.held("2012-10-09").await;
     let stream = open_progress(app.addr, "2012-10-09").await;
     app.signal();
     // Until the server has seen the signal (the held ingest is a blocking task, so no timer can

@@ -27,7 +27,7 @@ pub struct ReplayArgs {
     /// Number of simulated users (shinycannon's --workers)
     #[arg(long, visible_alias = "workers", default_value_t = 1)]
     pub users: u32,
-    /// Delay between user starts: 2s, 500ms, or a plain number of milliseconds as in shinycannon;
+    /// Delay between user starts: 2s, 500ms; a bare number is shinycannon's milliseconds (5000);
     /// 0 starts all users at once (default: recording length / users)
     #[arg(long, value_parser = parse_interval)]
     pub start_interval: Option<Duration>,
@@ -47,7 +47,7 @@ pub struct ReplayArgs {
     /// How long to keep all users looping after the last one started, e.g. 5m (default 0)
     #[arg(long, value_parser = parse_duration, conflicts_with = "loaded_duration_minutes")]
     pub loaded_duration: Option<Duration>,
-    /// The same in minutes, possibly fractional (shinycannon's flag)
+    /// The same in minutes, possibly fractional: a bare number is shinycannon's minutes (2, 0.5)
     #[arg(long, value_name = "MINUTES", value_parser = parse_minutes, allow_negative_numbers = true)]
     pub loaded_duration_minutes: Option<Duration>,
     /// Run only segment K of N of this plan: users K-1, K-1+N, K-1+2N, ... (ids and start times

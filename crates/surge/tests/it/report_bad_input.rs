@@ -212,7 +212,7 @@ fn page_load_limit_flag() {
     let o = run("--page-load-limit", "10");
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("time unit needed"),
+        String::from_utf8_lossy(&o.stderr).contains("a duration needs a unit"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

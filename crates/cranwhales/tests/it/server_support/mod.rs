@@ -124,7 +124,9 @@ pub struct Binary {
     pub child: Child,
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
-    log: Arc<Mutex<String>>,
+    /// Its stderr so far, and whether it ended (the process closed it: exited); the condition
+    /// variable is notified on every line and at the end.
+    log: Arc<(Mutex<(String, bool)>, Condvar)>,
 }
 
 impl Binary {
@@ -138,15 +140,18 @@ impl Binary {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start cranwhales serve");
-        let log = Arc::new(Mutex::new(String::new()));
+        let log = Arc::new((Mutex::new((String::new(), false)), Condvar::new()));
         let (sink, err) = (log.clone(), child.stderr.take().unwrap());
         std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
                 eprintln!("{line}");
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
+                let mut l = sink.0.lock().unwrap();
+                l.0.push_str(&line);
+                l.0.push('\n');
+                sink.1.notify_all();
             }
+            sink.0.lock().unwrap().1 = true;
+            sink.1.notify_all();
         });
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
@@ -167,7 +172,20 @@ impl Binary {
 
     /// What the server wrote to stderr so far.
     pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.log.0.lock().unwrap().0.clone()
+    }
+
+    /// Waits (at most `secs`) for its stderr to hold `text`, or to end; whether it holds it. An
+    /// event: the reader thread notifies each line.
+    pub fn wait_log(&self, text: &str, secs: u64) -> bool {
+        let (m, cv) = &*self.log;
+        let g = m.lock().unwrap();
+        let (g, _) = cv
+            .wait_timeout_while(g, Duration::from_secs(secs), |(log, ended)| {
+                !log.contains(text) && !*ended
+            })
+            .unwrap();
+        g.0.contains(text)
     }
 
     /// Sends SIGTERM.
@@ -177,15 +195,17 @@ impl Binary {
         assert!(ok.success());
     }
 
-    /// Waits (at most a minute) for the process to exit; its exit code.
+    /// Waits (at most a minute) for the process to exit; its exit code. The event is its stderr
+    /// closing (the process is gone), then `wait` reaps it at once.
     pub fn wait(&mut self) -> Option<i32> {
-        for _ in 0..600 {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code();
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("cranwhales serve did not exit");
+        let (m, cv) = &*self.log;
+        let g = m.lock().unwrap();
+        let (g, _) = cv
+            .wait_timeout_while(g, Duration::from_secs(60), |(_, ended)| !*ended)
+            .unwrap();
+        assert!(g.1, "cranwhales serve did not exit");
+        drop(g);
+        self.child.wait().unwrap().code()
     }
 }
 
@@ -445,6 +465,27 @@ impl Source {
         cv.notify_all();
     }
 
+    /// Waits (bounded: 20 s) until a download of `date` has sent its first half and is held: an
+    /// event (the source's condition variable, notified when a download reaches the hold), on a
+    /// blocking thread so the test's runtime keeps serving meanwhile (and a paused clock does not
+    /// auto-advance while it waits).
+    pub async fn held(&self, date: &str) {
+        let (gates, date) = (self.gates.clone(), date.to_owned());
+        let held = tokio::task::spawn_blocking(move || {
+            let (m, cv) = &*gates;
+            let g = m.lock().unwrap();
+            let (g, _) = cv
+                .wait_timeout_while(g, Duration::from_secs(20), |g| {
+                    g.holding.get(&date).copied().unwrap_or(0) == 0
+                })
+                .unwrap();
+            g.holding.get(&date).copied().unwrap_or(0) > 0
+        })
+        .await
+        .unwrap();
+        assert!(held, "no download reached the source's hold within 20 s");
+    }
+
     /// Whether a download of `date` has sent its first half and is being held.
     pub fn holding(&self, date: &str) -> bool {
         self.gates
@@ -526,6 +567,8 @@ fn serve_one(
             let (m, cv) = gates;
             let mut g = m.lock().unwrap();
             *g.holding.entry(date.clone()).or_insert(0) += 1;
+            // Wakes `Source::held` (and the other held downloads, which wait again).
+            cv.notify_all();
             while !g.released.contains(&date) && !g.stop {
                 g = cv.wait(g).unwrap();
             }

@@ -62,12 +62,43 @@ pub fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Why the UI step failed, as the one line the build prints.
+#[derive(Debug)]
+pub enum UiError {
+    /// Node.js or npm is not on the PATH (and CRANWHALES_NO_UI is not set).
+    NoNode,
+    /// An output folder could not be made.
+    Create(String, std::io::Error),
+    /// npm could not be started.
+    Spawn(String, std::io::Error),
+    /// npm ran and failed (its own output is above the line).
+    Failed(String, PathBuf, std::process::ExitStatus),
+}
+
+impl std::fmt::Display for UiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UiError::NoNode => f.write_str(
+                "the web UI needs Node.js (^20.19 or >= 22.12) with npm to build: install them \
+                 (nodejs.org), or set CRANWHALES_NO_UI=1 for an API-only binary",
+            ),
+            UiError::Create(dir, e) => write!(f, "create web/{dir}: {e}"),
+            UiError::Spawn(args, e) => write!(f, "could not run npm {args}: {e}"),
+            UiError::Failed(args, web, status) => write!(
+                f,
+                "npm {args} in {} failed ({status}); its output is above",
+                web.display()
+            ),
+        }
+    }
+}
+
 /// Builds the UI in `web` when it is stale (with `npm ci` first when node_modules is missing);
 /// `no_ui`: an empty web/dist instead. The error is one line naming what to install or what failed.
-pub fn build_ui(web: &Path, no_ui: bool, path: Option<&OsStr>) -> Result<UiStep, String> {
+pub fn build_ui(web: &Path, no_ui: bool, path: Option<&OsStr>) -> Result<UiStep, UiError> {
     if no_ui {
         for d in ["dist", "dist-report"] {
-            std::fs::create_dir_all(web.join(d)).map_err(|e| format!("create web/{d}: {e}"))?;
+            std::fs::create_dir_all(web.join(d)).map_err(|e| UiError::Create(d.into(), e))?;
         }
         return Ok(UiStep::ApiOnly);
     }
@@ -75,25 +106,19 @@ pub fn build_ui(web: &Path, no_ui: bool, path: Option<&OsStr>) -> Result<UiStep,
         return Ok(UiStep::UpToDate);
     }
     let (Some(npm), Some(_node)) = (find_program("npm", path), find_program("node", path)) else {
-        return Err("the web UI needs Node.js (^20.19 or >= 22.12) with npm to build: install \
-                    them (nodejs.org), or set CRANWHALES_NO_UI=1 for an API-only binary"
-            .into());
+        return Err(UiError::NoNode);
     };
-    let run = |args: &[&str]| -> Result<(), String> {
+    let run = |args: &[&str]| -> Result<(), UiError> {
         let status = Command::new(&npm)
             .args(args)
             .current_dir(web)
             .env("PATH", path.unwrap_or_default())
             .status()
-            .map_err(|e| format!("could not run npm {}: {e}", args.join(" ")))?;
+            .map_err(|e| UiError::Spawn(args.join(" "), e))?;
         if status.success() {
             return Ok(());
         }
-        Err(format!(
-            "npm {} in {} failed ({status}); its output is above",
-            args.join(" "),
-            web.display()
-        ))
+        Err(UiError::Failed(args.join(" "), web.to_path_buf(), status))
     };
     if !web.join("node_modules").is_dir() {
         run(&["ci", "--no-audit", "--no-fund"])?;

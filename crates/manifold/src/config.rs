@@ -34,13 +34,13 @@ pub enum ConfigError {
         /// Parser message, including line and column.
         message: String,
     },
-    /// A duration such as `30s` did not parse.
-    #[error("{field}: invalid duration {value:?} (use e.g. 500ms, 30s, 5m)")]
+    /// A duration such as `30s` did not parse (the one grammar of all three programs).
+    #[error("{field}: {source}")]
     Duration {
         /// Flag or key name.
         field: &'static str,
-        /// Value as given.
-        value: String,
+        /// What the grammar says is wrong with the value.
+        source: grammar::duration::Error,
     },
     /// Two settings contradict each other, or a required one is missing.
     #[error("{0}")]
@@ -335,38 +335,19 @@ pub(crate) fn read_file(path: &Path) -> Result<Options, ConfigError> {
     })
 }
 
-/// Parses `500ms`, `30s`, `5m`, `1h` (humantime syntax).
+/// Parses `500ms`, `30s`, `5m`, `1h`: [`grammar::duration`], the one duration grammar of the three
+/// programs (a bare number other than `0` is refused, with the same message everywhere).
 pub fn parse_duration(field: &'static str, value: &str) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(value.trim()).map_err(|_| ConfigError::Duration {
-        field,
-        value: value.to_owned(),
-    })
+    grammar::duration::parse(value).map_err(|source| ConfigError::Duration { field, source })
 }
 
-/// Parses a size: bytes, or a number with KB/MB/GB (×1000) or KiB/MiB/GiB (×1024), also K/M/G
-/// (×1024).
+/// Parses a size: [`grammar::size`] (bytes, or KB/MB/GB ×1000, KiB/MiB/GiB and K/M/G ×1024), the
+/// one size grammar of the three programs; manifold's sizes are limits, so 0 is refused.
 pub fn parse_size(field: &'static str, value: &str) -> Result<u64, ConfigError> {
-    let v = value.trim();
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "mb" => 1000 * 1000,
-        "gb" => 1000 * 1000 * 1000,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        _ => 0,
-    };
-    match num.parse::<f64>() {
-        Ok(n) if mult > 0 && n > 0.0 => Ok((n * mult as f64) as u64),
-        _ => Err(ConfigError::Invalid(format!(
-            "{field}: invalid size {:?} (use e.g. 500MB, 2GiB)",
-            value.chars().take(40).collect::<String>()
-        ))),
+    match grammar::size::parse(value) {
+        Ok(0) => Err(ConfigError::Invalid(format!("{field}: a size limit must be above 0"))),
+        Ok(n) => Ok(n),
+        Err(e) => Err(ConfigError::Invalid(format!("{field}: {e}"))),
     }
 }
 

@@ -191,7 +191,7 @@ impl fmt::Display for Cause {
                 "event stream ended by the server before the recorded {recorded:?}"
             ),
             Cause::Placeholder(e) => write!(f, "{e}"),
-            Cause::Interrupted => f.write_str("interrupted (SIGINT)"),
+            Cause::Interrupted => f.write_str("interrupted (SIGINT or SIGTERM)"),
         }
     }
 }
@@ -333,7 +333,7 @@ mod tests {
         let i = Failure::from(Cause::Interrupted);
         assert_eq!(
             (i.to_string().as_str(), i.line()),
-            ("interrupted (SIGINT)", 0)
+            ("interrupted (SIGINT or SIGTERM)", 0)
         );
         assert_eq!(
             serde_json::to_string(&FailureKind::StreamEndedEarly).unwrap(),

@@ -40,7 +40,9 @@ fn without_npm_a_stale_ui_stops_the_build_with_one_line() {
     let web = scratch(false);
     let empty = tempfile::tempdir().unwrap();
     let path = OsString::from(empty.path());
-    let err = ui::build_ui(web.path(), false, Some(&path)).unwrap_err();
+    let err = ui::build_ui(web.path(), false, Some(&path))
+        .unwrap_err()
+        .to_string();
     assert!(!err.contains('\n'), "one line: {err}");
     assert!(
         err.contains("Node.js (^20.19 or >= 22.12) with npm") && err.contains("CRANWHALES_NO_UI=1"),

@@ -40,9 +40,15 @@ fn plumber_preset() {
 #[test]
 fn errors_name_the_field() {
     let e = parse(&["--queue-timeout", "soon", "--", "x"]).unwrap_err();
+    assert!(
+        e.to_string().starts_with("--queue-timeout: \"soon\": not a duration ("),
+        "{e}"
+    );
+    // The one grammar of the three programs: a bare number is refused with the same words.
+    let e = parse(&["--queue-timeout", "25", "--", "x"]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "--queue-timeout: invalid duration \"soon\" (use e.g. 500ms, 30s, 5m)"
+        "--queue-timeout: \"25\": a duration needs a unit, e.g. 25s or 500ms"
     );
     let e = parse(&["--min", "3", "--max", "2", "--", "x"]).unwrap_err();
     assert_eq!(e.to_string(), "--min 3 is above --max 2");
@@ -60,8 +66,9 @@ fn sizes() {
     assert_eq!(parse_size("x", "1024").unwrap(), 1024);
     assert_eq!(
         parse_size("--max-rss", "lots").unwrap_err().to_string(),
-        "--max-rss: invalid size \"lots\" (use e.g. 500MB, 2GiB)"
+        "--max-rss: \"lots\": not a size; write e.g. 65536, 64KiB, 16MiB or 1GB"
     );
+    assert!(parse_size("--max-rss", "0").is_err());
     assert!(parse_size("x", "5 parsecs").is_err());
 }
 

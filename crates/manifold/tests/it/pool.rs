@@ -333,9 +333,10 @@ fn bad_settings_are_one_line_errors() {
     assert_eq!(log.trim(), "manifold: error: --min 3 is above --max 2");
     let (code, log) = run_to_exit(&with_command(&["--idle-timeout", "later"], py_worker(&[])));
     assert_eq!(code, Some(1));
-    assert_eq!(
-        log.trim(),
-        "manifold: error: --idle-timeout: invalid duration \"later\" (use e.g. 500ms, 30s, 5m)"
+    assert!(
+        log.trim()
+            .starts_with("manifold: error: --idle-timeout: \"later\": not a duration ("),
+        "{log}"
     );
 }
 

@@ -91,11 +91,8 @@ pub fn first_line(body: &[u8]) -> String {
     let Some(line) = line else {
         return "(empty body)".into();
     };
-    let escaped: String = line.escape_debug().collect();
-    match escaped.char_indices().nth(QUOTE_MAX) {
-        Some((i, _)) => format!("{}…", &escaped[..i]),
-        None => escaped,
-    }
+    // The workspace's one escaper: control characters as `\x1b`, cut with its size.
+    grammar::echo::echo(line.as_bytes(), QUOTE_MAX)
 }
 
 #[cfg(test)]
@@ -118,9 +115,10 @@ mod tests {
     #[test]
     fn quotes_the_first_line_escaped_and_cut() {
         assert_eq!(first_line(b"\n  bad password\nmore"), "bad password");
-        assert_eq!(first_line(b"a\tb\x1b[31m"), "a\\tb\\u{1b}[31m");
+        assert_eq!(first_line(b"a\tb\x1b[31m"), "a\\tb\\x1b[31m");
         assert_eq!(first_line(b""), "(empty body)");
-        assert!(first_line(&[b'x'; 500]).chars().count() <= QUOTE_MAX + 1);
+        assert!(first_line(&[b'x'; 500]).starts_with(&"x".repeat(QUOTE_MAX)));
+        assert!(first_line(&[b'x'; 500]).ends_with("…(500 bytes)"));
         assert_eq!(urlencoded([("u", "a b&c")]), "u=a+b%26c");
     }
 }

@@ -226,7 +226,7 @@ pub fn config(args: &[String]) -> manifold::Config {
 pub struct InProc {
     pub addr: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), manifold::Error>>>,
 }
 
 impl InProc {
@@ -248,9 +248,7 @@ impl InProc {
                 let shutdown = async {
                     let _ = rx.await;
                 };
-                manifold::run(listener, cfg, shutdown, std::future::pending())
-                    .await
-                    .map_err(|e| e.to_string())
+                manifold::run(listener, cfg, shutdown, std::future::pending()).await
             })
         });
         InProc {
@@ -261,11 +259,11 @@ impl InProc {
     }
 
     /// Drains, stops every worker, and returns what `run` returned.
-    pub fn stop(mut self) -> Result<(), String> {
+    pub fn stop(mut self) -> Result<(), manifold::Error> {
         self.finish()
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), manifold::Error> {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }

@@ -5,6 +5,7 @@
 mod accounting;
 mod apps;
 mod balancer;
+mod buffering;
 mod common;
 mod faults;
 mod haproxy;

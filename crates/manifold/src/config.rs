@@ -189,6 +189,12 @@ settings_table! {
     /// resident memory, read from /proc, e.g. 500MB, 2GiB.
     max_rss: Option<u64> = None;
         AtOnce, "SIZE", String => some_size;
+    /// Take a worker out of rotation after this many of its own 5xx answers in a row (not
+    /// manifold's 502/504): it is recycled (a replacement starts, then it drains and stops); 5,
+    /// because an app may answer one bad request with a 500 but a worker that fails five in a
+    /// row is more likely broken than its clients; 0 turns it off.
+    max_5xx: u64 = 5;
+        AtOnce, "N", u64 => same;
     /// Largest request body taken; a larger one gets 413 (by its Content-Length at once, or as
     /// it arrives). Every body is read whole before a worker is leased, so this bounds the disk
     /// one upload can fill.

@@ -9,7 +9,8 @@
 //!
 //! Retries: a request goes once more to a worker, instead of a 502, when none of it reached a
 //! worker: its worker refused the connection, or its kept-alive connection closed before any byte
-//! of it was written (hyper hands the request back; see `retry::attempt`).
+//! of it was written (hyper hands the request back; see `retry::attempt`); and a GET or HEAD
+//! without a body whose worker died before any byte of an answer (`retry::send_retrying`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ mod spool;
 mod tunnel;
 use inbound::BodyLimits;
 use leased::Leased;
-use retry::{attempt, connect_leased, Attempt};
+use retry::{connect_leased, send_retrying, Attempt};
 use spool::Budget;
 use tunnel::tunnel;
 
@@ -348,35 +349,20 @@ async fn exchange(
     };
     forwarded_headers(&mut parts.headers, client, upgrade);
     let up_req = Request::from_parts(parts, body);
-    let (mut lease, conn, pooled) = match connect_leased(&pool, lease, upgrade).await {
+    let (lease, conn, pooled) = match connect_leased(&pool, lease, upgrade).await {
         Ok(got) => got,
         Err(r) => return (r, Served::default()),
     };
     let sent_at = Instant::now();
-    let mut sent = attempt(conn, up_req, timeouts.request).await;
-    if let Attempt::Failed(e, Some(unsent)) = sent {
-        if !pooled {
-            sent = Attempt::Failed(e, None);
-        } else {
-            // Nothing of it was written (see `retry::attempt`): once more, on a new connection.
-            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before the request was written; retrying once");
-            pool.count_retry();
-            drop(lease);
-            let retry = match pool.acquire(None).await {
-                Ok(l) => connect_leased(&pool, l, false).await,
-                Err(e) => Err(unavailable(e, 1)),
-            };
-            let (l, conn, _) = match retry {
-                Ok(got) => got,
-                Err(r) => return (r, Served::default()),
-            };
-            lease = l;
-            sent = attempt(conn, unsent, timeouts.request).await;
-        }
-    }
+    let sent = send_retrying(&pool, lease, conn, pooled, up_req, timeouts.request).await;
+    let (mut lease, sent, retried) = match sent {
+        Ok(got) => got,
+        Err(r) => return (r, Served::default()),
+    };
     let mut worker = Served {
         worker: Some((lease.worker, lease.generation)),
         upstream: Some(sent_at.elapsed()),
+        retried,
         ..Served::default()
     };
     let mut resp = match sent {
@@ -400,6 +386,7 @@ async fn exchange(
             );
         }
     };
+    pool.count_answer(lease.worker, resp.status().is_server_error());
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {
             let worker_upgrade = hyper::upgrade::on(&mut resp);

@@ -69,7 +69,7 @@ fn access_log_and_histograms_match_what_clients_saw() {
     for c in clients {
         seen.extend(c.join().unwrap());
     }
-    // One crash: a 502 is accounted for as well.
+    // One crash (retried once, crashing the other worker too): a 502 is accounted for as well.
     let crash = m.get("/crash");
     assert_eq!(crash.status, 502);
     seen.push(("/crash", None, crash));
@@ -107,6 +107,8 @@ fn access_log_and_histograms_match_what_clients_saw() {
         assert_eq!(l["bytes"], r.body.len() as u64, "{l}");
         assert_eq!(l["path"], *path);
         assert_eq!(l["method"], "GET");
+        // The GET that crashed its worker went once more, to the other worker (issue 32).
+        assert_eq!(l["retried"], *path == "/crash", "{l}");
         assert_eq!(l["app"], "default");
         assert_eq!(l["generation"], 1);
         assert!(l["worker"].as_u64().is_some(), "{l}");

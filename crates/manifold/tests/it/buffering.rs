@@ -28,6 +28,9 @@ fn read_resp(mut s: TcpStream) -> Resp {
     parse(&raw).unwrap_or_else(|| panic!("bad response {:?}", String::from_utf8_lossy(&raw)))
 }
 
+/// A client sending its body at one byte a second: no worker is leased until the body is whole
+/// (the only worker serves others meanwhile), a 3 s body passes a 1 s `--request-timeout` (200,
+/// never 504), a body that never ends gets 408 from `--body-timeout`, and no worker is replaced.
 #[test]
 fn a_body_at_one_byte_a_second_never_holds_a_worker() {
     let m = start(&base(&[
@@ -81,6 +84,8 @@ fn a_body_at_one_byte_a_second_never_holds_a_worker() {
     assert_eq!(m.get("/pid").body, pid);
 }
 
+/// A body above `--max-body` gets 413; one above `--buffer-size` goes through a temporary file
+/// and reaches the worker whole.
 #[test]
 fn a_body_above_max_body_is_413() {
     let m = InProc::start(&base(&["--min", "1", "--max", "1", "--max-body", "1KiB"]));
@@ -150,6 +155,10 @@ fn small_window(addr: &str) -> TcpStream {
     }
 }
 
+/// Four clients that stop reading a 16 MiB answer, with `--max 2 --per-worker 1`: all four get
+/// their answers started, a fast GET is answered while every crawler is still reading, status
+/// shows no busy worker meanwhile, the crawlers then get every byte, and the access log marks
+/// only the SSE response as streamed.
 #[test]
 fn crawling_readers_leave_the_workers_free() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@ mod apps;
 mod balancer;
 mod buffering;
 mod common;
+mod errors;
 mod faults;
 mod haproxy;
 mod limits;

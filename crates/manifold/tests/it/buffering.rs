@@ -120,6 +120,17 @@ fn crawler(addr: String, started: mpsc::Sender<usize>, go: mpsc::Receiver<()>) -
     parse(&all).unwrap().body.len()
 }
 
+/// A process's resident memory in bytes (VmRSS in /proc).
+fn vm_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap();
+    kb.parse::<u64>().unwrap() * 1024
+}
+
 /// A connection whose receive buffer is 4 KiB, set before connecting (so the window it offers
 /// stays small): the kernel cannot soak up the answer for a client that does not read.
 fn small_window(addr: &str) -> TcpStream {
@@ -157,7 +168,8 @@ fn small_window(addr: &str) -> TcpStream {
 
 /// Four clients that stop reading a 16 MiB answer, with `--max 2 --per-worker 1`: all four get
 /// their answers started, a fast GET is answered while every crawler is still reading, status
-/// shows no busy worker meanwhile, the crawlers then get every byte, and the access log marks
+/// shows no busy worker meanwhile, manifold's RSS stays below the 64 MiB it holds for them
+/// (`--buffer-memory 8MiB`), the crawlers then get every byte, and the access log marks
 /// only the SSE response as streamed.
 #[test]
 fn crawling_readers_leave_the_workers_free() {
@@ -170,6 +182,8 @@ fn crawling_readers_leave_the_workers_free() {
         "2",
         "--per-worker",
         "1",
+        "--buffer-memory",
+        "8MiB",
         "--access-log",
         log.to_str().unwrap(),
     ]));
@@ -197,6 +211,13 @@ fn crawling_readers_leave_the_workers_free() {
     m.wait_status("no busy worker while the crawlers crawl", |s| {
         s["capacity"]["busy"] == 0
     });
+    // 64 MiB wait for the crawlers; memory holds at most --buffer-memory of it, the rest is in
+    // temporary files: manifold's resident memory stays well below what it holds.
+    let rss = vm_rss(m.child.id());
+    assert!(
+        rss < 40 << 20,
+        "manifold's RSS {rss} bytes while holding 64 MiB of answers"
+    );
     let sse = m.get("/sse");
     assert_eq!(sse.body, "data: one\n\ndata: two\n\n");
     for go in gos {

@@ -167,7 +167,8 @@ settings_table! {
     header_timeout: Duration = Duration::from_secs(10);
         Kept, "DURATION", String => duration;
     /// Write one JSON line per request (time, request id, method, path, status, bytes, queue
-    /// wait, upstream time, worker and generation, sticky worker) to FILE (appended; SIGUSR1
+    /// wait, upstream time, worker and generation, sticky worker, whether the response streamed
+    /// holding its worker, whether it was retried) to FILE (appended; SIGUSR1
     /// reopens it, for log rotation), or `-` for stdout.
     access_log: Option<String> = None;
         Kept, "FILE|-", String => some;

@@ -11,6 +11,11 @@
 #      At rest nothing is busy, so the --min worker is itself the one idle spare: --spare 1 only
 #      differs once a request runs; --spare 3 has all 4 waiting (measured here at load 0.3:
 #      longest wait 5.00 s vs 5.40 s with --spare 0, ideal 5.00 s)
+#  (e) slow clients (issue 32): a closed loop of 4 fast /hello clients for 10 s against the Python
+#      fixture worker with --min 2 --max 2 --per-worker 1, alone, then beside 20 clients crawling
+#      through a 16 MiB answer at 2 KB/s, buffered (the default) and with --buffer-response 0
+#      (streamed, as before issue 32). 16 MiB because on loopback the kernel's socket buffers
+#      soak up a 2 MiB answer whole, buffered or not.
 # Every server runs in its own session (setsid) and is stopped as a whole group at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -214,6 +219,21 @@ if wait_http "http://127.0.0.1:$P/hello"; then
   { python3 bench/manifold_burst.py "http://127.0.0.1:$P/sleep?ms=100" 200 4 100 || true; } | tee "$WORK/cold-faucet.txt"
 fi
 stop "$G"
+
+echo "== (e) slow clients: fast /hello p50/p99 and req/s, alone and beside 20 crawlers of a 16 MiB answer"
+FIXTURE="$ROOT/crates/manifold/tests/fixtures/worker.py"
+for mode in "buffered:64MiB" "streamed:0"; do
+  P=$(free_port)
+  start "manifold-slow-${mode%%:*}" "$MANIFOLD" --listen "127.0.0.1:$P" --min 2 --max 2 --per-worker 1 \
+    --buffer-response "${mode#*:}" --queue-timeout 10s -- python3 "$FIXTURE" "{port}"
+  G=$LAST_GROUP; wait_http "http://127.0.0.1:$P/__manifold__/status"
+  if [ "${mode%%:*}" = buffered ]; then
+    echo -n "   alone:                    "; python3 bench/manifold_slow.py "http://127.0.0.1:$P" 0 4 10 || true
+  fi
+  echo -n "   ${mode%%:*} (--buffer-response ${mode#*:}): "
+  python3 bench/manifold_slow.py "http://127.0.0.1:$P" 20 4 10 16384 2048 || true
+  stop "$G"
+done
 
 echo "== ratio lines"
 line() { cat "$WORK/$1.json.line"; }

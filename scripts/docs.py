@@ -43,6 +43,8 @@ FAULT_SUITES = [
     ("manifold", "crates/manifold/tests/it/recycle.rs"),
     ("manifold", "crates/manifold/tests/it/r_chaos.rs"),
     ("manifold", "crates/manifold/tests/it/faults.rs"),
+    ("manifold", "crates/manifold/tests/it/buffering.rs"),
+    ("manifold", "crates/manifold/tests/it/errors.rs"),
 ]
 
 

@@ -58,6 +58,12 @@ pub struct Entry<'a> {
     pub generation: Option<u64>,
     /// The worker the client's sticky cookie named, if any.
     pub sticky: Option<u64>,
+    /// The response streamed and held its worker until the client had read it (SSE, marked
+    /// `X-Accel-Buffering: no`, or above --buffer-response); false: buffered, the worker was
+    /// freed when it had written it.
+    pub streamed: bool,
+    /// The request went to a second worker after the first died before sending any byte.
+    pub retried: bool,
 }
 
 /// The access log writer; cheap to clone.

@@ -115,6 +115,10 @@ pub struct Record {
     pub worker: Option<(u64, u64)>,
     /// The worker named by the sticky cookie.
     pub sticky: Option<u64>,
+    /// The response streamed, holding its worker (see the access log's `streamed`).
+    pub streamed: bool,
+    /// Sent once more to another worker (see the access log's `retried`).
+    pub retried: bool,
 }
 
 impl Record {
@@ -137,6 +141,8 @@ impl Record {
                 worker: self.worker.map(|w| w.0),
                 generation: self.worker.map(|w| w.1),
                 sticky: self.sticky,
+                streamed: self.streamed,
+                retried: self.retried,
             });
         }
     }

@@ -167,7 +167,8 @@ settings_table! {
     header_timeout: Duration = Duration::from_secs(10);
         Kept, "DURATION", String => duration;
     /// Write one JSON line per request (time, request id, method, path, status, bytes, queue
-    /// wait, upstream time, worker and generation, sticky worker) to FILE (appended; SIGUSR1
+    /// wait, upstream time, worker and generation, sticky worker, whether the response streamed
+    /// holding its worker, whether it was retried) to FILE (appended; SIGUSR1
     /// reopens it, for log rotation), or `-` for stdout.
     access_log: Option<String> = None;
         Kept, "FILE|-", String => some;
@@ -189,6 +190,36 @@ settings_table! {
     /// resident memory, read from /proc, e.g. 500MB, 2GiB.
     max_rss: Option<u64> = None;
         AtOnce, "SIZE", String => some_size;
+    /// Take a worker out of rotation after this many of its own 5xx answers in a row (not
+    /// manifold's 502/504): it is recycled (a replacement starts, then it drains and stops); 5,
+    /// because an app may answer one bad request with a 500 but a worker that fails five in a
+    /// row is more likely broken than its clients; 0 turns it off.
+    max_5xx: u64 = 5;
+        AtOnce, "N", u64 => same;
+    /// Largest request body taken; a larger one gets 413 (by its Content-Length at once, or as
+    /// it arrives). Every body is read whole before a worker is leased, so this bounds the disk
+    /// one upload can fill.
+    max_body: u64 = 100 << 20;
+        AtOnce, "SIZE", String => size, shown "100MiB";
+    /// Time a client has to send a whole request body, from the end of its headers; then 408.
+    /// It runs before any worker is leased, so it never counts against --request-timeout and no
+    /// worker is replaced for a slow client; 0 turns it off.
+    body_timeout: Duration = Duration::from_secs(60);
+        AtOnce, "DURATION", String => duration;
+    /// Bytes of one buffered request or response body kept in memory; the rest goes to an
+    /// unnamed temporary file (in $TMPDIR).
+    buffer_size: u64 = 1 << 20;
+        AtOnce, "SIZE", String => size, shown "1MiB";
+    /// Memory all buffered bodies of one app hold together at most (requests and responses);
+    /// a body that finds it spent goes to a temporary file at once.
+    buffer_memory: u64 = 64 << 20;
+        Kept, "SIZE", String => size, shown "64MiB";
+    /// Responses up to this size are read from the worker as fast as it writes, its worker
+    /// freed when it has finished, and sent to the client at the client's pace; larger ones
+    /// (by Content-Length), Server-Sent Events and those marked `X-Accel-Buffering: no` stream
+    /// and hold their worker until the client has read them; 0 streams every response.
+    buffer_response: u64 = 64 << 20;
+        AtOnce, "SIZE", String => size, shown "64MiB";
 }
 
 impl Config {

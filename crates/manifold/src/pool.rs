@@ -94,6 +94,8 @@ struct Slot {
     failed_start: bool,
     /// Health probes failed in a row.
     health_failures: u32,
+    /// Its own 5xx answers in a row (`--max-5xx`).
+    errors_in_row: u64,
     /// Why it is due for recycling: a replacement is started, and once one is ready this worker
     /// goes [`State::Draining`]. It serves normally until then.
     due: Option<Recycle>,
@@ -123,6 +125,8 @@ pub enum Replace {
     Unhealthy,
     /// The worker refused a new connection: it is dead or dying.
     Refused,
+    /// The worker sent no byte of an answer to a GET/HEAD it was sent: died, or drops requests.
+    NoAnswer,
 }
 
 struct Inner {
@@ -414,6 +418,10 @@ impl Pool {
             ),
             Replace::Refused => (
                 format!("worker {id} refused a connection; replaced, request retried"),
+                &mut 0,
+            ),
+            Replace::NoAnswer => (
+                format!("worker {id} sent no answer to a GET/HEAD; replaced, request retried"),
                 &mut 0,
             ),
         };

@@ -1,12 +1,16 @@
-//! Request handling: pick a worker, forward the request, stream the answer back, tunnel WebSockets.
+//! Request handling: read the request body whole, pick a worker, forward the request, buffer
+//! the answer back (or stream it), tunnel WebSockets.
 //!
 //! Invariant: this module never starts or stops processes; it only holds [`Lease`]s, and a lease
-//! lives exactly as long as the worker is serving (until the response body ends or the WebSocket
-//! closes).
+//! lives exactly as long as the worker is serving (until the worker has written its response,
+//! the client has read a streamed one, or the WebSocket closes). A slow client never holds a
+//! worker: its request body is read before a lease (`inbound`), and a buffered response is
+//! taken from the worker at the worker's pace (`outbound`).
 //!
 //! Retries: a request goes once more to a worker, instead of a 502, when none of it reached a
 //! worker: its worker refused the connection, or its kept-alive connection closed before any byte
-//! of it was written (hyper hands the request back; see `retry::attempt`).
+//! of it was written (hyper hands the request back; see `retry::attempt`); and a GET or HEAD
+//! without a body whose worker died before any byte of an answer (`retry::send_retrying`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,12 +28,18 @@ use crate::account::{self, Accounted, Record, Recorder};
 use crate::config::{Config, Sticky};
 use crate::pool::{AcquireError, Lease, Pool, Replace};
 use crate::status;
+use crate::upstream::UpBody;
 
+mod inbound;
 mod leased;
+mod outbound;
 mod retry;
+mod spool;
 mod tunnel;
+use inbound::BodyLimits;
 use leased::Leased;
-use retry::{attempt, connect_leased, Attempt};
+use retry::{connect_leased, send_retrying, Attempt};
+use spool::Budget;
 use tunnel::tunnel;
 
 /// Why a response body ended early (the worker's connection failed, or it fell silent for
@@ -63,6 +73,8 @@ pub struct Proxy {
     prefix: String,
     /// Its sticky cookie's name.
     cookie: String,
+    /// `--buffer-memory`: memory of all its buffered bodies together.
+    budget: Arc<Budget>,
 }
 
 /// Which worker (id, generation) answered a request and how long its response head took.
@@ -70,6 +82,10 @@ pub struct Proxy {
 struct Served {
     worker: Option<(u64, u64)>,
     upstream: Option<Duration>,
+    /// The response streams, holding its worker.
+    streamed: bool,
+    /// It went to a second worker.
+    retried: bool,
 }
 
 /// The per-request time limits, copied into each request's task.
@@ -78,6 +94,10 @@ struct Timeouts {
     /// `--request-timeout`: for the response head, and for each silence in its body.
     request: Duration,
     ws_idle: Duration,
+    /// `--buffer-size`: bytes of one body in memory.
+    buffer_size: u64,
+    /// `--buffer-response`: largest response buffered (0: none).
+    buffer_response: u64,
 }
 
 impl Timeouts {
@@ -85,6 +105,8 @@ impl Timeouts {
         Timeouts {
             request: cfg.request_timeout,
             ws_idle: cfg.ws_idle_timeout,
+            buffer_size: cfg.buffer_size,
+            buffer_response: cfg.buffer_response,
         }
     }
 }
@@ -97,7 +119,9 @@ fn retry_after(cfg: &Config) -> u64 {
 impl Proxy {
     /// Builds the handler over a pool; `rec` gets every forwarded request.
     pub fn new(pool: Arc<Pool>, rec: Arc<Recorder>) -> Proxy {
+        let budget = Arc::new(Budget::new(pool.cfg().buffer_memory));
         Proxy {
+            budget,
             pool,
             rec,
             prefix: "/".into(),
@@ -140,6 +164,8 @@ impl Proxy {
             upstream: None,
             worker: None,
             sticky: cookie,
+            streamed: false,
+            retried: false,
         };
         let mut resp = self.route(req, client, cookie, &mut record, &cfg).await;
         let h = resp.headers_mut();
@@ -174,8 +200,24 @@ impl Proxy {
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
             return r;
         }
+        // The whole body first: a slow upload holds this connection, never a worker.
+        let req = if is_upgrade(req.headers()) {
+            req.map(BodyExt::boxed)
+        } else {
+            let (mut parts, body) = req.into_parts();
+            let limits = BodyLimits {
+                max: cfg.max_body,
+                timeout: cfg.body_timeout,
+                memory: cfg.buffer_size,
+            };
+            match inbound::read_whole(body, &mut parts.headers, limits, &self.budget).await {
+                Ok(b) => Request::from_parts(parts, b),
+                Err(r) => return r,
+            }
+        };
+        let queued = Instant::now();
         let acquired = self.pool.acquire(cookie).await;
-        record.queue_wait = record.arrived.elapsed();
+        record.queue_wait = queued.elapsed();
         let lease = match acquired {
             Ok(l) => l,
             Err(e) => return unavailable(e, retry_after(cfg)),
@@ -183,6 +225,8 @@ impl Proxy {
         let (mut resp, served) = self.forward(req, client, lease, Timeouts::of(cfg)).await;
         record.worker = served.worker;
         record.upstream = served.upstream;
+        record.streamed = served.streamed;
+        record.retried = served.retried;
         if let Some((worker, _)) = served
             .worker
             .filter(|(w, _)| cfg.sticky == Sticky::Cookie && cookie != Some(*w))
@@ -246,15 +290,16 @@ impl Proxy {
     /// is held until the worker answered or was replaced, even if the client goes away first.
     async fn forward(
         &self,
-        req: Request<Incoming>,
+        req: Request<UpBody>,
         client: SocketAddr,
         lease: Lease,
         timeouts: Timeouts,
     ) -> (Response<ProxyBody>, Served) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let pool = self.pool.clone();
+        let budget = self.budget.clone();
         tokio::spawn(async move {
-            let _ = tx.send(exchange(pool, req, client, lease, timeouts).await);
+            let _ = tx.send(exchange(pool, budget, req, client, lease, timeouts).await);
         });
         rx.await.unwrap_or_else(|_| {
             let r = plain(
@@ -288,7 +333,8 @@ async fn within<T>(limit: Duration, f: impl std::future::Future<Output = T>) -> 
 /// the worker that answered.
 async fn exchange(
     pool: Arc<Pool>,
-    mut req: Request<Incoming>,
+    budget: Arc<Budget>,
+    mut req: Request<UpBody>,
     client: SocketAddr,
     lease: Lease,
     timeouts: Timeouts,
@@ -302,36 +348,22 @@ async fn exchange(
         None => hyper::Uri::from_static("/"),
     };
     forwarded_headers(&mut parts.headers, client, upgrade);
-    let up_req = Request::from_parts(parts, body.boxed());
-    let (mut lease, conn, pooled) = match connect_leased(&pool, lease, upgrade).await {
+    let up_req = Request::from_parts(parts, body);
+    let (lease, conn, pooled) = match connect_leased(&pool, lease, upgrade).await {
         Ok(got) => got,
         Err(r) => return (r, Served::default()),
     };
     let sent_at = Instant::now();
-    let mut sent = attempt(conn, up_req, timeouts.request).await;
-    if let Attempt::Failed(e, Some(unsent)) = sent {
-        if !pooled {
-            sent = Attempt::Failed(e, None);
-        } else {
-            // Nothing of it was written (see `retry::attempt`): once more, on a new connection.
-            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before the request was written; retrying once");
-            pool.count_retry();
-            drop(lease);
-            let retry = match pool.acquire(None).await {
-                Ok(l) => connect_leased(&pool, l, false).await,
-                Err(e) => Err(unavailable(e, 1)),
-            };
-            let (l, conn, _) = match retry {
-                Ok(got) => got,
-                Err(r) => return (r, Served::default()),
-            };
-            lease = l;
-            sent = attempt(conn, unsent, timeouts.request).await;
-        }
-    }
+    let sent = send_retrying(&pool, lease, conn, pooled, up_req, timeouts.request).await;
+    let (mut lease, sent, retried) = match sent {
+        Ok(got) => got,
+        Err(r) => return (r, Served::default()),
+    };
     let mut worker = Served {
         worker: Some((lease.worker, lease.generation)),
         upstream: Some(sent_at.elapsed()),
+        retried,
+        ..Served::default()
     };
     let mut resp = match sent {
         Attempt::Answered(r, c) => {
@@ -354,6 +386,7 @@ async fn exchange(
             );
         }
     };
+    pool.count_answer(lease.worker, resp.status().is_server_error());
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {
             let worker_upgrade = hyper::upgrade::on(&mut resp);
@@ -368,7 +401,17 @@ async fn exchange(
         }
     }
     strip_hop_by_hop(resp.headers_mut());
-    let resp = resp.map(|b| Leased::new(b, lease, pool, timeouts.request).boxed());
+    worker.streamed = outbound::streams(resp.headers_mut(), timeouts.buffer_response);
+    let resp = resp.map(|b| {
+        let hint = hyper::body::Body::size_hint(&b);
+        let body = Leased::new(b, lease, pool, timeouts.request);
+        if worker.streamed {
+            body.boxed()
+        } else {
+            let (memory, cap) = (timeouts.buffer_size, timeouts.buffer_response);
+            outbound::buffer(body, budget, memory, cap, hint).boxed()
+        }
+    });
     (resp, worker)
 }
 

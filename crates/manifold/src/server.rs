@@ -5,7 +5,11 @@
 //!
 //! Limits against clients: at most `--max-connections` open client connections, every accepted
 //! one counted (silent, mid-request, idle keep-alive, WebSocket); one more gets a prompt 503 and
-//! is closed, so file descriptors never run out. A connection's first byte must arrive within
+//! is closed, so file descriptors never run out. At most [`REFUSING`] such answers are being
+//! written at once (each for at most 1 s); a connection beyond those is closed at once, so a
+//! flood of connections holds at most `--max-connections` + [`REFUSING`] sockets. The check and
+//! the count happen in the one accept task, so the limit is exact however many connections
+//! arrive at once (tests/it/limits.rs: `a_burst_of_first_requests_keeps_the_limits`). A connection's first byte must arrive within
 //! `--header-timeout` of accept (one that sends nothing is closed, so silent sockets cannot hold
 //! the places), and a request head within `--header-timeout` of its first byte (a client
 //! trickling header bytes is cut).
@@ -23,6 +27,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::router::Router;
+
+/// Connections being told 503 (`--max-connections` reached) at most at once.
+pub const REFUSING: usize = 64;
 
 /// Accepts connections until `shutdown` resolves, then waits for in-flight requests, at most
 /// `grace()` (read then, as a reload may have changed it; a hung client or worker cannot hold
@@ -42,6 +49,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
     let open = Arc::new(AtomicUsize::new(0));
+    let refusing = Arc::new(AtomicUsize::new(0));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
     loop {
@@ -59,7 +67,13 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         if open.load(Ordering::Relaxed) >= limits.max_connections {
-            tokio::spawn(refuse(stream, limits.max_connections));
+            if refusing.load(Ordering::Relaxed) < REFUSING {
+                let guard = Open::new(&refusing);
+                tokio::spawn(async move {
+                    refuse(stream, limits.max_connections).await;
+                    drop(guard);
+                });
+            }
             continue;
         }
         let guard = Open::new(&open);

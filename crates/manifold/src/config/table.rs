@@ -82,6 +82,14 @@ pub mod conv {
         parse_duration(flag, &v).map(Some)
     }
 
+    /// A size (`500MB`, `2GiB`) through [`parse_size`], or `0`.
+    pub fn size(flag: &'static str, v: String) -> Result<u64, ConfigError> {
+        if v.trim() == "0" {
+            return Ok(0);
+        }
+        parse_size(flag, &v)
+    }
+
     /// An optional size (`500MB`, `2GiB`) that was given, through [`parse_size`].
     pub fn some_size(flag: &'static str, v: String) -> Result<Option<u64>, ConfigError> {
         parse_size(flag, &v).map(Some)

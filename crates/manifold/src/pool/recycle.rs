@@ -48,6 +48,8 @@ pub enum Recycle {
     Rss(u64),
     /// A reload started a newer generation.
     Reload,
+    /// Its last this many answers were 5xx (`--max-5xx`).
+    Errors(u64),
 }
 
 impl fmt::Display for Recycle {
@@ -57,6 +59,7 @@ impl fmt::Display for Recycle {
             Recycle::Lifetime => write!(f, "older than --max-lifetime"),
             Recycle::Rss(b) => write!(f, "RSS {} MiB reached --max-rss", b >> 20),
             Recycle::Reload => write!(f, "old generation (reload)"),
+            Recycle::Errors(n) => write!(f, "answered {n} 5xx in a row (--max-5xx)"),
         }
     }
 }
@@ -77,6 +80,26 @@ impl Pool {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
         Some(n + z % (j + 1))
+    }
+
+    /// Counts one answer of worker `id` (its own, not manifold's 502/504): `--max-5xx` 5xx in a
+    /// row take it out of rotation as a recycle does (a replacement starts; once one is ready,
+    /// this worker drains and stops). One answer below 500 resets the count.
+    pub fn count_answer(&self, id: u64, server_error: bool) {
+        let limit = self.cfg().max_5xx;
+        let mut st = self.lock();
+        let Some(slot) = st.slots.get_mut(&id) else {
+            return;
+        };
+        if !server_error {
+            slot.errors_in_row = 0;
+            return;
+        }
+        slot.errors_in_row += 1;
+        let n = slot.errors_in_row;
+        if limit > 0 && n >= limit && self.mark_due(&mut st, id, Recycle::Errors(n)) {
+            let _ = self.events.send(super::Event::Demand);
+        }
     }
 
     /// Marks ready worker `id` due; returns false if it already was (or is not ready).

@@ -95,6 +95,7 @@ impl Pool {
                 started: now,
                 failed_start: false,
                 health_failures: 0,
+                errors_in_row: 0,
                 due: None,
                 request_limit: self.request_limit(id),
                 draining_since: None,

@@ -1,13 +1,16 @@
 //! Getting a request to a worker: the leased worker's connection (kept-alive or new), one try,
-//! and the two cases where a request is sent to a worker once more instead of a 502: a refused
-//! connect, and a kept-alive connection that closed before any byte of the request was written
-//! ([`attempt`] states the rule).
+//! and the cases where a request is sent to a worker once more instead of a 502: a refused
+//! connect, a kept-alive connection that closed before any byte of the request was written
+//! ([`attempt`] states the rule), and a GET or HEAD without a body whose worker died (or closed
+//! the connection) before sending any byte of an answer ([`send_retrying`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::header;
+use hyper::{Method, Request, Response};
 
 use super::{unavailable, within, ProxyBody};
 use crate::pool::{Lease, Pool, Replace};
@@ -73,4 +76,67 @@ pub(super) async fn connect_leased(
         }
         conn => Ok((lease, conn, false)),
     }
+}
+
+/// Sends `req` on `conn` (see [`attempt`]) and, at most once, sends it again to a worker picked
+/// afresh, instead of a 502: when none of it was written on a kept-alive
+/// connection, or when it is a GET or HEAD without a body and its worker died (or closed the
+/// connection) before any byte of an answer (that worker is replaced, so the second try goes
+/// to another). Those are idempotent, so a second worker may answer; a request with a body or another method is never sent twice, since the worker may
+/// have acted on it. A request that crashes every worker it reaches kills at most two.
+///
+/// Returns the lease of the worker that answered (or failed), the attempt, and whether it was
+/// sent again (the access log's `retried`).
+pub(super) async fn send_retrying(
+    pool: &Arc<Pool>,
+    lease: Lease,
+    conn: Result<upstream::Conn, upstream::UpstreamError>,
+    pooled: bool,
+    req: Request<UpBody>,
+    limit: Duration,
+) -> Result<(Lease, Attempt, bool), Response<ProxyBody>> {
+    let again = idempotent_copy(&req);
+    let unsent = match attempt(conn, req, limit).await {
+        Attempt::Failed(e, Some(unsent)) if pooled => {
+            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before the request was written; retrying once");
+            unsent
+        }
+        Attempt::Failed(e, _) if again.is_some() => {
+            tracing::warn!(worker = lease.worker, error = %e, "worker sent no byte of an answer to a GET/HEAD; retrying once on a worker picked afresh");
+            // Dead (its exit may not be noticed yet) or dropping requests: out of rotation, so
+            // the second try goes to another worker.
+            pool.replace(lease.worker, Replace::NoAnswer);
+            again.expect("checked")
+        }
+        Attempt::Failed(e, _) => return Ok((lease, Attempt::Failed(e, None), false)),
+        other => return Ok((lease, other, false)),
+    };
+    pool.count_retry();
+    drop(lease);
+    let l = pool.acquire(None).await.map_err(|e| unavailable(e, 1))?;
+    let (l, conn, _) = connect_leased(pool, l, false).await?;
+    let sent = match attempt(conn, unsent, limit).await {
+        Attempt::Failed(e, _) => Attempt::Failed(e, None),
+        other => other,
+    };
+    Ok((l, sent, true))
+}
+
+/// A copy of a GET or HEAD without a body (and not an upgrade), to send again.
+fn idempotent_copy(req: &Request<UpBody>) -> Option<Request<UpBody>> {
+    let h = req.headers();
+    let bodiless = h
+        .get(header::CONTENT_LENGTH)
+        .is_none_or(|v| v.as_bytes() == b"0")
+        && !h.contains_key(header::TRANSFER_ENCODING);
+    let idempotent = matches!(*req.method(), Method::GET | Method::HEAD);
+    if !idempotent || !bodiless || h.contains_key(header::UPGRADE) {
+        return None;
+    }
+    let mut copy = Request::new(Empty::new().map_err(|n| match n {}).boxed());
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.version_mut() = req.version();
+    *copy.headers_mut() = h.clone();
+    Some(copy)
 }

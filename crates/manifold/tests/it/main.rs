@@ -5,7 +5,9 @@
 mod accounting;
 mod apps;
 mod balancer;
+mod buffering;
 mod common;
+mod errors;
 mod faults;
 mod haproxy;
 mod limits;

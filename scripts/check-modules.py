@@ -19,8 +19,9 @@ Checks, per crate:
      prose's "must not depend on" and the code cannot drift.
 
 Exit status 1 if anything is flagged; one line per finding, then a summary.
-Usage: scripts/check-modules.py [--list] [--edges] [ROOT]
-  --list: the module map with line counts; --edges: each module's sibling dependencies.
+Usage: scripts/check-modules.py [--list] [--edges] [--prune] [ROOT]
+  --list: the module map with line counts; --edges: each module's sibling dependencies;
+  --prune: take the permissions nothing uses out of ARCHITECTURE.md's table (then review the diff).
 """
 
 import os
@@ -299,6 +300,7 @@ def cycles(graph):
 
 
 LAYER_LINE_RE = re.compile(r"^\s*(\w+)::(\w+)\s*:\s*(.*?)\s*$")
+PRUNE = {}  # (crate, module) → permissions to take out of the table (--prune)
 ONLY_LINE_RE = re.compile(r"^\s*(\w+)::([\w:]+)\s+only from\s+(.*?)\s*$")
 
 
@@ -332,6 +334,22 @@ def layer_table(path="ARCHITECTURE.md"):
         uses = m.group(3)
         table[(m.group(1), m.group(2))] = set() if uses == "-" else {u.strip() for u in uses.split(",")}
     return table, only
+
+
+def prune(path="ARCHITECTURE.md"):
+    """Rewrites the layer lines of ARCHITECTURE.md without the permissions nothing uses."""
+    out, inside = [], False
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        if line.startswith("```"):
+            inside = line.strip() == "```layers"
+        m = LAYER_LINE_RE.match(line) if inside else None
+        if m and (m.group(1), m.group(2)) in PRUNE:
+            keep = [u.strip() for u in m.group(3).split(",") if u.strip() not in PRUNE[(m.group(1), m.group(2))]]
+            line = f"{m.group(1)}::{m.group(2)}: {', '.join(keep) or '-'}"
+        out.append(line)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write("\n".join(out))
+    os.replace(path + ".tmp", path)
 
 
 def check_only(name, mods, prods, used_by, only, problems):
@@ -435,7 +453,9 @@ def check_layers(name, mods, edges, why, table, problems):
             problems.append(f"ARCHITECTURE.md: layer line {crate}::{mod} names no module of crates/{crate}/src")
         elif crate == name:
             unused = sorted(table[(crate, mod)] - graph.get(mod, set()))
-            if unused:
+            if unused and "--prune" in sys.argv:
+                PRUNE[(crate, mod)] = set(unused)
+            elif unused:
                 problems.append(
                     f"ARCHITECTURE.md: layer line {crate}::{mod} allows {', '.join(unused)}, which it does not use: "
                     "remove them (an unused permission hides the next mistake)"
@@ -510,6 +530,9 @@ def main():
     check_invariants("ARCHITECTURE.md", problems)
     for c in crates:
         check_crate(os.path.join("crates", c), problems, listing, table, only)
+    if PRUNE:
+        prune()
+        print(f"check-modules: took {sum(map(len, PRUNE.values()))} unused permission(s) out of ARCHITECTURE.md")
     if "--list" in sys.argv:
         for rel, n in listing:
             print(f"{n:5d}  {rel}")

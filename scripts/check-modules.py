@@ -299,7 +299,7 @@ def cycles(graph):
     return out
 
 
-LAYER_LINE_RE = re.compile(r"^\s*(\w+)::(\w+)\s*:\s*(.*?)\s*$")
+LAYER_LINE_RE = re.compile(r"^\s*(\w+)::(\{[\w,\s]*\}|\w+)\s*:\s*(.*?)\s*$")
 PRUNE = {}  # (crate, module) → permissions to take out of the table (--prune)
 ONLY_LINE_RE = re.compile(r"^\s*(\w+)::([\w:]+)\s+only from\s+(.*?)\s*$")
 
@@ -332,7 +332,8 @@ def layer_table(path="ARCHITECTURE.md"):
                 "`crate::path only from a::b, c`"
             )
         uses = m.group(3)
-        table[(m.group(1), m.group(2))] = set() if uses == "-" else {u.strip() for u in uses.split(",")}
+        for module in m.group(2).strip("{}").split(","):  # `crate::{a, b}: …` gives a and b one line
+            table[(m.group(1), module.strip())] = set() if uses == "-" else {u.strip() for u in uses.split(",")}
     return table, only
 
 

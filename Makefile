@@ -58,6 +58,7 @@ release: web
 lint: web
 	scripts/check-modules.py
 	python3 scripts/docs.py --check
+	python3 scripts/doc-run.py --static
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets $(TEST_FEATURES) -- -D warnings
 	cd web && npx tsc --noEmit
@@ -70,6 +71,13 @@ docs:
 
 test-rust: web
 	$(CARGO) test --workspace --no-fail-fast $(TEST_FEATURES)
+
+# Every shell block of README.md and docs/ run as written (scripts/doc-run.py), against the bundled
+# data, docs/examples and servers on loopback; a block that cannot run here says why in the page.
+.PHONY: test-docs
+TEST_TARGETS += test-docs
+test-docs: build
+	python3 scripts/doc-run.py
 
 include mk/cranwhales.mk
 include mk/surge.mk

@@ -19,8 +19,9 @@ Checks, per crate:
      prose's "must not depend on" and the code cannot drift.
 
 Exit status 1 if anything is flagged; one line per finding, then a summary.
-Usage: scripts/check-modules.py [--list] [--edges] [ROOT]
-  --list: the module map with line counts; --edges: each module's sibling dependencies.
+Usage: scripts/check-modules.py [--list] [--edges] [--prune] [ROOT]
+  --list: the module map with line counts; --edges: each module's sibling dependencies;
+  --prune: take the permissions nothing uses out of ARCHITECTURE.md's table (then review the diff).
 """
 
 import os
@@ -175,11 +176,11 @@ def use_paths(code):
     return paths
 
 
-def expand(tree):
-    """`a::{b,c::{d}}` → [[a,b],[a,c,d]]."""
+def expand(tree, keep_alias=False):
+    """`a::{b,c::{d}}` → [[a,b],[a,c,d]]; with `keep_alias`, a last name `x as y` stays whole."""
     i = tree.find("{")
     if i < 0:
-        return [tree.split(" as ")[0].split("::")]
+        return [tree.split("::")] if keep_alias else [tree.split(" as ")[0].split("::")]
     prefix = [p for p in tree[:i].split("::") if p]
     inner = tree[i + 1 : tree.rfind("}")]
     parts, depth, cur = [], 0, ""
@@ -195,29 +196,74 @@ def expand(tree):
     out = []
     for p in parts:
         if p:
-            out.extend(prefix + q for q in expand(p))
+            out.extend(prefix + q for q in expand(p, keep_alias))
     return out
 
 
-def resolve(here, path, mods):
-    """The module a path names (longest known module prefix), or None if outside the crate."""
+def reexports_of(here, code, mods):
+    """name → absolute path (tuple) of every `pub use` / `pub(…) use` of one module's code, and the
+    modules it glob-re-exports (`pub use x::*`). A relative path starts at the module itself
+    (`pub use builder::DayBuilder` names the child `builder`); one into another crate is skipped."""
+    names, globs = {}, []
+    for m in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]*);", code):
+        tree = re.sub(r"\s+", " ", m.group(1)).strip()
+        for p in expand(tree.replace(" as ", "\0").replace(" ", "").replace("\0", " as "), keep_alias=True):
+            alias = None
+            if " as " in p[-1]:
+                last, alias = p[-1].split(" as ")
+                p = p[:-1] + [last]
+            if p[0] not in ("crate", "super", "self"):
+                if here + (p[0],) not in mods:
+                    continue  # another crate
+                p = ["self"] + p
+            absolute = absolute_path(here, p)
+            if absolute is None:
+                continue
+            if p[-1] == "*":
+                globs.append(absolute[:-1])
+            elif p[-1] != "self":
+                names[alias or p[-1]] = absolute
+    return names, globs
+
+
+def absolute_path(here, path):
+    """`crate::…` / `super::…` / `self::…` as a path from the crate root (a tuple of names)."""
     if path[0] == "crate":
-        base, rest = (), path[1:]
-    elif path[0] in ("super", "self"):
-        base = here
-        rest = list(path)
-        while rest and rest[0] in ("super", "self"):
-            if rest[0] == "super":
-                base = base[:-1]
-            rest = rest[1:]
-    else:
+        return tuple(path[1:])
+    base, rest = list(here), list(path)
+    while rest and rest[0] in ("super", "self"):
+        if rest[0] == "super":
+            if not base:
+                return None
+            base = base[:-1]
+        rest = rest[1:]
+    return tuple(base) + tuple(rest)
+
+
+DEFINES_RE = r"\b(?:fn|struct|enum|trait|type|const|static|mod|union)\s+{}\b"
+
+
+def resolve(here, path, mods, reexports=None, depth=0):
+    """The module a path names (longest known module prefix), or None if outside the crate.
+    A name that module re-exports (`pub use`) resolves to the module that defines it, through
+    any chain of re-exports (lib.rs's included), so a re-export is no way around the table."""
+    start = absolute_path(here, path) if path[0] in ("crate", "super", "self") else None
+    if start is None:
         return None
-    target = tuple(base)
-    for p in rest:
-        if target + (p,) in mods:
-            target = target + (p,)
-        else:
-            break
+    target, i = (), 0
+    while i < len(start) and target + (start[i],) in mods:
+        target, i = target + (start[i],), i + 1
+    if reexports is None or i >= len(start) or depth > 16:
+        return target
+    names, globs, code = reexports.get(target, ({}, [], ""))
+    name = start[i]
+    if name in names:
+        return resolve((), ["crate", *names[name], *start[i + 1 :]], mods, reexports, depth + 1)
+    if not re.search(DEFINES_RE.format(re.escape(name)), code):
+        for g in globs:
+            g_names, _, g_code = reexports.get(g, ({}, [], ""))
+            if name in g_names or re.search(DEFINES_RE.format(re.escape(name)), g_code):
+                return resolve((), ["crate", *g, *start[i:]], mods, reexports, depth + 1)
     return target
 
 
@@ -253,12 +299,15 @@ def cycles(graph):
     return out
 
 
-LAYER_LINE_RE = re.compile(r"^\s*(\w+)::(\w+)\s*:\s*(.*?)\s*$")
+LAYER_LINE_RE = re.compile(r"^\s*(\w+)::(\{[\w,\s]*\}|\w+)\s*:\s*(.*?)\s*$")
+PRUNE = {}  # (crate, module) → permissions to take out of the table (--prune)
+ONLY_LINE_RE = re.compile(r"^\s*(\w+)::([\w:]+)\s+only from\s+(.*?)\s*$")
 
 
 def layer_table(path="ARCHITECTURE.md"):
-    """(crate, module) → set of modules it may use, from the ```layers blocks of ARCHITECTURE.md."""
-    table, inside = {}, False
+    """(crate, module) → set of modules it may use, and the `only from` rules, from the
+    ```layers blocks of ARCHITECTURE.md."""
+    table, only, inside, lines = {}, [], False, []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if line.startswith("```"):
@@ -266,12 +315,120 @@ def layer_table(path="ARCHITECTURE.md"):
                 continue
             if not inside or not line.strip() or line.lstrip().startswith("#"):
                 continue
-            m = LAYER_LINE_RE.match(line)
-            if not m:
-                raise SystemExit(f"{path}:{n}: layer line is not `crate::module: a, b` or `crate::module: -`")
-            uses = m.group(3)
-            table[(m.group(1), m.group(2))] = set() if uses == "-" else {u.strip() for u in uses.split(",")}
-    return table
+            if line[0].isspace() and lines:
+                lines[-1][1] = lines[-1][1].rstrip() + " " + line.strip()  # a wrapped list goes on
+            else:
+                lines.append([n, line])
+    for n, line in lines:
+        m = ONLY_LINE_RE.match(line)
+        if m:
+            users = [tuple(u.strip().split("::")) for u in m.group(3).split(",")]
+            only.append((m.group(1), tuple(m.group(2).split("::")), users, n))
+            continue
+        m = LAYER_LINE_RE.match(line)
+        if not m:
+            raise SystemExit(
+                f"{path}:{n}: layer line is not `crate::module: a, b`, `crate::module: -` or "
+                "`crate::path only from a::b, c`"
+            )
+        uses = m.group(3)
+        for module in m.group(2).strip("{}").split(","):  # `crate::{a, b}: …` gives a and b one line
+            table[(m.group(1), module.strip())] = set() if uses == "-" else {u.strip() for u in uses.split(",")}
+    return table, only
+
+
+def prune(path="ARCHITECTURE.md"):
+    """Rewrites the layer lines of ARCHITECTURE.md without the permissions nothing uses."""
+    out, inside = [], False
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        if line.startswith("```"):
+            inside = line.strip() == "```layers"
+        m = LAYER_LINE_RE.match(line) if inside else None
+        if m and (m.group(1), m.group(2)) in PRUNE:
+            keep = [u.strip() for u in m.group(3).split(",") if u.strip() not in PRUNE[(m.group(1), m.group(2))]]
+            line = f"{m.group(1)}::{m.group(2)}: {', '.join(keep) or '-'}"
+        out.append(line)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write("\n".join(out))
+    os.replace(path + ".tmp", path)
+
+
+def check_only(name, mods, prods, used_by, only, problems):
+    """`crate::module[::Item::name] only from a::b, c`: the module (or the item, found by its last two
+    names in the code, as `Worker::spawn`) is named by no module outside the listed ones (each
+    with its children) and the module itself."""
+    for crate, path, users, n in only:
+        if crate != name:
+            continue
+        module = ()
+        while len(module) < len(path) and module + (path[len(module)],) in mods:
+            module = module + (path[len(module)],)
+        if not module:
+            problems.append(f"ARCHITECTURE.md:{n}: `only from` rule {crate}::{'::'.join(path)} names no module")
+            continue
+        item = path[len(module):]
+
+        def allowed(user):
+            return user[: len(module)] == module or any(user[: len(u)] == u for u in users)
+
+        if not item:
+            for target, who in sorted(used_by.items()):
+                if target[: len(module)] != module:
+                    continue
+                for user, rel in sorted(who):
+                    if not allowed(user):
+                        problems.append(
+                            f"{rel} uses {crate}::{'::'.join(target)}, which ARCHITECTURE.md allows only from "
+                            f"{', '.join('::'.join(u) for u in users)} (line {n})"
+                        )
+            continue
+        needle = re.compile(r"\b" + r"\s*::\s*".join(map(re.escape, item[-2:])) + r"\b")
+        for mod, (here, rel, prod) in sorted(prods.items()):
+            for m in needle.finditer(prod):
+                if not allowed(here if mod != ("main",) else ("main",)):
+                    line = prod.count("\n", 0, m.start()) + 1
+                    problems.append(
+                        f"{rel}:{line}: {'::'.join(item[-2:])} is called only from "
+                        f"{', '.join('::'.join(u) for u in users)} (ARCHITECTURE.md line {n})"
+                    )
+
+
+CHECKED_BY_RE = re.compile(r"\(checked by ([^)]*)\)")
+
+
+def check_invariants(path, problems):
+    """Every bullet under an `Invariants` heading of ARCHITECTURE.md says what checks it:
+    `(checked by FILE::test_name, …)` naming a test function that exists, or `(checked by the layer
+    table)`. A prose rule that nothing checks drifts; this keeps each one honest."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    bullets, inside, cur = [], False, None
+    for n, line in enumerate(lines, 1):
+        if line.startswith("#"):
+            inside = "invariants" in line.lower()
+            cur = None
+            continue
+        if not inside:
+            continue
+        if line.startswith("- "):
+            cur = [n, line]
+            bullets.append(cur)
+        elif cur and line.startswith("  ") and line.strip():
+            cur[1] += " " + line.strip()
+        else:
+            cur = None
+    for n, text in bullets:
+        m = CHECKED_BY_RE.search(text)
+        if not m:
+            problems.append(f"{path}:{n}: an invariant without `(checked by FILE::test, …)`: {text[2:80]}…")
+            continue
+        for ref in (r.strip() for r in m.group(1).split(",")):
+            if ref in ("the layer table", "check-modules"):
+                continue
+            file, _, test = ref.partition("::")
+            if not os.path.isfile(file):
+                problems.append(f"{path}:{n}: checked by {ref}: no file {file}")
+            elif test and not re.search(r"\bfn\s+" + re.escape(test) + r"\b", open(file, encoding="utf-8").read()):
+                problems.append(f"{path}:{n}: checked by {ref}: {file} has no fn {test}")
 
 
 def check_layers(name, mods, edges, why, table, problems):
@@ -295,14 +452,24 @@ def check_layers(name, mods, edges, why, table, problems):
     for crate, mod in sorted(table):
         if crate == name and (mod,) not in mods:
             problems.append(f"ARCHITECTURE.md: layer line {crate}::{mod} names no module of crates/{crate}/src")
+        elif crate == name:
+            unused = sorted(table[(crate, mod)] - graph.get(mod, set()))
+            if unused and "--prune" in sys.argv:
+                PRUNE[(crate, mod)] = set(unused)
+            elif unused:
+                problems.append(
+                    f"ARCHITECTURE.md: layer line {crate}::{mod} allows {', '.join(unused)}, which it does not use: "
+                    "remove them (an unused permission hides the next mistake)"
+                )
 
 
-def check_crate(crate_dir, problems, listing, table):
+def check_crate(crate_dir, problems, listing, table, only):
     src = os.path.join(crate_dir, "src")
     name = os.path.basename(crate_dir)
     mods = modules_of(src)
     edges = defaultdict(lambda: defaultdict(set))  # scope → sibling → {sibling}
-    why = {}
+    why, uses, used_by = {}, defaultdict(set), {}
+    prods, reexports = {}, {}
     for mod, path in sorted(mods.items()):
         text = open(path, encoding="utf-8").read()
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
@@ -320,8 +487,13 @@ def check_crate(crate_dir, problems, listing, table):
             line = prod.count("\n", 0, m.start()) + 1
             problems.append(f"{rel}:{line}: lock().unwrap(): follow the lock-poisoning policy")
         here = mod if mod != ("main",) else ()
+        prods[mod] = (here, rel, prod)
+        if mod != ("main",):
+            names, globs = reexports_of(here, prod, mods)
+            reexports[here] = (names, globs, prod)
+    for mod, (here, rel, prod) in sorted(prods.items()):
         for p in use_paths(prod):
-            target = resolve(here, p, mods)
+            target = resolve(here, p, mods, reexports)
             if target is None or target == here:
                 continue
             k = 0
@@ -332,6 +504,8 @@ def check_crate(crate_dir, problems, listing, table):
             scope, a, b = here[:k], here[k], target[k]
             edges[scope][a].add(b)
             why.setdefault((scope, a, b), f"{rel} uses {'::'.join(p)}")
+            uses[(mod if mod != ("main",) else ("main",))].add(target)
+            used_by.setdefault(target, set()).add((here if mod != ("main",) else ("main",), rel))
     if "--edges" in sys.argv:
         for scope, graph in sorted(edges.items()):
             for a in sorted(graph):
@@ -344,6 +518,7 @@ def check_crate(crate_dir, problems, listing, table):
             )
             problems.append(f"{where}: import cycle {' <-> '.join(comp)} ({detail})")
     check_layers(name, mods, edges, why, table, problems)
+    check_only(name, mods, prods, used_by, only, problems)
 
 
 def main():
@@ -352,9 +527,13 @@ def main():
     os.chdir(root)
     problems, listing = [], []
     crates = sorted(d for d in os.listdir("crates") if os.path.isdir(os.path.join("crates", d, "src")))
-    table = layer_table()
+    table, only = layer_table()
+    check_invariants("ARCHITECTURE.md", problems)
     for c in crates:
-        check_crate(os.path.join("crates", c), problems, listing, table)
+        check_crate(os.path.join("crates", c), problems, listing, table, only)
+    if PRUNE:
+        prune()
+        print(f"check-modules: took {sum(map(len, PRUNE.values()))} unused permission(s) out of ARCHITECTURE.md")
     if "--list" in sys.argv:
         for rel, n in listing:
             print(f"{n:5d}  {rel}")

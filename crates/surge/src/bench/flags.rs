@@ -51,7 +51,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub timeout: Duration,
     /// Statuses that count as ok (comma-separated, e.g. 200,204; default: any 2xx or 3xx)
-    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = super::report::parse_status)]
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status)]
     pub expect_status: Vec<u16>,
     /// Share of requests that may be not ok (errors or other statuses) before the run fails
     /// with exit 1, e.g. 1% or 0.01 (default 0: any one fails it)
@@ -84,4 +84,17 @@ fn parse_rate(s: &str) -> Result<f64, RateError> {
         .filter(|v| (0.0..=1.0).contains(v))
         .ok_or_else(|| RateError(s.to_string()))?;
     Ok(v)
+}
+
+/// An `--expect-status` code that is not an HTTP status.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0:?} is not an HTTP status (a number from 100 to 599)")]
+pub struct StatusError(String);
+
+/// One `--expect-status` code (clap splits the list at commas): 100 to 599, as HTTP defines
+/// them; `999` or `0` would make every answer count as not ok.
+pub fn parse_status(s: &str) -> Result<u16, StatusError> {
+    (s.trim().parse::<u16>().ok())
+        .filter(|c| (100..=599).contains(c))
+        .ok_or_else(|| StatusError(s.to_string()))
 }

@@ -68,19 +68,6 @@ pub struct BenchReport {
     pub histogram_us: String,
 }
 
-/// An `--expect-status` code that is not an HTTP status.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0:?} is not an HTTP status (a number from 100 to 599)")]
-pub struct StatusError(String);
-
-/// One `--expect-status` code (clap splits the list at commas): 100 to 599, as HTTP defines
-/// them; `999` or `0` would make every answer count as not ok.
-pub fn parse_status(s: &str) -> Result<u16, StatusError> {
-    (s.trim().parse::<u16>().ok())
-        .filter(|c| (100..=599).contains(c))
-        .ok_or_else(|| StatusError(s.to_string()))
-}
-
 /// Whether an answer's status counts as ok: one of `expect` when given, else 2xx or 3xx.
 pub fn status_ok(status: u16, expect: &[u16]) -> bool {
     if expect.is_empty() {

@@ -5,7 +5,6 @@
 //! the weights. Sessions say their journey in their CSV (`journey=<name>` on the
 //! PLAYER_SESSION_CREATE row), and summary.json splits every figure by journey.
 
-use super::ReplayError;
 use crate::recording::Recording;
 use crate::rundir::{Aggregate, Ended, FailureCount, JourneySummary, RowEvent};
 use crate::segment::Segment;
@@ -34,7 +33,7 @@ pub struct Journey {
 /// `:`); otherwise what follows the last `:` is the weight, a whole number of at least 1, when it
 /// looks like one (digits, a sign, a point: `-1`, `1.5`, or nothing) or when what precedes it is
 /// a file (`j2.log:abc`); anything else is a file name with a colon (loading says if it is missing).
-pub fn parse_spec(spec: &str) -> Result<(PathBuf, u32), ReplayError> {
+pub fn parse_spec(spec: &str) -> Result<(PathBuf, u32), SpecError> {
     let whole = || Ok((PathBuf::from(spec), 1));
     let Some((file, w)) = spec.rsplit_once(':') else {
         return whole();
@@ -65,9 +64,14 @@ pub fn parse_spec(spec: &str) -> Result<(PathBuf, u32), ReplayError> {
     Ok((PathBuf::from(file), weight))
 }
 
-fn usage(spec: &str, what: &str) -> ReplayError {
-    ReplayError::Usage(format!("{spec}: {what}"))
+fn usage(spec: &str, what: &str) -> SpecError {
+    SpecError(format!("{spec}: {what}"))
 }
+
+/// A `FILE:WEIGHT` spec whose weight is not a whole number of at least 1 (a usage error).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(String);
 
 /// A name for each journey: file stems, with `-2`, `-3` … when two are the same.
 pub fn names(paths: &[PathBuf]) -> Vec<Arc<str>> {

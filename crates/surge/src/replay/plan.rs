@@ -254,7 +254,7 @@ fn load_journeys(args: &ReplayArgs) -> Result<Vec<Journey>, ReplayError> {
     let specs = args.recordings();
     let mut parsed = Vec::new();
     for s in &specs {
-        parsed.push(journey::parse_spec(s)?);
+        parsed.push(journey::parse_spec(s).map_err(|e| ReplayError::Usage(e.to_string()))?);
     }
     if specs.len() == 1 {
         // One recording: its name as given (a weight means nothing alone).

@@ -47,7 +47,11 @@ pub fn newest(p: &Path) -> Option<SystemTime> {
 pub fn stale(web: &Path) -> bool {
     let built = ["dist/index.html", "dist-report/report.js"]
         .iter()
-        .map(|f| std::fs::metadata(web.join(f)).and_then(|m| m.modified()).ok())
+        .map(|f| {
+            std::fs::metadata(web.join(f))
+                .and_then(|m| m.modified())
+                .ok()
+        })
         .collect::<Option<Vec<_>>>()
         .and_then(|t| t.into_iter().min());
     let Some(built) = built else { return true };

@@ -376,7 +376,9 @@ pub fn parse_duration(field: &'static str, value: &str) -> Result<Duration, Conf
 /// one size grammar of the three programs; manifold's sizes are limits, so 0 is refused.
 pub fn parse_size(field: &'static str, value: &str) -> Result<u64, ConfigError> {
     match grammar::size::parse(value) {
-        Ok(0) => Err(ConfigError::Invalid(format!("{field}: a size limit must be above 0"))),
+        Ok(0) => Err(ConfigError::Invalid(format!(
+            "{field}: a size limit must be above 0"
+        ))),
         Ok(n) => Ok(n),
         Err(e) => Err(ConfigError::Invalid(format!("{field}: {e}"))),
     }

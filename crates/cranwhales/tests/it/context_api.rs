@@ -199,7 +199,10 @@ async fn bins_sums_calendar_badge_and_bad_parameters() {
     let svg = b.text();
     // 4 of those 7 days are stored (12-31, 01-01, 01-05, 01-06): the badge says so.
     let says = format!("downloads: {}/week, incomplete: 4 of 7 days", compact(week));
-    assert!(svg.starts_with("<svg") && svg.contains(&says), "{says} in {svg}");
+    assert!(
+        svg.starts_with("<svg") && svg.contains(&says),
+        "{says} in {svg}"
+    );
     let etag = b.header("etag").unwrap().to_owned();
     let again = get(
         a,

@@ -41,7 +41,8 @@ fn plumber_preset() {
 fn errors_name_the_field() {
     let e = parse(&["--queue-timeout", "soon", "--", "x"]).unwrap_err();
     assert!(
-        e.to_string().starts_with("--queue-timeout: \"soon\": not a duration ("),
+        e.to_string()
+            .starts_with("--queue-timeout: \"soon\": not a duration ("),
         "{e}"
     );
     // The one grammar of the three programs: a bare number is refused with the same words.

@@ -156,7 +156,10 @@ async fn replay_cmd(cmd: ReplayCmd, term: &Terminal) -> Result<replay::Replayed,
         let json = serde_json::to_string_pretty(&outcome.summary).expect("a summary serialises");
         println!("{}", crate::secret::mask(&json));
     } else {
-        print!("{}", crate::secret::mask(&replay::replay_text(&outcome.summary, &out_dir)));
+        print!(
+            "{}",
+            crate::secret::mask(&replay::replay_text(&outcome.summary, &out_dir))
+        );
     }
     Ok(outcome)
 }
@@ -249,7 +252,10 @@ fn merge_cmd(args: crate::merge::MergeArgs) -> Result<crate::merge::Merged, Comm
             sessions,
         } => {
             println!("merged {segments} segments: {sessions} sessions");
-            print!("{}", crate::secret::mask(&replay::replay_text(summary, &output)));
+            print!(
+                "{}",
+                crate::secret::mask(&replay::replay_text(summary, &output))
+            );
         }
         Merged::Bench(r) => {
             if json {

@@ -66,15 +66,15 @@ fn api_only_and_up_to_date_builds_run_no_npm() {
     let web = scratch(false);
     let empty = tempfile::tempdir().unwrap();
     let path = OsString::from(empty.path());
-    assert_eq!(
+    assert!(matches!(
         ui::build_ui(web.path(), true, Some(&path)),
         Ok(ui::UiStep::ApiOnly)
-    );
+    ));
     assert!(web.path().join("dist").is_dir() && web.path().join("dist-report").is_dir());
     let built = scratch(true);
     assert!(!ui::stale(built.path()));
-    assert_eq!(
+    assert!(matches!(
         ui::build_ui(built.path(), false, Some(&path)),
         Ok(ui::UiStep::UpToDate)
-    );
+    ));
 }

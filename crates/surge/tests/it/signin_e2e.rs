@@ -166,7 +166,8 @@ fn a_bad_password_stops_the_run_at_once_with_the_servers_answer() {
     for (mode, answer) in [
         (
             Mode::Connect,
-            r#"POST /__login__ answered 401: {\"code\":13,\"error\":\"The username or password is incorrect.\"}"#,
+            // Quoted through the one escaper (control characters only; quotes stay as sent).
+            r#"POST /__login__ answered 401: {"code":13,"error":"The username or password is incorrect."}"#,
         ),
         (
             Mode::ShinyServerPro,

@@ -121,8 +121,20 @@ fn origin_of(url: &str) -> Option<String> {
     Some(format!("{scheme}://{}", u.authority()?.as_str()))
 }
 
-/// Converts the HAR; returns how many events were written. Errors name the file and entry.
-pub fn run(args: ImportArgs) -> Result<u8, HarError> {
+/// What `surge import-har` wrote: the terminal layer says it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    /// Events written.
+    pub events: usize,
+    /// The origin (scheme://host:port) whose requests were kept.
+    pub origin: String,
+    /// The recording written.
+    pub output: std::path::PathBuf,
+}
+
+/// Converts the HAR into a recording (written whole: temp file, then rename); prints nothing.
+/// Errors name the file and entry.
+pub fn run(args: ImportArgs) -> Result<Imported, HarError> {
     let entries = read_entries(&args.har)?;
     let origin = match &args.target {
         Some(t) => origin_of(t).ok_or_else(|| HarError::Target(t.clone()))?,
@@ -191,13 +203,19 @@ pub fn run(args: ImportArgs) -> Result<u8, HarError> {
             why: format!("no entries for origin {origin}"),
         });
     }
-    let mut f = std::fs::File::create(&args.output).map_err(io_err(&args.output))?;
-    f.write_all(out.as_bytes()).map_err(io_err(&args.output))?;
-    println!(
-        "surge import-har: wrote {count} events ({origin}) to {}",
-        args.output.display()
-    );
-    Ok(0)
+    let tmp = args.output.with_extension("tmp-surge-har");
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(out.as_bytes()).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, &args.output));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_err(&args.output)(e));
+    }
+    Ok(Imported {
+        events: count,
+        origin,
+        output: args.output,
+    })
 }
 
 /// The HAR's entries with their start times (Unix ms), in time order.

@@ -36,8 +36,18 @@ pub enum ParametrizeError {
     },
 }
 
-/// Runs `surge parametrize`; prints how often each value was replaced.
-pub fn run(args: ParametrizeArgs) -> Result<u8, ParametrizeError> {
+/// What `surge parametrize` did: each placeholder with its value and how often it replaced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parametrized {
+    /// (name, value, places), longest value first.
+    pub replaced: Vec<(String, String, usize)>,
+    /// The recording written.
+    pub output: std::path::PathBuf,
+}
+
+/// Runs `surge parametrize` (the recording written whole); prints nothing: the terminal layer
+/// says how often each value was replaced.
+pub fn run(args: ParametrizeArgs) -> Result<Parametrized, ParametrizeError> {
     let mut params = parse_params(&args.params)?;
     let file = |path: &Path, what: String| ParametrizeError::File {
         path: path.to_path_buf(),
@@ -89,11 +99,10 @@ pub fn run(args: ParametrizeArgs) -> Result<u8, ParametrizeError> {
         )));
     }
     write_atomic(&args.output, out.as_bytes()).map_err(|e| file(&args.output, e.to_string()))?;
-    for (name, value, count) in &params {
-        println!("{value} → ${{{name}}}: {count} places");
-    }
-    println!("wrote {}", args.output.display());
-    Ok(0)
+    Ok(Parametrized {
+        replaced: params,
+        output: args.output,
+    })
 }
 
 /// NAME=VALUE pairs, longest value first (so a value inside another is replaced last), each

@@ -261,10 +261,40 @@ fn expand_capacity(
     Ok((out, capacity))
 }
 
-/// `surge report`: builds the report and writes it atomically (temp file, then rename).
-pub fn run(args: ReportArgs) -> Result<(), ReportError> {
+/// What `surge report` wrote: the terminal layer says it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// The report file.
+    pub path: std::path::PathBuf,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// Sessions and events of each run it shows.
+    pub runs: Vec<(usize, usize)>,
+    /// How long building and writing took.
+    pub took: std::time::Duration,
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let per_run: Vec<String> = (self.runs.iter())
+            .map(|(s, e)| format!("{s} sessions/{e} events"))
+            .collect();
+        write!(
+            f,
+            "wrote {} ({:.1} MB, {}) in {:.2} s",
+            self.path.display(),
+            self.bytes as f64 / 1e6,
+            per_run.join(", "),
+            self.took.as_secs_f64()
+        )
+    }
+}
+
+/// `surge report`: builds the report and writes it atomically (temp file, then rename);
+/// `progress` gets a line for each long step (reading many sessions).
+pub fn run(args: ReportArgs, progress: &dyn Fn(&str)) -> Result<Written, ReportError> {
     let t0 = Instant::now();
-    let built = build_with(&args, &|line| eprintln!("surge report: {line}"))?;
+    let built = build_with(&args, progress)?;
     let out = &args.output;
     let tmp = out.with_extension("tmp-surge-report");
     let write = || -> std::io::Result<()> {
@@ -277,18 +307,12 @@ pub fn run(args: ReportArgs) -> Result<(), ReportError> {
         let _ = std::fs::remove_file(&tmp);
         return Err(ReportError::io(out, e));
     }
-    let per_run: Vec<String> = built
-        .sessions
-        .iter()
-        .zip(&built.events)
-        .map(|(s, e)| format!("{s} sessions/{e} events"))
-        .collect();
-    eprintln!(
-        "wrote {} ({:.1} MB, {}) in {:.2} s",
-        out.display(),
-        built.content.len() as f64 / 1e6,
-        per_run.join(", "),
-        t0.elapsed().as_secs_f64()
-    );
-    Ok(())
+    Ok(Written {
+        path: out.clone(),
+        bytes: built.content.len(),
+        runs: (built.sessions.iter().copied())
+            .zip(built.events.iter().copied())
+            .collect(),
+        took: t0.elapsed(),
+    })
 }

@@ -27,8 +27,12 @@ pub enum Finished {
     Scaling(Scaling),
     /// `surge merge`: what it wrote.
     Merge(crate::merge::Merged),
-    /// A file command (`report`, `import-har`, `parametrize`): its exit status.
-    Status(u8),
+    /// `surge report`: the page it wrote.
+    Report(crate::report::Written),
+    /// `surge import-har`: the recording it wrote.
+    Imported(crate::har::Imported),
+    /// `surge parametrize`: the placeholders it put in.
+    Parametrized(crate::parametrize::Parametrized),
 }
 
 impl Finished {
@@ -48,7 +52,7 @@ impl Finished {
             Finished::Scaling(s) if s.interrupted => stopped(s.exit_code()),
             Finished::Scaling(s) => s.exit_code(),
             Finished::Merge(m) => m.exit_code(),
-            Finished::Status(code) => *code,
+            Finished::Report(_) | Finished::Imported(_) | Finished::Parametrized(_) => 0,
         }
     }
 }
@@ -106,12 +110,29 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
             Finished::Bench(Box::new(report), stopped_by)
         }
         Command::Capacity(a) => capacity_cmd(*a, term).await?,
-        Command::ImportHar(a) => Finished::Status(crate::har::run(a)?),
-        Command::Parametrize(a) => Finished::Status(crate::parametrize::run(a)?),
+        Command::ImportHar(a) => {
+            let done = crate::har::run(a)?;
+            println!(
+                "surge import-har: wrote {} events ({}) to {}",
+                done.events,
+                done.origin,
+                done.output.display()
+            );
+            Finished::Imported(done)
+        }
+        Command::Parametrize(a) => {
+            let done = crate::parametrize::run(a)?;
+            for (name, value, count) in &done.replaced {
+                println!("{value} → ${{{name}}}: {count} places");
+            }
+            println!("wrote {}", done.output.display());
+            Finished::Parametrized(done)
+        }
         Command::Merge(a) => Finished::Merge(merge_cmd(a)?),
         Command::Report(a) => {
-            crate::report::run(a)?;
-            Finished::Status(0)
+            let written = crate::report::run(a, &|line| eprintln!("surge report: {line}"))?;
+            eprintln!("{written}");
+            Finished::Report(written)
         }
     })
 }

@@ -238,8 +238,14 @@ pub fn import_har(har: &Path, out: &Path) -> surge::recording::Recording {
         output: out.to_path_buf(),
         target: None,
     };
-    surge::har::run(args).unwrap();
-    surge::recording::Recording::load(out).unwrap()
+    let done = surge::har::run(args).unwrap();
+    let rec = surge::recording::Recording::load(out).unwrap();
+    // What the command says it wrote is what the file holds.
+    assert_eq!(
+        (done.output.as_path(), done.events),
+        (out, rec.events.len())
+    );
+    rec
 }
 
 /// `surge ARGS` through the terminal layer on a runtime like the binary's (a current-thread one

@@ -311,7 +311,7 @@ impl Fetcher {
             },
         };
         if let Status::Failed { error, .. } = &status {
-            tracing::warn!(%day, "{}", grammar::echo::Escaped(&error));
+            tracing::warn!(%day, "{}", grammar::echo::Escaped(error));
         }
         if !given_up {
             self.finish(day, &flight, status);

@@ -104,9 +104,10 @@ impl Store {
         }
         drop(st);
         let ids = package_totals(&tx, packed)?;
-        let by_index: Vec<(i64, usize)> = (ids.iter())
+        let mut by_index: Vec<(i64, usize)> = (ids.iter())
             .map(|&(id, at)| (id, packed.packages[at].0 as usize))
             .collect();
+        by_index.sort_unstable();
         packages(&tx, packed, day_range(n).0, ids)?;
         breakdown::insert(&tx, day, n, &by_index)?;
         months::add_day(&tx, n)?;

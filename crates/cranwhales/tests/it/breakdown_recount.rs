@@ -190,7 +190,12 @@ async fn releases_equal_the_recount(a: std::net::SocketAddr, reference: &Recount
                     .find(|r| r["version"].as_str() == v.as_deref())
                     .unwrap_or_else(|| panic!("{p} {v:?} missing"));
                 assert_eq!(got["first_day"], dates[i].as_str(), "{p} {v:?}");
-                assert_eq!(got["before_first_stored"], i == 0);
+                let after = (0..i).rev().find(|&j| !per_day[j].is_empty());
+                assert_eq!(
+                    got["after"],
+                    after.map_or(serde_json::Value::Null, |j| dates[j].as_str().into())
+                );
+                assert_eq!(got["before_first_stored"], after.is_none());
                 for (s, w) in got["shares"]
                     .as_array()
                     .unwrap()

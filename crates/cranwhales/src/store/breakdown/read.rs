@@ -90,7 +90,12 @@ pub struct Release {
     pub version: Option<String>,
     /// The first stored day with a download of it: its apparent release.
     pub first_day: String,
-    /// True when that is the first stored day with breakdowns: it may have come out before.
+    /// The last stored day before `first_day` on which the package was downloaded (without this
+    /// version): the version came out after it, on or before `first_day`. `null` when there is
+    /// none (then `before_first_stored`).
+    pub after: Option<String>,
+    /// True when `first_day` is the package's first stored day with a download: the version
+    /// may have come out long before.
     pub before_first_stored: bool,
     /// Its downloads over all stored days.
     pub downloads: u64,
@@ -282,23 +287,27 @@ impl Store {
 
 /// Each version's first day and shares, from the per-day version counts in date order.
 fn releases_of(per_day: &[(Day, BTreeMap<Option<String>, u64>)]) -> Vec<Release> {
-    let first_stored = per_day.first().map(|d| d.0);
-    let mut first: BTreeMap<&Option<String>, (Day, u64)> = BTreeMap::new();
-    for (day, versions) in per_day {
+    let mut first: BTreeMap<&Option<String>, (usize, u64)> = BTreeMap::new();
+    for (i, (_, versions)) in per_day.iter().enumerate() {
         for (v, &n) in versions.iter().filter(|(_, &n)| n > 0) {
-            first.entry(v).or_insert((*day, 0)).1 += n;
+            first.entry(v).or_insert((i, 0)).1 += n;
         }
     }
+    let fetched = |d: &(Day, BTreeMap<Option<String>, u64>)| d.1.values().any(|&n| n > 0);
     let mut out: Vec<Release> = (first.into_iter())
-        .map(|(v, (day, downloads))| Release {
-            version: v.clone(),
-            first_day: day.to_string(),
-            before_first_stored: Some(day) == first_stored,
-            downloads,
-            shares: SHARE_WINDOWS
-                .iter()
-                .map(|&w| share(per_day, v, day, w))
-                .collect(),
+        .map(|(v, (i, downloads))| {
+            let day = per_day[i].0;
+            let after = per_day[..i].iter().rev().find(|d| fetched(d)).map(|d| d.0);
+            Release {
+                version: v.clone(),
+                first_day: day.to_string(),
+                after: after.map(|d| d.to_string()),
+                before_first_stored: after.is_none(),
+                downloads,
+                shares: (SHARE_WINDOWS.iter())
+                    .map(|&w| share(per_day, v, day, w))
+                    .collect(),
+            }
         })
         .collect();
     out.sort_by(|a, b| {

@@ -4,7 +4,7 @@
 use super::interner::{key_hash, same, Interner};
 use super::ips::{Ips, NONE};
 use super::COUNTRY_SHIFT;
-use super::{downloaders, filters, rank, row_err, stats, whales};
+use super::{breakdown, downloaders, filters, rank, row_err, stats, whales};
 use super::{DayTables, Dict, FastMap, PackageCount, RowError, RowRec, Threads, WhaleTable};
 use crate::csv::{col, Fields};
 use crate::names;
@@ -385,6 +385,7 @@ impl DayBuilder {
             },
             || filters::count(&self.log, &pkg_of, &pkg_downloads, &ranking),
         );
+        let breakdowns = breakdown::count(&self.log, &pkg_of, &ranking, &self.dict);
         // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
         let log = self.log;
         std::thread::spawn(move || drop(log));
@@ -434,6 +435,7 @@ impl DayBuilder {
             whales,
             packages,
             stats,
+            breakdowns,
             dict: self.dict,
         })
     }

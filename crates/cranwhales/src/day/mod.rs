@@ -7,8 +7,10 @@
 //! Modules: `builder` (the one pass), `interner` (strings → ids), `ips` (per-downloader
 //! totals), `rank` (top 100), `whales` (their tables and behaviour profiles), `downloaders`
 //! (unique downloaders per package), `filters` (small and repeated downloads per package),
-//! `stats` (day-level numbers for trends), `pack` (the whales' stored blob).
+//! `stats` (day-level numbers for trends), `pack` (the whales' stored blob), `breakdown`
+//! (each package by version, country, OS, R version and arch).
 
+pub mod breakdown;
 mod builder;
 mod downloaders;
 pub mod filters;
@@ -185,6 +187,8 @@ pub struct DayTables {
     pub packages: Vec<PackageCount>,
     /// Day-level numbers for trends and the package view.
     pub stats: DayStats,
+    /// Each package's downloads by version, country, OS, R version and arch (issue 34).
+    pub breakdowns: breakdown::Breakdowns,
     dict: Dict,
 }
 

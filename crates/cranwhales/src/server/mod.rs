@@ -17,6 +17,7 @@
 mod api;
 mod assets;
 mod badge;
+mod breakdown;
 mod cache;
 mod context;
 mod db;
@@ -258,6 +259,9 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .route("/api/days/{date}/whales/{ip_id}", get(api::whale))
         .route("/api/packages", get(insight::suggest))
         .route("/api/packages/{name}", get(context::packages))
+        .route("/api/packages/{name}/breakdown", get(breakdown::breakdown))
+        .route("/api/packages/{name}/releases", get(breakdown::releases))
+        .route("/api/packages/{name}/kinds", get(breakdown::kinds))
         .route("/api/trends", get(insight::trends))
         .route("/api/top", get(context::top))
         .route("/api/calendar", get(context::calendar))

@@ -13,6 +13,7 @@
 //! package's downloads per month, kept by each day's transaction), `range` (every package over
 //! a range, the calendar).
 
+pub mod breakdown;
 pub mod codec;
 mod insight;
 mod migrate;

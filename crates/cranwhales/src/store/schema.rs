@@ -2,6 +2,7 @@
 
 use rusqlite::Connection;
 
+use super::breakdown;
 use super::migrate::{self, Step};
 
 /// `PRAGMA user_version` of the current schema. 1: days, hourly, whales, whale rows, packages.
@@ -16,13 +17,16 @@ use super::migrate::{self, Step};
 /// (`days.common_whales`, `codec::Common`), profiles deflated with a preset dictionary of their
 /// keys and words (`codec::pack_profile`); see `migrate_3_4`. 5: `package_months`, every
 /// package's downloads per month (a year's top list summed ~7M `packages` rows on the synthetic
-/// history: 1.9 s), filled from the stored days by the migration.
+/// history: 1.9 s), filled from the stored days by the migration. 6: `breakdown_keys` and
+/// `breakdowns`, each package's downloads by version, country, OS, R version and arch
+/// (`store::breakdown`); days stored before have none (the raw rows are gone) until ingested
+/// again.
 ///
 /// There is deliberately no index on `packages (package, date)`: a day adds a row for almost every
 /// package, so such an index has its every leaf page rewritten by each day (78 days: ~5x the
 /// page writes of the whole ingest). A package over the stored days is instead one rowid seek
 /// per day (`store::insight`), ~80 seeks for 78 days.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS days (
@@ -207,7 +211,8 @@ pub fn create_or_migrate(
         let found = version(conn)?;
         match found {
             0 => conn.execute_batch(&format!(
-                "{SCHEMA}{PACKAGE_TOTALS}{PACKAGES}{PACKAGE_MONTHS}"
+                "{SCHEMA}{PACKAGE_TOTALS}{PACKAGES}{PACKAGE_MONTHS}{}",
+                breakdown::TABLES
             ))?,
             1..=4 => {
                 if found == 1 {
@@ -224,7 +229,9 @@ pub fn create_or_migrate(
                 if found <= 3 {
                     conn.execute_batch(FINISH_3_4)?;
                 }
+                conn.execute_batch(breakdown::TABLES)?;
             }
+            5 => conn.execute_batch(breakdown::TABLES)?,
             _ => return Ok(found),
         }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))?;

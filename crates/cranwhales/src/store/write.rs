@@ -11,7 +11,7 @@ use super::codec::{
     day_number, day_range, encode_ranks, pack_profile, Common, WhaleCount, PACKAGE_IDS,
 };
 use super::schema::DAY_TABLES;
-use super::{months, sql, Result, Store};
+use super::{breakdown, months, sql, Result, Store};
 use crate::day::{DayTables, Threads};
 use crate::parse::hms;
 use crate::summary::Behaviour;
@@ -104,7 +104,12 @@ impl Store {
         }
         drop(st);
         let ids = package_totals(&tx, packed)?;
+        let mut by_index: Vec<(i64, usize)> = (ids.iter())
+            .map(|&(id, at)| (id, packed.packages[at].0 as usize))
+            .collect();
+        by_index.sort_unstable();
         packages(&tx, packed, day_range(n).0, ids)?;
+        breakdown::insert(&tx, day, n, &by_index)?;
         months::add_day(&tx, n)?;
         if replaced {
             months::prune(&tx, n)?;
@@ -167,6 +172,7 @@ fn clear_day(tx: &Transaction<'_>, d: &str, n: i64) -> rusqlite::Result<bool> {
     months::take_day(tx, n)?;
     tx.prepare_cached("DELETE FROM packages WHERE day_package BETWEEN ?1 AND ?2")?
         .execute([lo, hi])?;
+    breakdown::delete(tx, n)?;
     let mut stored = false;
     for t in DAY_TABLES {
         let gone = tx

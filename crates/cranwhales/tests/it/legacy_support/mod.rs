@@ -242,16 +242,29 @@ pub fn to_v3(db: &Path) {
          ALTER TABLE totals_v3 RENAME TO package_totals;
          ALTER TABLE days DROP COLUMN common_whales;
          DROP TABLE package_months;
+         DROP TABLE breakdowns;
+         DROP TABLE breakdown_keys;
          PRAGMA user_version = 3;",
     )
     .unwrap();
     tx.commit().unwrap();
 }
 
-/// Turns a current store back into what version 4 stored: the same tables without
+/// Turns a current store back into what version 4 stored: version 5's tables without
 /// `package_months` (version 5's only change).
 pub fn to_v4(db: &Path) {
+    to_v5(db);
     let c = Connection::open(db).unwrap();
     c.execute_batch("BEGIN; DROP TABLE package_months; PRAGMA user_version = 4; COMMIT;")
         .unwrap();
+}
+
+/// Turns a current store back into what version 5 stored: the same tables without the
+/// breakdowns (version 6's only change).
+pub fn to_v5(db: &Path) {
+    let c = Connection::open(db).unwrap();
+    c.execute_batch(
+        "BEGIN; DROP TABLE breakdowns; DROP TABLE breakdown_keys; PRAGMA user_version = 5; COMMIT;",
+    )
+    .unwrap();
 }

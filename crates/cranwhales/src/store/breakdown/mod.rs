@@ -1,0 +1,310 @@
+//! Breakdowns (issue 34): each package's downloads on each day by version, country, OS, R
+//! version and arch, with the top-100 whales' share of each key, as counted at ingest
+//! (`day::breakdown`). Written in the day's one transaction, removed with it.
+//!
+//! Storage (since version 6), two rowid tables:
+//! - `breakdown_keys (day, keys)`: the day's distinct country, OS, R version and arch strings,
+//!   numbered from 1 (0 is a missing field); its row also says that the day has breakdowns (days
+//!   stored before version 6 have none until they are ingested again);
+//! - `breakdowns (day_chunk, data)`: the packages of ids `128k .. 128k + 127` on a day in one
+//!   deflated blob (`day_chunk` = day number × 2^13 + id / 128, so a package over a range is one
+//!   rowid seek and one ~5 KB inflate per stored day). A package's part of a chunk: varint
+//!   `id % 128`, varint length, then its versions and each of `day::breakdown::DIMS`, each a
+//!   varint count of entries, each entry its key (a version: varint length + 1, 0 when missing,
+//!   then its bytes; else a varint key number) and its counts (`counts` below). Deflating 128
+//!   packages together halves them (one blob per package and day took 610 KB on 2015-01-08;
+//!   chunks: ~240 KB).
+
+mod read;
+
+pub use read::{BreakdownReport, By, KeyRow, Kinds, Release, Releases, Share, SHARE_WINDOWS};
+
+use std::io::{Read, Write};
+
+use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::codec::PACKAGE_IDS;
+use crate::day::breakdown::{Breakdowns, Counts, PackageBreakdown, DIMS};
+use crate::day::DayTables;
+
+/// The tables (version 6).
+pub(super) const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS breakdown_keys (
+    day INTEGER PRIMARY KEY,
+    keys BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS breakdowns (
+    day_chunk INTEGER PRIMARY KEY,
+    data BLOB NOT NULL
+);
+";
+
+/// Package ids per chunk.
+const CHUNK: i64 = 128;
+/// Chunks per day: `day_chunk` = day × `CHUNKS` + id / `CHUNK`.
+const CHUNKS: i64 = PACKAGE_IDS / CHUNK;
+
+/// Writes day `n`'s breakdowns: `ids` are (package id, index into `day.packages`), in id order.
+pub(super) fn insert(
+    tx: &Transaction<'_>,
+    day: &DayTables,
+    n: i64,
+    ids: &[(i64, usize)],
+) -> rusqlite::Result<()> {
+    let b = &day.breakdowns;
+    tx.prepare_cached("INSERT INTO breakdown_keys (day, keys) VALUES (?1, ?2)")?
+        .execute(params![n, encode_keys(b)])?;
+    let mut st = tx.prepare_cached("INSERT INTO breakdowns (day_chunk, data) VALUES (?1, ?2)")?;
+    for chunk in ids.chunk_by(|a, b| a.0 / CHUNK == b.0 / CHUNK) {
+        let mut raw = Vec::new();
+        for &(id, i) in chunk {
+            if let Some(p) = b.packages.get(i) {
+                let data = encode(p);
+                varint(&mut raw, (id % CHUNK) as u64);
+                varint(&mut raw, data.len() as u64);
+                raw.extend_from_slice(&data);
+            }
+        }
+        let mut enc = DeflateEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::new(9));
+        enc.write_all(&raw).expect("writing to memory");
+        let packed = enc.finish().expect("writing to memory");
+        st.execute(params![n * CHUNKS + chunk[0].0 / CHUNK, packed])?;
+    }
+    Ok(())
+}
+
+/// Deletes day `n`'s breakdowns (none is fine).
+pub(super) fn delete(tx: &Transaction<'_>, n: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2")?
+        .execute([n * CHUNKS, n * CHUNKS + CHUNKS - 1])?;
+    tx.prepare_cached("DELETE FROM breakdown_keys WHERE day = ?1")?
+        .execute([n])?;
+    Ok(())
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// `downloads << 2 | tag`: tag 0 no whale, 1 all by whales (most keys of most packages on a day
+/// with mirrors: 102,790 of 157,013 on 2015-01-08), 2 some, their number following.
+fn counts(out: &mut Vec<u8>, c: Counts) {
+    let tag = match c.whales {
+        0 => 0,
+        w if w == c.downloads => 1,
+        _ => 2,
+    };
+    varint(out, c.downloads << 2 | tag);
+    if tag == 2 {
+        varint(out, c.whales);
+    }
+}
+
+fn text(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => varint(out, 0),
+        Some(s) => {
+            varint(out, s.len() as u64 + 1);
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+}
+
+fn encode_keys(b: &Breakdowns) -> Vec<u8> {
+    let mut out = Vec::new();
+    let rest = b.keys.get(1..).unwrap_or_default();
+    varint(&mut out, rest.len() as u64);
+    for k in rest {
+        text(&mut out, k.as_deref());
+    }
+    out
+}
+
+/// One package's blob (format above).
+pub fn encode(p: &PackageBreakdown) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint(&mut out, p.versions.len() as u64);
+    for (v, c) in &p.versions {
+        text(&mut out, v.as_deref());
+        counts(&mut out, *c);
+    }
+    for dim in &p.dims {
+        varint(&mut out, dim.len() as u64);
+        for &(k, c) in dim {
+            varint(&mut out, u64::from(k));
+            counts(&mut out, c);
+        }
+    }
+    out
+}
+
+/// A reader of a blob; `None` at any malformed byte.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Option<u64> {
+        let (mut v, mut shift) = (0u64, 0u32);
+        loop {
+            let byte = *self.b.get(self.at)?;
+            self.at += 1;
+            v |= u64::from(byte & 0x7f) << shift.min(63);
+            shift += 7;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+    }
+
+    fn text(&mut self) -> Option<Option<&'a str>> {
+        match self.varint()? as usize {
+            0 => Some(None),
+            len => {
+                let end = self.at.checked_add(len - 1)?;
+                let s = std::str::from_utf8(self.b.get(self.at..end)?).ok()?;
+                self.at = end;
+                Some(Some(s))
+            }
+        }
+    }
+
+    fn counts(&mut self) -> Option<Counts> {
+        let v = self.varint()?;
+        let downloads = v >> 2;
+        let whales = match v & 3 {
+            0 => 0,
+            1 => downloads,
+            2 => self.varint()?.min(downloads),
+            _ => return None,
+        };
+        Some(Counts { downloads, whales })
+    }
+}
+
+/// The key strings of a `breakdown_keys` blob, index 0 being the missing field.
+pub(super) fn decode_keys(b: &[u8]) -> Option<Vec<Option<String>>> {
+    let mut r = Reader { b, at: 0 };
+    let n = r.varint()? as usize;
+    let mut keys = Vec::with_capacity(n.min(1 << 16) + 1);
+    keys.push(None);
+    for _ in 0..n {
+        keys.push(r.text()?.map(str::to_owned));
+    }
+    Some(keys)
+}
+
+/// One dimension of a package's blob: `by` is 0 for versions, else 1 + its index in `DIMS`.
+/// Calls `f(key, counts)` per entry (a key of `keys`, the day's `decode_keys`).
+pub(super) fn decode_dim(
+    b: &[u8],
+    by: usize,
+    keys: &[Option<String>],
+    mut f: impl FnMut(Option<&str>, Counts),
+) -> Option<()> {
+    let mut r = Reader { b, at: 0 };
+    let n = r.varint()?;
+    for _ in 0..n {
+        let (v, c) = (r.text()?, r.counts()?);
+        if by == 0 {
+            f(v, c);
+        }
+    }
+    if by == 0 {
+        return Some(());
+    }
+    for dim in 1..=DIMS.len() {
+        for _ in 0..r.varint()? {
+            let (k, c) = (r.varint()? as usize, r.counts()?);
+            if dim == by {
+                f(keys.get(k)?.as_deref(), c);
+            }
+        }
+        if dim == by {
+            return Some(());
+        }
+    }
+    None
+}
+
+/// A package's stored breakdown blobs over the stored days from `from` to `to`, in date order:
+/// (date, the day's keys and the package's blob; `None` when the day has no breakdowns).
+/// A day the package was not downloaded has keys and an empty blob.
+pub(super) type DayBlobs = Vec<(String, Option<(Vec<Option<String>>, Vec<u8>)>)>;
+
+/// Reads `DayBlobs` of package `id` (0: none) through `conn`.
+pub(super) fn day_blobs(
+    conn: &rusqlite::Connection,
+    id: i64,
+    from: &str,
+    to: &str,
+) -> rusqlite::Result<DayBlobs> {
+    let mut st = conn.prepare_cached(&format!(
+        "SELECT d.date, k.keys IS NOT NULL, b.data, CASE WHEN b.data IS NULL THEN NULL ELSE k.keys END
+         FROM days d
+         LEFT JOIN breakdown_keys k ON k.day = unixepoch(d.date) / 86400
+         LEFT JOIN breakdowns b ON b.day_chunk = unixepoch(d.date) / 86400 * {CHUNKS} + ?1
+         WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date"
+    ))?;
+    let rows = st.query_map(params![id / CHUNK, from, to], |r| {
+        let date: String = r.get(0)?;
+        let has: bool = r.get(1)?;
+        let data: Option<Vec<u8>> = r.get(2)?;
+        let keys: Option<Vec<u8>> = r.get(3)?;
+        Ok((date, has, data, keys))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (date, has, data, keys) = row?;
+        let entry = match (has, data, keys) {
+            (false, _, _) => None,
+            (true, Some(d), Some(k)) => {
+                let keys = decode_keys(&k).ok_or_else(|| corrupt(&date))?;
+                Some((keys, part(&d, id % CHUNK).ok_or_else(|| corrupt(&date))?))
+            }
+            (true, _, _) => Some((Vec::new(), Vec::new())),
+        };
+        out.push((date, entry));
+    }
+    Ok(out)
+}
+
+/// Package `at`'s part (`id % CHUNK`) of a deflated chunk: empty when it has none.
+fn part(chunk: &[u8], at: i64) -> Option<Vec<u8>> {
+    let mut raw = Vec::new();
+    DeflateDecoder::new(chunk).read_to_end(&mut raw).ok()?;
+    let mut r = Reader { b: &raw, at: 0 };
+    while r.at < raw.len() {
+        let (k, len) = (r.varint()?, r.varint()? as usize);
+        let end = r.at.checked_add(len)?;
+        if k == at as u64 {
+            return Some(raw.get(r.at..end)?.to_vec());
+        }
+        r.at = end;
+    }
+    Some(Vec::new())
+}
+
+/// The package id of `package` (0 when it was never stored: no row has it).
+pub(super) fn package_id(conn: &rusqlite::Connection, package: &str) -> rusqlite::Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM package_totals WHERE package = ?1")?
+        .query_row([package], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// The error of a blob that does not decode.
+pub(super) fn corrupt(date: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        0,
+        rusqlite::types::Type::Blob,
+        format!("breakdown of {date} does not decode").into(),
+    )
+}

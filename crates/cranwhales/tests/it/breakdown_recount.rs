@@ -1,0 +1,320 @@
+//! Breakdowns, releases and kinds (issue 34) on eight consecutive real days, against an
+//! independent recount in Python over the raw CSV (`tests/reference/breakdown.py`, a plain CSV
+//! field parser, no code shared with the engine): every package of two days by every field, with
+//! and without whales, exactly; a few packages over the whole range through the API; each
+//! version's first day and shares by the documented rule; the kinds adding up to the raw count.
+
+use crate::insight_support;
+use crate::server_support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::Command;
+
+use cranwhales::date::Range;
+use cranwhales::store::breakdown::By;
+use cranwhales::store::Store;
+use insight_support::{day_file, n};
+use server_support::*;
+
+/// Eight consecutive days (none of the filter tests' days but 2014-12-21), so that releases
+/// have 1- and 7-day windows to show.
+const DAYS: [&str; 8] = [
+    "2014-12-16",
+    "2014-12-17",
+    "2014-12-18",
+    "2014-12-19",
+    "2014-12-20",
+    "2014-12-21",
+    "2014-12-22",
+    "2014-12-23",
+];
+/// The days checked package by package (a weekday and a Sunday).
+const EXHAUSTIVE: [&str; 2] = ["2014-12-18", "2014-12-21"];
+const BY: [&str; 5] = ["version", "country", "os", "r_version", "arch"];
+/// The recount's key of a missing field.
+const MISSING: &str = "\u{0}";
+
+/// day → package → by → key → (downloads, by whales).
+type Recount =
+    BTreeMap<String, HashMap<String, HashMap<String, HashMap<Option<String>, (u64, u64)>>>>;
+
+fn recount() -> Recount {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/breakdown.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(DAYS.iter().map(|d| day_file(d)))
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let days: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut all = Recount::new();
+    for d in days {
+        let date = d["date"].as_str().unwrap().to_owned();
+        let mut pkgs = HashMap::new();
+        for (p, by) in d["packages"].as_object().unwrap() {
+            let mut dims = HashMap::new();
+            for (b, keys) in by.as_object().unwrap() {
+                let m = (keys.as_object().unwrap().iter())
+                    .map(|(k, v)| {
+                        let key = (k != MISSING).then(|| k.clone());
+                        (key, (n(&v[0]), n(&v[1])))
+                    })
+                    .collect();
+                dims.insert(b.clone(), m);
+            }
+            pkgs.insert(p.clone(), dims);
+        }
+        all.insert(date, pkgs);
+    }
+    all
+}
+
+/// The recount's rows of `keys`: key → downloads (without the whales' when asked), zeros left
+/// out as the API leaves them out.
+fn expected(
+    keys: &HashMap<Option<String>, (u64, u64)>,
+    without: bool,
+) -> HashMap<Option<String>, u64> {
+    (keys.iter())
+        .map(|(k, &(n, w))| (k.clone(), if without { n - w } else { n }))
+        .filter(|&(_, n)| n > 0)
+        .collect()
+}
+
+fn range(from: &str, to: &str) -> Range {
+    Range::parse(Some(from), Some(to)).unwrap()
+}
+
+#[tokio::test]
+async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
+    let server = App::start(&DAYS, &["--source-url", "http://127.0.0.1:9"]).await;
+    let reference = recount();
+    let store = Store::open(&server.dir.path().join("cw.db")).unwrap();
+
+    // Every package of two days, by every field, with and without whales.
+    let mut checked = 0;
+    for date in EXHAUSTIVE {
+        for (p, dims) in &reference[date] {
+            for by in BY {
+                for without in [false, true] {
+                    let r =
+                        (store.breakdown(p, range(date, date), By::parse(by).unwrap(), without))
+                            .unwrap()
+                            .unwrap();
+                    assert_eq!(r.days, 1);
+                    assert!(r.days_without_breakdowns.is_empty());
+                    let got: HashMap<Option<String>, u64> = r
+                        .rows
+                        .iter()
+                        .map(|k| (k.key.clone(), k.downloads))
+                        .collect();
+                    assert_eq!(
+                        got,
+                        expected(&dims[by], without),
+                        "{date} {p} by {by} {without}"
+                    );
+                    assert!(r.rows.windows(2).all(|w| w[0].downloads >= w[1].downloads));
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 20_000, "only {checked} breakdowns checked");
+
+    // A few packages over the eight days through the API, summed from the recount.
+    let (a, q) = (server.addr, format!("from={}&to={}", DAYS[0], DAYS[7]));
+    for p in ["ggplot2", "Rcpp", "plyr", "digest", "MASS"] {
+        for by in BY {
+            for without in [false, true] {
+                let w = if without { "&without=whales" } else { "" };
+                let r = get(
+                    a,
+                    &format!("/api/packages/{p}/breakdown?by={by}&{q}{w}"),
+                    &[],
+                )
+                .await;
+                assert_eq!(r.status, 200, "{}", r.text());
+                let j = r.json();
+                assert_eq!(j["by"], by);
+                assert_eq!(j["days"], 8);
+                let mut want: HashMap<Option<String>, u64> = HashMap::new();
+                for day in reference.values() {
+                    for (k, n) in expected(&day[p][by], without) {
+                        *want.entry(k).or_default() += n;
+                    }
+                }
+                let rows = j["rows"].as_array().unwrap();
+                let got: HashMap<Option<String>, u64> = (rows.iter())
+                    .map(|r| (r["key"].as_str().map(str::to_owned), n(&r["downloads"])))
+                    .collect();
+                assert_eq!(got, want, "{p} by {by} without whales {without}");
+                let total: u64 = want.values().sum();
+                assert_eq!(n(&j["total"]), total);
+            }
+        }
+    }
+    releases_equal_the_recount(a, &reference).await;
+    kinds_add_up(a, &reference).await;
+}
+
+/// Every version's first day among the stored days and its shares over `(first, first + w]`.
+async fn releases_equal_the_recount(a: std::net::SocketAddr, reference: &Recount) {
+    let dates: Vec<&String> = reference.keys().collect();
+    let mut with_new_version = 0;
+    for p in [
+        "ggplot2", "Rcpp", "plyr", "digest", "dplyr", "httr", "curl", "jsonlite",
+    ] {
+        let r = get(a, &format!("/api/packages/{p}/releases"), &[]).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let j = r.json();
+        assert_eq!(j["days"], 8);
+        let per_day: Vec<HashMap<Option<String>, u64>> = (dates.iter())
+            .map(|d| {
+                (reference[*d].get(p)).map_or_else(HashMap::new, |b| expected(&b["version"], false))
+            })
+            .collect();
+        let versions = j["versions"].as_array().unwrap();
+        let mut seen = 0;
+        for (i, day) in per_day.iter().enumerate() {
+            for (v, _) in day
+                .iter()
+                .filter(|(v, _)| per_day[..i].iter().all(|e| !e.contains_key(*v)))
+            {
+                seen += 1;
+                with_new_version += usize::from(i > 0);
+                let got = (versions.iter())
+                    .find(|r| r["version"].as_str() == v.as_deref())
+                    .unwrap_or_else(|| panic!("{p} {v:?} missing"));
+                assert_eq!(got["first_day"], dates[i].as_str(), "{p} {v:?}");
+                let after = (0..i).rev().find(|&j| !per_day[j].is_empty());
+                assert_eq!(
+                    got["after"],
+                    after.map_or(serde_json::Value::Null, |j| dates[j].as_str().into())
+                );
+                assert_eq!(got["before_first_stored"], after.is_none());
+                for (s, w) in got["shares"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .zip([1usize, 7, 30])
+                {
+                    let window = &per_day[i + 1..(i + 1 + w).min(per_day.len())];
+                    let vd: u64 = window.iter().map(|d| d.get(v).copied().unwrap_or(0)).sum();
+                    let all: u64 = window.iter().map(|d| d.values().sum::<u64>()).sum();
+                    assert_eq!(n(&s["stored_days"]), window.len() as u64, "{p} {v:?} {w}");
+                    assert_eq!(
+                        (n(&s["version_downloads"]), n(&s["package_downloads"])),
+                        (vd, all)
+                    );
+                }
+            }
+        }
+        assert_eq!(versions.len(), seen, "{p}");
+    }
+    assert!(with_new_version > 0, "no version came out during the days");
+}
+
+/// Small, repeats, whales and the rest add up to the raw count, which is the recount's.
+async fn kinds_add_up(a: std::net::SocketAddr, reference: &Recount) {
+    for p in ["ggplot2", "Rcpp", "plyr", "digest", "MASS"] {
+        for whales in [1, 6, 100] {
+            let q = format!("from={}&to={}&whales={whales}", DAYS[0], DAYS[7]);
+            let r = get(a, &format!("/api/packages/{p}/kinds?{q}"), &[]).await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            let k = r.json();
+            let raw: u64 = (reference.values())
+                .map(|d| d[p]["version"].values().map(|c| c.0).sum::<u64>())
+                .sum();
+            assert_eq!(n(&k["raw"]), raw, "{p}");
+            let parts = ["small", "repeats", "whale_downloads", "rest"].map(|f| n(&k[f]));
+            assert_eq!(parts.iter().sum::<u64>(), raw, "{p} {whales}: {k}");
+            if whales == 100 {
+                let by_whales: u64 = (reference.values())
+                    .map(|d| d[p]["version"].values().map(|c| c.1).sum::<u64>())
+                    .sum();
+                assert!(parts[2] <= by_whales, "{p}: {k}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn bad_breakdown_parameters_are_400_naming_them() {
+    let server = App::start(&["2014-12-21"], &["--source-url", "http://127.0.0.1:9"]).await;
+    let a = server.addr;
+    for (path, word) in [
+        ("/api/packages/ggplot2/breakdown", "by is required"),
+        ("/api/packages/ggplot2/breakdown?by=planet", "by must be"),
+        (
+            "/api/packages/ggplot2/breakdown?by=os&without=small",
+            "only whales",
+        ),
+        (
+            "/api/packages/ggplot2/breakdown?by=os&without=bots",
+            "without must be",
+        ),
+        (
+            "/api/packages/ggplot2/breakdown?by=os&from=2014-13-01",
+            "from",
+        ),
+        ("/api/packages/ggplot2/kinds?whales=0", "whales"),
+    ] {
+        let r = get(a, path, &[]).await;
+        assert_eq!(r.status, 400, "{path}");
+        assert!(r.error().contains(word), "{path}: {}", r.error());
+    }
+    let r = get(a, "/api/packages/nosuchpackage/breakdown?by=os", &[]).await;
+    assert_eq!(r.status, 404);
+    let r = get(a, "/api/packages/nosuchpackage/releases", &[]).await;
+    assert_eq!(r.status, 404);
+}
+
+/// Version 5 → 6: the stored days stay and get no breakdowns (their raw rows are gone), which the
+/// API names; a day ingested again gets its breakdowns; removing a day removes them.
+#[test]
+fn older_days_are_named_as_without_breakdowns_until_ingested_again() {
+    use crate::ingest_support::ingest_path;
+    use crate::legacy_support::to_v5;
+    use cranwhales::progress::Silent;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v5.db");
+    let days = ["2013-12-01", "2013-12-02"];
+    for d in days {
+        ingest_path(&db, &day_file(d), &Silent).unwrap();
+    }
+    to_v5(&db);
+    let rows = |db: &std::path::Path| -> i64 {
+        let c = rusqlite::Connection::open(db).unwrap();
+        c.query_row("SELECT count(*) FROM breakdowns", [], |r| r.get(0))
+            .unwrap()
+    };
+    let mut store = Store::open(&db).unwrap();
+    assert_eq!(rows(&db), 0);
+    let all = range(days[0], days[1]);
+    let by = By::parse("country").unwrap();
+    let r = store.breakdown("ggplot2", all, by, false).unwrap().unwrap();
+    assert_eq!((r.days, r.total), (0, 0));
+    assert_eq!(r.days_without_breakdowns, days);
+    drop(store);
+
+    ingest_path(&db, &day_file(days[1]), &Silent).unwrap();
+    store = Store::open(&db).unwrap();
+    let r = store.breakdown("ggplot2", all, by, false).unwrap().unwrap();
+    assert_eq!(r.days, 1);
+    assert_eq!(r.days_without_breakdowns, [days[0]]);
+    assert!(r.total > 0);
+    assert!(rows(&db) > 10, "{} chunks", rows(&db));
+
+    assert!(store.remove_day(days[1]).unwrap());
+    assert_eq!(rows(&db), 0);
+    let keys: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM breakdown_keys", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(keys, 0);
+}

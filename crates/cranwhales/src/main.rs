@@ -76,17 +76,14 @@ fn serve(args: server::ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("listening on {}", args.addr))?;
         let addr = listener.local_addr()?;
         // Handlers installed before the URL line: a signal right after it drains, not kills.
-        let (first, second) = (
-            grammar::signal::Signals::install(),
-            grammar::signal::Signals::install(),
-        );
+        let (first, second) = grammar::signal::stages();
         println!(
             "cranwhales: serving {} stored days on http://{addr}/",
             state.stored_days()
         );
         tokio::select! {
-            r = server::run(listener, state, first.nth(1)) => r,
-            _ = second.nth(2) => {
+            r = server::run(listener, state, first) => r,
+            _ = second => {
                 tracing::warn!("second signal: stopping without waiting for requests in flight");
                 Ok(())
             }

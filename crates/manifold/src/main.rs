@@ -34,11 +34,12 @@ fn main() {
                 addr: cfg.listen,
                 source,
             })?;
+        let (first, second) = manifold::shutdown::stages();
         manifold::run_with_reload(
             listener,
             cfg.clone(),
-            manifold::shutdown::signal_once(),
-            manifold::shutdown::signal_twice(),
+            first,
+            second,
             Some(reloads_on_sighup()),
         )
         .await

@@ -21,13 +21,38 @@ struct Nginx {
     dir: TempDir,
 }
 
+/// nginx serving 1000 bytes at /index.html on a port of its own. The port is confirmed to be
+/// this nginx's (it serves this directory's name at /whoami): a port taken by another process
+/// between picking and binding is tried again with another, never benchmarked.
 fn start_nginx() -> Nginx {
     let dir = TempDir::new("nginx");
     let d = dir.path();
     std::fs::create_dir_all(d.join("www")).unwrap();
     std::fs::create_dir_all(d.join("logs")).unwrap();
     std::fs::write(d.join("www/index.html"), "x".repeat(1000)).unwrap();
-    let port = free_port();
+    let me = d.display().to_string();
+    std::fs::write(d.join("www/whoami"), &me).unwrap();
+    for _ in 0..5 {
+        let port = free_port();
+        let mut proc_ = Proc(spawn_nginx(d, port));
+        let ours = wait_until(Duration::from_secs(10), || {
+            whoami(port).is_some_and(|body| body.ends_with(&me))
+                || proc_.0.try_wait().unwrap().is_some()
+        }) && whoami(port).is_some_and(|body| body.ends_with(&me));
+        if ours {
+            return Nginx {
+                _proc: proc_,
+                port,
+                dir,
+            };
+        }
+        let _ = proc_.0.kill();
+    }
+    panic!("nginx did not start on a port of its own in 5 tries (see {me}/logs/error.log)");
+}
+
+/// Starts nginx on `port` with `d` as its prefix, access log and document root.
+fn spawn_nginx(d: &std::path::Path, port: u16) -> std::process::Child {
     let p = d.display();
     std::fs::write(
         d.join("nginx.conf"),
@@ -41,40 +66,43 @@ fn start_nginx() -> Nginx {
         ),
     )
     .unwrap();
-    let child = Command::new("nginx")
+    Command::new("nginx")
         .arg("-p")
         .arg(d)
         .arg("-c")
         .arg(d.join("nginx.conf"))
         .stderr(Stdio::null())
         .spawn()
-        .expect("nginx not installed (apt nginx-light)");
-    let proc_ = Proc(child);
-    assert!(
-        wait_port(port, Duration::from_secs(10)),
-        "nginx did not start"
-    );
-    Nginx {
-        _proc: proc_,
-        port,
-        dir,
-    }
+        .expect("nginx not installed (apt nginx-light)")
+}
+
+/// The whole answer to `GET /whoami` on the port (head and body), if something answers.
+fn whoami(port: u16) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(b"GET /whoami HTTP/1.0\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
 }
 
 // `surge bench ARGS --json`, in-process (`common::bench_in_process`). Exit statuses and stderr
 // of the binary itself are tested by `bench_text` below and `bad_arguments_exit_2_with_one_line`.
 use common::bench_in_process as bench;
 
-/// nginx's access log lines, once `want` are there (bounded): nginx writes each line after its
-/// response, so the client may count an answer before its line is in the file.
+/// nginx's access log lines of the benchmark (not start_nginx's /whoami checks), once `want`
+/// are there (bounded): nginx writes each line after its response, so the client may count an
+/// answer before its line is in the file.
 fn access_lines(n: &Nginx, want: usize) -> usize {
     let count = || {
         std::fs::read_to_string(n.dir.path().join("logs/access.log"))
             .unwrap()
             .lines()
+            .filter(|l| !l.contains("GET /whoami "))
             .count()
     };
-    wait_until(Duration::from_secs(5), || count() >= want);
+    wait_until(Duration::from_secs(20), || count() >= want);
     count()
 }
 

@@ -54,13 +54,24 @@ pub fn wait_sessions(run: &Path, n: usize, within: Duration) {
     });
 }
 
-/// A port nobody listens on right now.
+/// A port nobody listens on right now, never handed out twice in this test process: the
+/// kernel may give a just-closed port to the next bind, and two tests running side by side
+/// would then start their servers on one port (the second fails to bind, and its test talks to
+/// the first's server).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut given = GIVEN.lock().unwrap();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Waits until something accepts connections on the port.

@@ -13,6 +13,7 @@ mod haproxy;
 mod limits;
 mod pool;
 mod pool_clock;
+mod preload;
 mod r_apps;
 mod r_chaos;
 mod r_reload;

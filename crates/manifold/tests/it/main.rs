@@ -16,6 +16,7 @@ mod pool_clock;
 mod preload;
 mod r_apps;
 mod r_chaos;
+mod r_preload;
 mod r_reload;
 mod recycle;
 mod reload;

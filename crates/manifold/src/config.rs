@@ -240,9 +240,7 @@ impl Config {
             Some(Preset::Plumber { file, opts }) => {
                 (opts.or(cli.opts), Some(RApp::Plumber(file)), false)
             }
-            Some(Preset::Shiny { dir, opts }) => {
-                (opts.or(cli.opts), Some(RApp::Shiny(dir)), true)
-            }
+            Some(Preset::Shiny { dir, opts }) => (opts.or(cli.opts), Some(RApp::Shiny(dir)), true),
         };
         if let Some(path) = opts.config.clone() {
             opts = opts.or(read_file(&path)?);

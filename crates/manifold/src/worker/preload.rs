@@ -116,7 +116,13 @@ impl Parent {
         }
         if let Some(err) = child.stderr.take() {
             let (o, t) = (output.clone(), tail.clone());
-            drains.push(tokio::spawn(drain(BufReader::new(err), prefix, o, t, |_| false)));
+            drains.push(tokio::spawn(drain(
+                BufReader::new(err),
+                prefix,
+                o,
+                t,
+                |_| false,
+            )));
         }
         let stdin = child.stdin.take().expect("piped stdin");
         let (requests, requests_rx) = mpsc::unbounded_channel();
@@ -154,7 +160,10 @@ impl Parent {
         let (reply, rx) = oneshot::channel();
         let gone = || {
             let status = self.handle.exited.borrow().clone();
-            format!("preload parent {}", status.unwrap_or_else(|| "stopped".into()))
+            format!(
+                "preload parent {}",
+                status.unwrap_or_else(|| "stopped".into())
+            )
         };
         self.requests
             .send(Request { port, reply })
@@ -209,7 +218,7 @@ async fn control(parts: Parts, pid: u32, grace: Duration) -> String {
             }
             Some((port, fork)) = forked.recv() => {
                 let asked = pending.remove(&port);
-                if asked.map_or(true, |tx| tx.send(fork).is_err()) {
+                if asked.is_none_or(|tx| tx.send(fork).is_err()) {
                     // Its worker gave up waiting (or nobody asked): never leave it serving.
                     // SAFETY: kill(2) touches no memory; the pid is the parent's own child.
                     unsafe { libc::kill(fork as libc::pid_t, libc::SIGKILL) };

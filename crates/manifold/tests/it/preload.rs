@@ -50,7 +50,15 @@ pub fn running(pid: u32) -> bool {
 /// manifold with `--preload` and the Python parent: `--min 2`; its workers, their parent and
 /// every process below manifold.
 fn start_preloaded(extra: &[&str]) -> (Manifold, Vec<u32>) {
-    let mut a = vec!["--listen", "127.0.0.1:0", "--min", "2", "--max", "3", "--preload"];
+    let mut a = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--min",
+        "2",
+        "--max",
+        "3",
+        "--preload",
+    ];
     a.extend_from_slice(extra);
     let m = start(&with_command(&a, py_parent()));
     let s = m.wait_status("two forks ready", |s| ready(s) == 2);
@@ -58,7 +66,10 @@ fn start_preloaded(extra: &[&str]) -> (Manifold, Vec<u32>) {
     let all = descendants(m.child.id());
     // One parent and its two forks, all in the parent's process group.
     assert_eq!(all.len(), 3, "{all:?} {forks:?}");
-    assert!(forks.iter().all(|p| all.contains(p) && *p != 0), "{forks:?}");
+    assert!(
+        forks.iter().all(|p| all.contains(p) && *p != 0),
+        "{forks:?}"
+    );
     (m, all)
 }
 
@@ -86,10 +97,7 @@ fn forks_serve_with_their_own_pid_and_seed() {
 #[test]
 fn a_killed_fork_is_replaced_by_a_new_fork() {
     let (m, all) = start_preloaded(&[]);
-    let parent = *all
-        .iter()
-        .find(|p| !pids(&m.status()).contains(p))
-        .unwrap();
+    let parent = *all.iter().find(|p| !pids(&m.status()).contains(p)).unwrap();
     let victim = pids(&m.status())[0];
     unsafe { libc::kill(victim as i32, libc::SIGKILL) };
     let s = m.wait_status("a new fork ready", |s| {

@@ -85,7 +85,11 @@ fn plumber_preloaded_answers_as_without_and_reseeds() {
             assert_eq!(pid.body, w["pid"].to_string());
             draws.insert(request(&m.addr, "GET", "/random", &[("Cookie", &cookie)], "").body);
         }
-        assert_eq!(draws.len(), 2, "two workers drew the same number: {draws:?}");
+        assert_eq!(
+            draws.len(),
+            2,
+            "two workers drew the same number: {draws:?}"
+        );
         if preload {
             let p = parents(&m);
             assert_eq!(p.len(), 1, "one parent: {p:?}");
@@ -181,7 +185,10 @@ fn shiny_preloaded_session_runs_in_its_fork() {
     let p = shiny::open(&m.addr, "/");
     assert_eq!(vec![p.pid], parent, "the UI was built in the parent");
     let s = m.status();
-    let w = workers(&s).into_iter().find(|w| w["id"] == p.worker).unwrap();
+    let w = workers(&s)
+        .into_iter()
+        .find(|w| w["id"] == p.worker)
+        .unwrap();
     let fork = w["pid"].as_u64().unwrap();
     let out = shiny::output(&m.addr, "/", &p.cookie);
     assert!(out.contains(&format!("pid: {fork}")), "{out}");

@@ -222,8 +222,8 @@ settings_table! {
         AtOnce, "SIZE", String => size, shown "64MiB";
     /// Load the app once and fork each worker from it: one parent process per app (and per
     /// reload generation) loads the runtime, the packages and the app code, then forks a worker
-    /// on request, so a new worker is ready in milliseconds and the workers share the parent's
-    /// memory. For `manifold shiny` and `manifold plumber` the parent is R; a command after `--`
+    /// on request, so a new worker is ready in a fraction of a second (not the seconds R takes to
+    /// start) and the workers share the parent's memory. For `manifold shiny` and `manifold plumber` the parent is R; a command after `--`
     /// must speak the preload protocol (docs/manifold.md, "Preloaded workers").
     preload: bool = false;
         NewWorkers, "BOOL", bool => same;

@@ -4,6 +4,7 @@
 //! often forks helpers). Its stdout and stderr are always drained, line by line, so a chatty worker
 //! can never fill a pipe and stall; lines go to manifold's stderr with a `[worker N]` prefix, or are
 //! counted as dropped when the log writer cannot keep up. Every child is reaped by its watch task.
+//! With `--preload` a worker is a fork of its generation's parent process instead ([`preload`]).
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};

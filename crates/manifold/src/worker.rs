@@ -321,8 +321,13 @@ impl Probe {
         let probe = async {
             let mut delay = Duration::from_millis(10);
             loop {
-                // Polling is the only portable readiness signal a plain command gives us.
+                // Polling is the only portable readiness signal a plain command gives us. A
+                // refused connect costs nothing, so the port is tried every 20 ms at most (a
+                // preloaded fork listens within a few hundred); the health path, a request to
+                // the app, backs off to 100 ms.
+                let mut cap = Duration::from_millis(20);
                 if TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {
+                    cap = Duration::from_millis(100);
                     match health_path {
                         None => return,
                         Some(p) => match crate::upstream::probe(self.port, p).await {
@@ -333,7 +338,7 @@ impl Probe {
                     }
                 }
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_millis(100));
+                delay = (delay * 2).min(cap);
             }
         };
         tokio::select! {

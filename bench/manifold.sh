@@ -16,6 +16,9 @@
 #      through a 16 MiB answer at 2 KB/s, buffered (the default) and with --buffer-response 0
 #      (streamed, as before issue 32). 16 MiB because on loopback the kernel's socket buffers
 #      soak up a 2 MiB answer whole, buffered or not.
+#  (f) --preload (issue 32, bench/manifold_preload.py): worker start with and without it for
+#      plumber and the Shiny replay app, the cold burst's excess over the ideal, 8 Shiny workers'
+#      total PSS; it prints its own ratio lines after the others.
 # Every server runs in its own session (setsid) and is stopped as a whole group at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -235,6 +238,9 @@ for mode in "buffered:64MiB" "streamed:0"; do
   stop "$G"
 done
 
+echo "== (f) --preload: worker start, cold burst, memory of 8 Shiny workers"
+python3 bench/manifold_preload.py "$MANIFOLD" | tee "$WORK/preload.txt" || true
+
 echo "== ratio lines"
 line() { cat "$WORK/$1.json.line"; }
 read -r d_rps d_p50 d_p99 _ < <(line one-plumber)
@@ -293,4 +299,5 @@ for name, label in [("cold-manifold-1", "manifold --spare 1"), ("cold-manifold-0
     elif base:
         print(f"(d) cold burst {label}: longest wait {w:.3f} s ({w / base:.2f}x manifold --spare 0)")
 PY
+grep '^(f)' "$WORK/preload.txt" || echo "(f) --preload: did not run (see its output above)"
 echo "   load average: $(cut -d' ' -f1-3 /proc/loadavg)"

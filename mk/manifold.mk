@@ -23,6 +23,14 @@ TEST_TARGETS += test-manifold-chaos
 test-manifold-chaos: build
 	$(CARGO) test --workspace $(TEST_FEATURES) --test it -- r_chaos:: --ignored --nocapture
 
+# --preload with the real Shiny app: surge replays it through manifold with and without
+# --preload for MANIFOLD_PRELOAD_SECS (default 20) each; 0 failed sessions both ways
+# (crates/manifold/tests/it/r_preload.rs).
+.PHONY: test-manifold-preload
+TEST_TARGETS += test-manifold-preload
+test-manifold-preload: build
+	$(CARGO) test --workspace $(TEST_FEATURES) --test it -- r_preload:: --ignored --nocapture
+
 .PHONY: bench-manifold
 # Side-by-side benchmark: one plumber vs manifold vs valve vs faucet; installs oha/valve/faucet if missing.
 bench-manifold: deps

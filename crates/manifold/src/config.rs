@@ -220,6 +220,13 @@ settings_table! {
     /// and hold their worker until the client has read them; 0 streams every response.
     buffer_response: u64 = 64 << 20;
         AtOnce, "SIZE", String => size, shown "64MiB";
+    /// Load the app once and fork each worker from it: one parent process per app (and per
+    /// reload generation) loads the runtime, the packages and the app code, then forks a worker
+    /// on request, so a new worker is ready in a fraction of a second (not the seconds R takes to
+    /// start) and the workers share the parent's memory. For `manifold shiny` and `manifold plumber` the parent is R; a command after `--`
+    /// must speak the preload protocol (docs/manifold.md, "Preloaded workers").
+    preload: bool = false;
+        NewWorkers, "BOOL", bool => same;
 }
 
 impl Config {
@@ -228,14 +235,12 @@ impl Config {
     /// # Errors
     /// Unreadable or invalid config file, bad duration, no command, or min > max.
     pub fn from_cli(cli: Cli) -> Result<Config, ConfigError> {
-        let (mut opts, preset_command, shiny) = match cli.preset {
+        let (mut opts, preset, shiny) = match cli.preset {
             None => (cli.opts, None, false),
             Some(Preset::Plumber { file, opts }) => {
-                (opts.or(cli.opts), Some(plumber_command(&file)), false)
+                (opts.or(cli.opts), Some(RApp::Plumber(file)), false)
             }
-            Some(Preset::Shiny { dir, opts }) => {
-                (opts.or(cli.opts), Some(shiny_command(&dir)), true)
-            }
+            Some(Preset::Shiny { dir, opts }) => (opts.or(cli.opts), Some(RApp::Shiny(dir)), true),
         };
         if let Some(path) = opts.config.clone() {
             opts = opts.or(read_file(&path)?);
@@ -247,10 +252,11 @@ impl Config {
                 ..Options::default()
             });
         }
+        let preset = preset.filter(|_| cli.command.is_empty());
         let command = if !cli.command.is_empty() {
             cli.command
-        } else if let Some(c) = preset_command {
-            c
+        } else if let Some(app) = &preset {
+            app.command(false)
         } else {
             opts.command.clone().unwrap_or_default()
         };
@@ -271,6 +277,9 @@ impl Config {
         }
         let mut c = Config::new(command);
         c.apply(opts)?;
+        if let Some(app) = preset.filter(|_| c.preload) {
+            c.command = app.command(true);
+        }
         c.validate()?;
         Ok(c)
     }
@@ -388,6 +397,40 @@ pub fn parse_size(field: &'static str, value: &str) -> Result<u64, ConfigError> 
 fn r_string(path: &Path) -> String {
     let s = path.to_string_lossy();
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// An R preset's app: which kind, and where.
+#[derive(Debug, Clone)]
+pub enum RApp {
+    /// `manifold plumber FILE`.
+    Plumber(PathBuf),
+    /// `manifold shiny DIR`.
+    Shiny(PathBuf),
+}
+
+impl RApp {
+    /// The worker command, or with `preload` the preload parent's (`worker/preload.R`).
+    pub fn command(&self, preload: bool) -> Vec<String> {
+        match (self, preload) {
+            (RApp::Plumber(f), false) => plumber_command(f),
+            (RApp::Shiny(d), false) => shiny_command(d),
+            (RApp::Plumber(f), true) => r_preload_command("plumber", f),
+            (RApp::Shiny(d), true) => r_preload_command("shiny", d),
+        }
+    }
+}
+
+/// `Rscript` line that runs the R preload parent for a plumber file or a Shiny app directory.
+fn r_preload_command(kind: &str, path: &Path) -> Vec<String> {
+    vec![
+        "Rscript".into(),
+        "-e".into(),
+        format!(
+            "{}\nmanifold_preload('{kind}', {})",
+            include_str!("worker/preload.R"),
+            r_string(path)
+        ),
+    ]
 }
 
 /// `Rscript` line that serves a plumber file on `$PORT` (loopback only).

@@ -24,6 +24,7 @@ use crate::upstream::Conn;
 use crate::worker::{OutputSink, Worker};
 
 mod health;
+mod preload;
 mod recycle;
 mod reload;
 mod snapshot;
@@ -161,6 +162,8 @@ pub struct Pool {
     draining: AtomicBool,
     /// Per-run random seed for the `--max-requests-jitter`.
     seed: u64,
+    /// `--preload` parents (see `pool::preload`).
+    parents: Mutex<preload::Parents>,
 }
 
 /// One request's claim on a worker; dropping it frees the slot.
@@ -225,6 +228,7 @@ impl Pool {
                 .unwrap_or_default()
                 .as_nanos() as u64
                 ^ u64::from(std::process::id()),
+            parents: Mutex::default(),
         });
         tokio::spawn(supervise(Arc::downgrade(&pool), rx));
         tokio::spawn(health::probe_loop(Arc::downgrade(&pool)));
@@ -499,11 +503,11 @@ impl Pool {
                 .values()
                 .map(|s| WorkerStatus {
                     id: s.worker.id,
-                    pid: s.worker.pid,
+                    pid: s.worker.pid(),
                     port: s.worker.port,
                     generation: s.generation,
                     state: s.state,
-                    rss_bytes: rss.get(&s.worker.pid).copied().unwrap_or(0),
+                    rss_bytes: rss.get(&s.worker.pid()).copied().unwrap_or(0),
                     recycle: s.due.map(|d| d.to_string()),
                     busy: s.busy,
                     served: s.served,
@@ -555,6 +559,7 @@ impl Pool {
                 tracing::info!(worker = id, status = %status, "worker stopped");
             }
         }
+        self.stop_parents(grace).await;
     }
 }
 

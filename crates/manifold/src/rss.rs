@@ -1,5 +1,7 @@
 //! Resident memory of whole process groups, read from /proc: a worker's RSS is its own plus that
 //! of every helper it started (R forks), which is what `--max-rss` limits and `/metrics` shows.
+//! A fork of a `--preload` parent leads no group (it is in its parent's): its own RSS is listed
+//! under its pid, a key no group can have (a pid is never reused while it names a group).
 
 use std::collections::HashMap;
 
@@ -14,7 +16,8 @@ fn page_size() -> u64 {
     }
 }
 
-/// RSS in bytes summed by process group id, for every process visible in /proc.
+/// RSS in bytes summed by process group id, for every process visible in /proc; plus each
+/// process that leads no group by its own pid.
 pub fn by_group() -> HashMap<u32, u64> {
     let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -34,6 +37,11 @@ pub fn by_group() -> HashMap<u32, u64> {
         };
         if let Some((pgrp, rss)) = parse_stat(&stat) {
             *out.entry(pgrp).or_insert(0) += rss * page;
+            if let Ok(pid) = pid.parse::<u32>() {
+                if pid != pgrp {
+                    out.insert(pid, rss * page);
+                }
+            }
         }
     }
     out

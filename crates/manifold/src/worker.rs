@@ -4,10 +4,11 @@
 //! often forks helpers). Its stdout and stderr are always drained, line by line, so a chatty worker
 //! can never fill a pipe and stall; lines go to manifold's stderr with a `[worker N]` prefix, or are
 //! counted as dropped when the log writer cannot keep up. Every child is reaped by its watch task.
+//! With `--preload` a worker is a fork of its generation's parent process instead ([`preload`]).
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -156,8 +157,9 @@ pub struct Worker {
     pub id: u64,
     /// Loopback port it serves on.
     pub port: u16,
-    /// Process id (also its process group id).
-    pub pid: u32,
+    /// Process id (also its process group id, except for a fork of a preload parent); 0 while
+    /// a fork is asked for.
+    pid: Arc<AtomicU32>,
     /// Last output lines, for error messages.
     pub tail: Arc<Mutex<VecDeque<String>>>,
     /// Set to the exit description once the process is reaped.
@@ -166,7 +168,8 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Spawns `command` with `{port}` replaced and `PORT` set, in a new process group.
+    /// Spawns `command` with `{port}` replaced and `PORT` set, in a new process group; or, with
+    /// a preload `parent`, asks it for a fork (see [`preload`]).
     ///
     /// The returned worker's watch task reaps the child and reports the exit on `on_exit`.
     ///
@@ -175,10 +178,14 @@ impl Worker {
     pub fn spawn(
         id: u64,
         command: &[String],
+        parent: Option<Arc<preload::Parent>>,
         stop_timeout: Duration,
         output: &OutputSink,
         on_exit: impl FnOnce(String) + Send + 'static,
     ) -> Result<Worker, WorkerError> {
+        if let Some(parent) = parent {
+            return Worker::fork(id, parent, stop_timeout, on_exit);
+        }
         let port = free_port().map_err(|source| WorkerError::Port { id, source })?;
         let args: Vec<String> = command
             .iter()
@@ -203,17 +210,19 @@ impl Worker {
         if let Some(out) = child.stdout.take() {
             drains.push(tokio::spawn(drain(
                 BufReader::new(out),
-                id,
+                format!("[worker {id}]"),
                 output.clone(),
                 tail.clone(),
+                |_| false,
             )));
         }
         if let Some(err) = child.stderr.take() {
             drains.push(tokio::spawn(drain(
                 BufReader::new(err),
-                id,
+                format!("[worker {id}]"),
                 output.clone(),
                 tail.clone(),
+                |_| false,
             )));
         }
         let (stop_tx, stop_rx) = oneshot::channel();
@@ -231,11 +240,16 @@ impl Worker {
         Ok(Worker {
             id,
             port,
-            pid,
+            pid: Arc::new(AtomicU32::new(pid)),
             tail,
             exited: exit_rx,
             stop: Some(stop_tx),
         })
+    }
+
+    /// Its process id (0 while a fork is still being asked for).
+    pub fn pid(&self) -> u32 {
+        self.pid.load(Ordering::Relaxed)
     }
 
     /// Asks the watch task to stop the process group (SIGTERM, then SIGKILL after the grace time).
@@ -275,6 +289,8 @@ impl Worker {
     }
 }
 
+pub mod preload;
+
 /// A handle for checking one worker's readiness.
 pub struct Probe {
     id: u64,
@@ -305,8 +321,13 @@ impl Probe {
         let probe = async {
             let mut delay = Duration::from_millis(10);
             loop {
-                // Polling is the only portable readiness signal a plain command gives us.
+                // Polling is the only portable readiness signal a plain command gives us. A
+                // refused connect costs nothing, so the port is tried every 20 ms at most (a
+                // preloaded fork listens within a few hundred); the health path, a request to
+                // the app, backs off to 100 ms.
+                let mut cap = Duration::from_millis(20);
                 if TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {
+                    cap = Duration::from_millis(100);
                     match health_path {
                         None => return,
                         Some(p) => match crate::upstream::probe(self.port, p).await {
@@ -317,7 +338,7 @@ impl Probe {
                     }
                 }
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_millis(100));
+                delay = (delay * 2).min(cap);
             }
         };
         tokio::select! {
@@ -373,12 +394,14 @@ async fn watch_child(
     status
 }
 
-/// Reads lines until EOF, forwarding each with the worker prefix and keeping a short tail.
+/// Reads lines until EOF, forwarding each with `prefix` and keeping a short tail; a line
+/// `protocol` takes (returns true for) is neither forwarded nor kept.
 async fn drain(
     mut r: impl AsyncBufRead + Unpin,
-    id: u64,
+    prefix: String,
     out: OutputSink,
     tail: Arc<Mutex<VecDeque<String>>>,
+    mut protocol: impl FnMut(&str) -> bool,
 ) {
     let mut line: Vec<u8> = Vec::new();
     loop {
@@ -394,18 +417,28 @@ async fn drain(
         line.extend_from_slice(&buf[..take.min(room)]);
         r.consume(take);
         if complete {
-            emit(&mut line, id, &out, &tail);
+            emit(&mut line, &prefix, &out, &tail, &mut protocol);
         }
     }
     if !line.is_empty() {
-        emit(&mut line, id, &out, &tail);
+        emit(&mut line, &prefix, &out, &tail, &mut protocol);
     }
 }
 
-fn emit(line: &mut Vec<u8>, id: u64, out: &OutputSink, tail: &Mutex<VecDeque<String>>) {
+fn emit(
+    line: &mut Vec<u8>,
+    prefix: &str,
+    out: &OutputSink,
+    tail: &Mutex<VecDeque<String>>,
+    protocol: &mut impl FnMut(&str) -> bool,
+) {
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end_matches(['\n', '\r']);
-    out.send(format!("[worker {id}] {text}\n"));
+    if protocol(text) {
+        line.clear();
+        return;
+    }
+    out.send(format!("{prefix} {text}\n"));
     let mut t = tail.lock().unwrap_or_else(PoisonError::into_inner);
     if t.len() == TAIL_LINES {
         t.pop_front();

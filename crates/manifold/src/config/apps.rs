@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{plumber_command, shiny_command, Config, ConfigError, Options, Sticky};
+use super::{Config, ConfigError, Options, RApp, Sticky};
 
 /// One app of a multi-app config.
 #[derive(Debug, Clone)]
@@ -79,10 +79,10 @@ pub fn resolve(
         // Each app has its own command; a top-level one is not inherited.
         base.command = None;
         let mut opts = own.or(base);
-        let command = match (&shiny, &plumber, opts.command.take()) {
-            (Some(d), None, None) => shiny_command(d),
-            (None, Some(f), None) => plumber_command(f),
-            (None, None, Some(c)) if !c.is_empty() => c,
+        let (command, preset) = match (&shiny, &plumber, opts.command.take()) {
+            (Some(d), None, None) => (Vec::new(), Some(RApp::Shiny(d.clone()))),
+            (None, Some(f), None) => (Vec::new(), Some(RApp::Plumber(f.clone()))),
+            (None, None, Some(c)) if !c.is_empty() => (c, None),
             _ => return Err(bad("give exactly one of command, shiny, plumber".into())),
         };
         if shiny.is_some() {
@@ -94,6 +94,9 @@ pub fn resolve(
         }
         let mut cfg = Config::new(command);
         cfg.apply(opts)?;
+        if let Some(app) = preset {
+            cfg.command = app.command(cfg.preload);
+        }
         cfg.validate().map_err(|e| bad(e.to_string()))?;
         if apps.iter().any(|a| a.prefix == prefix || a.name == name) {
             return Err(bad(format!(

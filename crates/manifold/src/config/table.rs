@@ -30,7 +30,7 @@ macro_rules! shown_display {
         }
     )*};
 }
-shown_display!(usize, u64, String, SocketAddr);
+shown_display!(bool, usize, u64, String, SocketAddr);
 
 impl Shown for Duration {
     fn shown(&self) -> String {
@@ -133,6 +133,18 @@ pub fn help(doc: &str, default: &str) -> String {
     format!("{} [default: {default}]", text.trim_end_matches('.'))
 }
 
+/// A `bool` setting is a switch: `--preload` alone means true, `--preload=false` turns a file's
+/// true off.
+pub fn switch(arg: clap::Arg, running_type: &str) -> clap::Arg {
+    if running_type == "bool" {
+        arg.num_args(0..=1)
+            .require_equals(true)
+            .default_missing_value("true")
+    } else {
+        arg
+    }
+}
+
 /// One row of the settings table as data (for the docs table and the single-source test).
 #[derive(Debug, Clone, Copy)]
 pub struct Setting {
@@ -233,13 +245,14 @@ macro_rules! settings_table {
                 let mut shown = defaults.iter();
                 $(
                     let (_, default) = shown.next().expect("one default per setting");
-                    cmd = cmd.arg(
+                    cmd = cmd.arg(table::switch(
                         clap::Arg::new(stringify!($field))
                             .long(&table::flag(stringify!($field))[2..])
                             .value_name($vname)
                             .value_parser(clap::value_parser!($rty))
                             .help(table::help(concat!($($doc),+), default)),
-                    );
+                        stringify!($rty),
+                    ));
                 )*
                 cmd.arg(
                     clap::Arg::new("config")

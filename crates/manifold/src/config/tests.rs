@@ -203,3 +203,19 @@ fn settings_table_is_the_single_source() {
     let table = live::docs_table();
     assert_eq!(table.lines().count(), SETTINGS.len() + 2, "{table}");
 }
+
+#[test]
+fn preload_is_a_switch_that_turns_a_preset_into_its_parent() {
+    let c = parse(&["--preload", "plumber", "api.R"]).unwrap();
+    assert!(c.preload);
+    assert!(c.command[2].contains("manifold_preload('plumber', 'api.R')"));
+    let c = parse(&["shiny", "app", "--preload"]).unwrap();
+    assert!(c.command[2].contains("manifold_preload('shiny', 'app')"));
+    assert_eq!(c.sticky, Sticky::Cookie, "the preset's settings hold");
+    let c = parse(&["--preload=false", "plumber", "api.R"]).unwrap();
+    assert!(!c.preload);
+    assert!(c.command[2].contains("plumber::pr('api.R')"));
+    // A command after `--` is the parent itself.
+    let c = parse(&["--preload", "--", "python3", "preload.py"]).unwrap();
+    assert_eq!(c.command, ["python3", "preload.py"]);
+}

@@ -123,7 +123,7 @@ impl Pool {
             if cfg.max_lifetime.is_some_and(|l| now - s.started >= l) {
                 due.push((s.worker.id, Recycle::Lifetime));
             } else if let (Some(limit), Some(rss)) = (cfg.max_rss, rss) {
-                let used = rss.get(&s.worker.pid).copied().unwrap_or(0);
+                let used = rss.get(&s.worker.pid()).copied().unwrap_or(0);
                 if used >= limit {
                     due.push((s.worker.id, Recycle::Rss(used)));
                 }

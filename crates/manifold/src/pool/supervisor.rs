@@ -49,15 +49,18 @@ impl Pool {
         let mut ids = r.ids.into_iter();
         while let Some(id) = ids.next() {
             let events = self.events.clone();
-            let spawned = Worker::spawn(
-                id,
-                &r.cfg.command,
-                r.cfg.stop_timeout,
-                &self.output,
-                move |status| {
-                    let _ = events.send(Event::Exited(id, status));
-                },
-            );
+            let spawned = self.parent_for(r.generation, &r.cfg).and_then(|parent| {
+                Worker::spawn(
+                    id,
+                    &r.cfg.command,
+                    parent,
+                    r.cfg.stop_timeout,
+                    &self.output,
+                    move |status| {
+                        let _ = events.send(Event::Exited(id, status));
+                    },
+                )
+            });
             let mut st = self.lock();
             st.spawning -= 1;
             st.totals.worker_starts += 1;
@@ -77,7 +80,7 @@ impl Pool {
         let id = worker.id;
         tracing::info!(
             worker = id,
-            pid = worker.pid,
+            pid = worker.pid(),
             port = worker.port,
             "worker starting"
         );

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Row (f) of make bench-manifold: manifold --preload (issue 32) against the same pool without it.
+
+  worker start  time from a request that needs a new worker (the one worker is held busy,
+                --per-worker 1) to that worker's answer: plumber /hello and the Shiny app's page
+                (the replay app of the case study, held by an open WebSocket); median of ROUNDS
+  cold burst    200 x 100 ms into --min 1 --max 4 --spare 0 (ideal 5.00 s): excess over the ideal
+  memory        8 workers of the Shiny app: total PSS (/proc/PID/smaps_rollup) of every process
+                manifold started (the preload parent included)
+
+Usage: manifold_preload.py MANIFOLD_BINARY [ROUNDS]
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+API = f"{ROOT}/crates/manifold/tests/fixtures/plumber/api.R"
+SHINY = f"{ROOT}/crates/manifold/tests/fixtures/shiny-replay"
+MANIFOLD = sys.argv[1]
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get(port, path, timeout=120):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request("GET", path)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body
+
+
+def status(port):
+    return json.loads(get(port, "/__manifold__/status", 5)[1])
+
+
+class Pool:
+    """manifold in its own session; stopped (the whole group) on exit."""
+
+    def __init__(self, args):
+        self.port = free_port()
+        self.p = subprocess.Popen([MANIFOLD, "--listen", f"127.0.0.1:{self.port}", *args],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+
+    def __enter__(self):
+        for _ in range(1200):
+            try:
+                s = status(self.port)
+                if sum(w["state"] == "ready" for w in s["workers"]) >= s["min"]:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("manifold did not start")
+
+    def wait(self, what, f):
+        for _ in range(1200):
+            s = status(self.port)
+            if f(s):
+                return s
+            time.sleep(0.05)
+        raise SystemExit(f"timed out: {what}")
+
+    def __exit__(self, *exc):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.p.pid, signal.SIGKILL)
+
+
+def hold_websocket(port):
+    """Opens the Shiny app's WebSocket (it holds its worker while open)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /websocket/ HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    assert b" 101 " in s.recv(4096)
+    return s
+
+
+def worker_start(kind, preload):
+    """Median seconds from a request needing a new worker to its answer."""
+    extra = ["--preload"] if preload else []
+    app = ["plumber", API] if kind == "plumber" else ["shiny", SHINY]
+    args = ["--min", "1", "--max", "2", "--per-worker", "1", "--idle-timeout", "1s", *extra, *app]
+    took = []
+    with Pool(args) as m:
+        for _ in range(ROUNDS):
+            m.wait("one worker", lambda s: len(s["workers"]) == 1)
+            if kind == "plumber":
+                blocker = threading.Thread(target=get, args=(m.port, "/sleep?ms=20000"))
+                blocker.start()
+                hold = None
+                path = "/hello"
+            else:
+                hold = hold_websocket(m.port)
+                path = "/"
+            m.wait("the one worker busy", lambda s: s["workers"][0]["busy"] == 1)
+            t = time.monotonic()
+            code, _ = get(m.port, path)
+            took.append(time.monotonic() - t)
+            assert code == 200, code
+            if hold:
+                hold.close()
+            else:
+                blocker.join()
+    return statistics.median(took)
+
+
+def cold_burst(preload):
+    extra = ["--preload"] if preload else []
+    with Pool(["--min", "1", "--max", "4", "--spare", "0", *extra, "plumber", API]) as m:
+        time.sleep(2)  # why: the pool settles idle, as row (d) does
+        out = subprocess.run([sys.executable, f"{ROOT}/bench/manifold_burst.py",
+                              f"http://127.0.0.1:{m.port}/sleep?ms=100", "200", "4", "100"],
+                             capture_output=True, text=True).stdout
+    done = float(re.search(r"all done in ([0-9.]+) s", out).group(1))
+    return done - 5.0, out.strip()
+
+
+def tree(root):
+    parent_of = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            parent_of[int(d)] = int(stat[stat.rfind(")") + 2:].split()[1])
+    out, frontier = [], [root]
+    while frontier:
+        p = frontier.pop()
+        kids = [c for c, pp in parent_of.items() if pp == p]
+        out += kids
+        frontier += kids
+    return out
+
+
+def pss_kb(pid):
+    try:
+        text = open(f"/proc/{pid}/smaps_rollup").read()
+    except OSError:
+        return 0
+    return int(re.search(r"^Pss:\s+(\d+)", text, re.M).group(1))
+
+
+def memory(preload):
+    extra = ["--preload"] if preload else []
+    with Pool(["--min", "8", "--max", "8", *extra, "shiny", SHINY]) as m:
+        m.wait("8 ready", lambda s: sum(w["state"] == "ready" for w in s["workers"]) == 8)
+        for _ in range(8):
+            get(m.port, "/")
+        return sum(pss_kb(p) for p in tree(m.p.pid)) / 1024
+
+
+def main():
+    starts = {}
+    for kind in ["plumber", "shiny"]:
+        for preload in [False, True]:
+            starts[kind, preload] = worker_start(kind, preload)
+            print(f"   worker start {kind} {'with' if preload else 'without'} --preload: "
+                  f"{starts[kind, preload] * 1000:.0f} ms (median of {ROUNDS})", flush=True)
+    bursts = {}
+    for preload in [False, True]:
+        bursts[preload], line = cold_burst(preload)
+        print(f"   cold burst {'with' if preload else 'without'} --preload: {line}", flush=True)
+    mem = {}
+    for preload in [False, True]:
+        mem[preload] = memory(preload)
+        print(f"   8 Shiny workers {'with' if preload else 'without'} --preload: PSS {mem[preload]:.0f} MB",
+              flush=True)
+    print("== ratio lines (f) --preload")
+    for kind in ["plumber", "shiny"]:
+        w, wo = starts[kind, True], starts[kind, False]
+        ok = "OK" if w <= 0.2 else "MISSED"
+        print(f"(f) worker start {kind}: {w * 1000:.0f} ms with --preload vs {wo * 1000:.0f} ms without "
+              f"({wo / w:.1f}x faster; goal <= 200 ms: {ok})")
+    ok = "OK" if bursts[True] <= 0.05 else "MISSED"
+    print(f"(f) cold burst excess over the ideal 5.00 s (--spare 0): {bursts[True]:.3f} s with --preload vs "
+          f"{bursts[False]:.3f} s without (goal <= 0.05 s: {ok})")
+    ratio = mem[True] / mem[False]
+    ok = "OK" if ratio <= 0.5 else "MISSED"
+    print(f"(f) memory of 8 Shiny workers, total PSS: {mem[True]:.0f} MB with --preload vs {mem[False]:.0f} MB "
+          f"without: {ratio:.2f}x (goal <= 0.5x: {ok})")
+    print(f"   load average: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+
+
+if __name__ == "__main__":
+    main()

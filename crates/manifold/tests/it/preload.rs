@@ -1,0 +1,143 @@
+//! `--preload` with the Python parent of docs/examples/preload.py (the documented protocol):
+//! workers are forks of one parent, each draws its own random numbers, a dead fork is replaced by
+//! a new fork, and no process is left behind however manifold stops (SIGTERM, SIGINT, SIGKILL),
+//! checked in /proc.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use common::*;
+
+/// `python3 docs/examples/preload.py`: the preload parent.
+pub fn py_parent() -> Vec<String> {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/preload.py");
+    vec!["python3".into(), example.display().to_string()]
+}
+
+/// Every process below `root` in /proc (children, their children, ...).
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = rest.split(' ').nth(1).unwrap().parse().unwrap();
+        parent_of.push((pid, ppid));
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (c, _) in parent_of.iter().filter(|(_, pp)| *pp == p) {
+            out.push(*c);
+            frontier.push(*c);
+        }
+    }
+    out
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie waiting to be reaped).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+}
+
+/// manifold with `--preload` and the Python parent: `--min 2`; its workers, their parent and
+/// every process below manifold.
+fn start_preloaded(extra: &[&str]) -> (Manifold, Vec<u32>) {
+    let mut a = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--min",
+        "2",
+        "--max",
+        "3",
+        "--preload",
+    ];
+    a.extend_from_slice(extra);
+    let m = start(&with_command(&a, py_parent()));
+    let s = m.wait_status("two forks ready", |s| ready(s) == 2);
+    let forks = pids(&s);
+    let all = descendants(m.child.id());
+    // One parent and its two forks, all in the parent's process group.
+    assert_eq!(all.len(), 3, "{all:?} {forks:?}");
+    assert!(
+        forks.iter().all(|p| all.contains(p) && *p != 0),
+        "{forks:?}"
+    );
+    (m, all)
+}
+
+/// Each fork answers from its own pid and draws its own random numbers (the seed is set after
+/// the fork, so two forks never repeat each other).
+#[test]
+fn forks_serve_with_their_own_pid_and_seed() {
+    let (m, _) = start_preloaded(&["--per-worker", "1", "--sticky", "cookie"]);
+    let s = m.status();
+    let mut seen = BTreeSet::new();
+    let mut draws = BTreeSet::new();
+    for w in workers(&s) {
+        let cookie = format!("manifold_worker={}", w["id"]);
+        let hello = request(&m.addr, "GET", "/", &[("Cookie", &cookie)], "");
+        assert_eq!(hello.body.trim(), format!("hello from {}", w["pid"]));
+        seen.insert(w["pid"].as_u64().unwrap());
+        let r = request(&m.addr, "GET", "/random", &[("Cookie", &cookie)], "");
+        draws.insert(r.body.trim().to_string());
+    }
+    assert_eq!(seen.len(), 2);
+    assert_eq!(draws.len(), 2, "two forks drew the same number: {draws:?}");
+}
+
+/// A fork killed from outside is replaced by a new fork of the same parent.
+#[test]
+fn a_killed_fork_is_replaced_by_a_new_fork() {
+    let (m, all) = start_preloaded(&[]);
+    let parent = *all.iter().find(|p| !pids(&m.status()).contains(p)).unwrap();
+    let victim = pids(&m.status())[0];
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let s = m.wait_status("a new fork ready", |s| {
+        ready(s) == 2 && !pids(s).contains(&victim)
+    });
+    let below = descendants(m.child.id());
+    assert_eq!(below.len(), 3, "{below:?}");
+    assert!(below.contains(&parent), "the same parent forked it");
+    assert!(pids(&s).iter().all(|p| below.contains(p)));
+    assert_eq!(s["totals"]["worker_crashes"], 1);
+}
+
+fn stops_without_leftovers(sig: libc::c_int) {
+    let (mut m, all) = start_preloaded(&[]);
+    assert_eq!(m.get("/").status, 200);
+    unsafe { libc::kill(m.child.id() as i32, sig) };
+    let status = m.wait();
+    if sig != libc::SIGKILL {
+        assert_eq!(status.code(), Some(0), "{}", m.log());
+    }
+    for p in all {
+        wait_until(&format!("process {p} to be gone"), || !running(p));
+    }
+}
+
+/// SIGTERM: manifold stops the forks, then the parent's whole group.
+#[test]
+fn sigterm_leaves_no_preload_process() {
+    stops_without_leftovers(libc::SIGTERM);
+}
+
+/// SIGINT: as SIGTERM.
+#[test]
+fn sigint_leaves_no_preload_process() {
+    stops_without_leftovers(libc::SIGINT);
+}
+
+/// SIGKILL of manifold: the parent dies with it (PR_SET_PDEATHSIG), the forks see their parent
+/// gone and exit.
+#[test]
+fn sigkill_of_manifold_leaves_no_preload_process() {
+    stops_without_leftovers(libc::SIGKILL);
+}

@@ -9,6 +9,7 @@ pub mod capture;
 pub mod checks;
 pub mod dashboard;
 pub mod data;
+pub mod explain;
 pub mod failure;
 pub mod h1;
 pub mod har;
@@ -31,6 +32,7 @@ pub mod stats;
 pub mod target;
 pub mod terminal;
 pub mod timefmt;
+pub mod timing;
 pub mod tokens;
 
 /// The tokio runtime every subcommand runs on (one worker per CPU this process may use).

@@ -9,7 +9,6 @@ pub mod capture;
 pub mod checks;
 pub mod dashboard;
 pub mod data;
-pub mod explain;
 pub mod failure;
 pub mod h1;
 pub mod har;

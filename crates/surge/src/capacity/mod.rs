@@ -13,6 +13,7 @@
 //! Modules: `slo` (parsing and measuring a step), `search` (the step sequence and capacity.json),
 //! `scaling` (one search per `--workers` count).
 
+pub mod explain;
 pub mod predict;
 pub mod scaling;
 pub mod search;

@@ -24,7 +24,7 @@ pub enum Finished {
     /// `surge capacity`: the search's answer.
     Capacity(Box<CapacityResult>),
     /// `surge explain`: the ranking.
-    Explain(Box<crate::explain::Explained>),
+    Explain(Box<crate::capacity::explain::Explained>),
     /// `surge capacity --workers`: the scaling table.
     Scaling(Scaling),
     /// `surge merge`: what it wrote.
@@ -77,7 +77,7 @@ pub enum CommandError {
     Capacity(#[from] capacity::CapacityError),
     /// `surge explain`.
     #[error(transparent)]
-    Explain(#[from] crate::explain::ExplainError),
+    Explain(#[from] crate::capacity::explain::ExplainError),
     /// `surge merge`.
     #[error(transparent)]
     Merge(#[from] crate::merge::MergeError),
@@ -265,24 +265,29 @@ async fn capacity_cmd(args: CapacityArgs, term: &Terminal) -> Result<Finished, C
 
 /// `surge explain`: the two runs, then the ranking (or explain.json with --json) on stdout.
 async fn explain_cmd(
-    args: crate::explain::ExplainArgs,
+    args: crate::capacity::explain::ExplainArgs,
     term: &Terminal,
 ) -> Result<Finished, CommandError> {
     if term.logger {
         crate::logging::init(crate::logging::LogLevel::Error, None)?;
     }
     let json = args.json;
-    let plan = crate::explain::ExplainPlan::from_args(args)?;
-    let done = crate::explain::run(plan, announced(term)).await?;
+    let plan = crate::capacity::explain::ExplainPlan::from_args(args)?;
+    let done = crate::capacity::explain::run(plan, announced(term)).await?;
     if json {
         let text = serde_json::to_string_pretty(&done).expect("explain serialises");
         println!("{text}");
     } else {
-        print!("{}", crate::explain::rank::table(&done.rows, done.users));
+        print!(
+            "{}",
+            crate::capacity::explain::rank::table(&done.rows, done.users)
+        );
         println!("{}", done.headline());
         println!(
             "wrote {}",
-            done.dir.join(crate::explain::EXPLAIN_JSON).display()
+            done.dir
+                .join(crate::capacity::explain::EXPLAIN_JSON)
+                .display()
         );
     }
     Ok(Finished::Explain(Box::new(done)))

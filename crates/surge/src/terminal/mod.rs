@@ -97,7 +97,7 @@ pub enum Command {
     /// How many users an app holds within SLOs: replay steps of growing load, then bisection
     Capacity(Box<crate::capacity::CapacityArgs>),
     /// Why it is slow: one user alone, then many; each request or output ranked by its cost
-    Explain(Box<crate::explain::ExplainArgs>),
+    Explain(Box<crate::capacity::explain::ExplainArgs>),
     /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
     Merge(crate::merge::MergeArgs),
     /// One self-contained HTML report for one run or a comparison of runs

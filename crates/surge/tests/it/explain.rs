@@ -31,8 +31,8 @@ async fn explain_ranks_the_slow_line_first_and_sees_its_waiting() {
         "--output-dir",
         out.to_str().unwrap(),
     ]);
-    let plan = surge::explain::ExplainPlan::from_args(a).unwrap();
-    let e = surge::explain::run(plan, std::future::pending())
+    let plan = surge::capacity::explain::ExplainPlan::from_args(a).unwrap();
+    let e = surge::capacity::explain::run(plan, std::future::pending())
         .await
         .unwrap();
     let top = &e.rows[0];

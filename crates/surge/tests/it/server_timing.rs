@@ -11,7 +11,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// What the known server saw of one request: its path, queue wait, compute and the network delay
 /// it really slept (a timer overshoots by up to a millisecond), in ms.
-pub(crate) type Truth = Arc<Mutex<Vec<(String, f64, f64, f64)>>>;
+pub(crate) type Truth = Arc<Mutex<Vec<Seen>>>;
+/// One request as the known server saw it: path, queue wait, compute, network delay (ms).
+pub(crate) type Seen = (String, f64, f64, f64);
 
 /// A server with `slots` FIFO slots; a request for `/x?ms=N` holds one for N ms (compute), then
 /// waits `net` with the slot free before its response is written (the network's share), and
@@ -167,7 +169,7 @@ async fn queue_server_and_rest_are_recovered_at_1_8_and_16_users() {
         assert_eq!(splits.len(), 6, "one split per recorded line: {splits:?}");
         let seen = truth.lock().unwrap().clone();
         assert_eq!(seen.len(), 6 * users as usize);
-        let mean = |f: &dyn Fn(&(String, f64, f64, f64)) -> f64| {
+        let mean = |f: &dyn Fn(&Seen) -> f64| {
             seen.iter().map(f).sum::<f64>() / seen.len() as f64
         };
         let (queue, app, delay) = (mean(&|t| t.1), mean(&|t| t.2), mean(&|t| t.3));

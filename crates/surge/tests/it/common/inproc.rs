@@ -326,7 +326,7 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 /// `surge explain ARGS`' flags, parsed as the binary parses them.
-pub fn explain_args(args: &[&str]) -> surge::explain::ExplainArgs {
+pub fn explain_args(args: &[&str]) -> surge::capacity::explain::ExplainArgs {
     let Command::Explain(a) = sub("explain", args) else {
         unreachable!("an explain command line")
     };

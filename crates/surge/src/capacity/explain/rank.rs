@@ -59,7 +59,10 @@ pub fn rank_lines(rec: &Lines, solo: &[Session], loaded: &[Session]) -> Vec<Row>
     }
     let mut rows: Vec<Row> = (groups.into_iter())
         .map(|((label, kind), lines)| {
-            let solo: Vec<i64> = lines.iter().flat_map(|l| alone[l].iter().copied()).collect();
+            let solo: Vec<i64> = lines
+                .iter()
+                .flat_map(|l| alone[l].iter().copied())
+                .collect();
             let mut load: Vec<i64> = (lines.iter())
                 .flat_map(|l| busy.get(l).into_iter().flatten().copied())
                 .collect();
@@ -74,7 +77,13 @@ pub fn rank_lines(rec: &Lines, solo: &[Session], loaded: &[Session]) -> Vec<Row>
                 solo_ms,
                 loaded_p50_ms: p(50.0),
                 loaded_p95_ms: p95,
-                waiting_share: p95.map(|p| if p > 0.0 { ((p - solo_ms) / p).clamp(0.0, 1.0) } else { 0.0 }),
+                waiting_share: p95.map(|p| {
+                    if p > 0.0 {
+                        ((p - solo_ms) / p).clamp(0.0, 1.0)
+                    } else {
+                        0.0
+                    }
+                }),
                 cost_ms: solo_ms * lines.len() as f64,
                 lines,
             }
@@ -89,11 +98,19 @@ pub fn table(rows: &[Row], users: u32) -> String {
     let ms = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.0} ms"));
     let mut t = format!(
         "{:<4} {:<40} {:>10} {:>11} {:>11} {:>8} {:>13}\n",
-        "rank", "request or output", "alone", format!("p50 @{users}"), format!("p95 @{users}"), "waiting", "cost/session"
+        "rank",
+        "request or output",
+        "alone",
+        format!("p50 @{users}"),
+        format!("p95 @{users}"),
+        "waiting",
+        "cost/session"
     );
     for (i, r) in rows.iter().enumerate() {
         let label: String = format!("{} {}", r.kind, r.label).chars().take(40).collect();
-        let share = r.waiting_share.map_or("–".into(), |s| format!("{:.0}%", s * 100.0));
+        let share = r
+            .waiting_share
+            .map_or("–".into(), |s| format!("{:.0}%", s * 100.0));
         t.push_str(&format!(
             "{:<4} {:<40} {:>10} {:>11} {:>11} {:>8} {:>13}\n",
             i + 1,

@@ -12,6 +12,7 @@ use std::time::Duration;
 /// file and the report's chart say the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_ranks_the_slow_line_first_and_sees_its_waiting() {
+    let _timed = crate::server_timing::TIMED.lock().await;
     let (url, _) = start_known(4, Duration::ZERO);
     let dir = fresh_dir("explain-known");
     let rec = recording(
@@ -127,6 +128,7 @@ fn explain_prints_its_table_and_refuses_zero_users() {
 /// `--start 4` (both counted). `--predict-only` stops after the one user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn predicted_knee_is_within_25_percent_and_saves_steps() {
+    let _timed = crate::server_timing::TIMED.lock().await;
     let url = start_slots(4, Duration::from_millis(50));
     let dir = fresh_dir("capacity-predict");
     let rec = one_request(&dir);

@@ -21,6 +21,11 @@ pub const REQUEST_ID: &str = "x-request-id";
 /// Header carrying the arrival time (`t=` microseconds since the Unix epoch, as New Relic and
 /// Heroku's router write it) to the worker and back.
 pub const REQUEST_START: &str = "x-request-start";
+/// Header telling the client where its time went (W3C Server Timing): `queue` (waiting for a
+/// worker) and `app` (from sending to the worker until its response head), in milliseconds, the
+/// same numbers as the access log's `queue_wait_s` and `upstream_s`; a load tester (surge) splits
+/// each request's latency by them.
+pub const SERVER_TIMING: &str = "server-timing";
 /// Longest client-sent request id kept; a longer or non-printable one is replaced.
 const MAX_ID: usize = 200;
 
@@ -89,6 +94,22 @@ impl Recorder {
         }
         id
     }
+}
+
+/// The `Server-Timing` value for a request: `queue;dur=12.300, app;dur=100.100;desc="<id>"`
+/// (`app` only when a worker answered; its `desc` is the request id, so a client can find the
+/// access log line).
+pub fn server_timing(record: &Record) -> HeaderValue {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mut v = format!("queue;dur={:.3}", ms(record.queue_wait));
+    if let Some(up) = record.upstream {
+        v.push_str(&format!(
+            ", app;dur={:.3};desc=\"{}\"",
+            ms(up),
+            record.id.replace('\\', "\\\\").replace('"', "\\\"")
+        ));
+    }
+    HeaderValue::from_str(&v).expect("ascii: digits and a checked id")
 }
 
 /// What is known about a request when its response starts; finished by [`Accounted`].

@@ -176,6 +176,8 @@ impl Proxy {
         if let Some(start) = start {
             h.insert(account::REQUEST_START, start);
         }
+        // Appended: a worker's own Server-Timing entries reach the client too.
+        h.append(account::SERVER_TIMING, account::server_timing(&record));
         record.status = resp.status().as_u16();
         resp.map(|b| Accounted::new(b, record).boxed())
     }

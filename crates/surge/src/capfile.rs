@@ -65,6 +65,33 @@ pub struct CapacityResult {
     /// `holds` / `ready_workers`: the users (or sessions/s) one ready worker held.
     #[serde(default)]
     pub per_worker: Option<f64>,
+    /// `--predict`: the knee predicted from one user alone before the search (null without).
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub prediction: Option<Prediction>,
+}
+
+/// The knee predicted from one user alone by the operational laws of a closed interactive
+/// system (each user: demand D at the server, then think time Z), before any load is made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Prediction {
+    /// `--slots`: requests the server works on at once (processes × threads), c.
+    pub slots: u32,
+    /// D: one session's time in requests and outputs alone (ms), taken as its demand.
+    pub demand_ms: f64,
+    /// Z: one session's pauses alone (ms).
+    pub think_ms: f64,
+    /// N* = (D + Z) / D_max with D_max = D / c: the users at which the slots saturate.
+    pub saturation: f64,
+    /// The users at which the first SLO is predicted to break (fractional).
+    pub knee: f64,
+    /// The SLO that bounds it (as given).
+    pub limited_by: String,
+    /// knee / slots: users per slot (per single-threaded process).
+    pub per_slot: f64,
+    /// The law and its assumptions, in words.
+    pub law: String,
 }
 
 impl CapacityResult {
@@ -72,6 +99,7 @@ impl CapacityResult {
     pub fn exit_code(&self) -> u8 {
         match (self.interrupted, self.holds) {
             (true, _) => 130,
+            (false, None) if self.prediction.is_some() && self.steps.is_empty() => 0,
             (false, None) => 1,
             (false, Some(_)) => 0,
         }

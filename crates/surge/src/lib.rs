@@ -31,6 +31,7 @@ pub mod stats;
 pub mod target;
 pub mod terminal;
 pub mod timefmt;
+pub mod timing;
 pub mod tokens;
 
 /// The tokio runtime every subcommand runs on (one worker per CPU this process may use).

@@ -1,5 +1,5 @@
 // Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,
-// report/inputs.rs, rundir/outcome.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
+// report/inputs.rs, rundir/outcome.rs, stats.rs, capfile.rs, timing.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.
 
 export type Model = { 
 /**
@@ -137,7 +137,17 @@ journeys: Array<JourneyRow>,
 /**
  * Sessions' first use vs reuse of their input (`--data` row), each line's durations split.
  */
-inputs: InputUse, };
+inputs: InputUse, 
+/**
+ * Each recording line's mean time split by the server's `Server-Timing` into queue / server
+ * / rest (timing/*.csv); empty when the server sent none.
+ */
+timing: Array<Split>, 
+/**
+ * explain.json when `surge explain` made this run (its `loaded/`): each request or output
+ * ranked by cost per session; null otherwise.
+ */
+explain: unknown, };
 
 export type JourneyRow = { 
 /**
@@ -436,7 +446,11 @@ ready_workers: number | null,
 /**
  * `holds` / `ready_workers`: the users (or sessions/s) one ready worker held.
  */
-per_worker: number | null, };
+per_worker: number | null, 
+/**
+ * `--predict`: the knee predicted from one user alone before the search (null without).
+ */
+prediction?: Prediction, };
 
 export type StepResult = { 
 /**
@@ -508,3 +522,63 @@ first: Dist,
  * In sessions that reused an input.
  */
 again: Dist, };
+
+export type Split = { 
+/**
+ * recording.log line.
+ */
+line: number, 
+/**
+ * Requests that said.
+ */
+n: number, 
+/**
+ * Mean measured time, ms.
+ */
+measured_ms: number, 
+/**
+ * Mean of the server's queue wait, ms.
+ */
+queue_ms: number, 
+/**
+ * Mean of the server's work, ms.
+ */
+server_ms: number, 
+/**
+ * The rest (network, client, anything the server did not count), ms.
+ */
+rest_ms: number, };
+
+export type Prediction = { 
+/**
+ * `--slots`: requests the server works on at once (processes × threads), c.
+ */
+slots: number, 
+/**
+ * D: one session's time in requests and outputs alone (ms), taken as its demand.
+ */
+demand_ms: number, 
+/**
+ * Z: one session's pauses alone (ms).
+ */
+think_ms: number, 
+/**
+ * N* = (D + Z) / D_max with D_max = D / c: the users at which the slots saturate.
+ */
+saturation: number, 
+/**
+ * The users at which the first SLO is predicted to break (fractional).
+ */
+knee: number, 
+/**
+ * The SLO that bounds it (as given).
+ */
+limited_by: string, 
+/**
+ * knee / slots: users per slot (per single-threaded process).
+ */
+per_slot: number, 
+/**
+ * The law and its assumptions, in words.
+ */
+law: string, };

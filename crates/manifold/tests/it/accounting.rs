@@ -115,6 +115,21 @@ fn access_log_and_histograms_match_what_clients_saw() {
         assert_eq!(l["generation"], 1);
         assert!(l["worker"].as_u64().is_some(), "{l}");
         assert!(l["queue_wait_s"].as_f64().unwrap() <= l["duration_s"].as_f64().unwrap());
+        // Server-Timing says what the log says: queue wait and time in the worker, with the id.
+        let st = r.header("server-timing").expect("Server-Timing returned");
+        let queue = format!(
+            "queue;dur={:.3}",
+            l["queue_wait_s"].as_f64().unwrap() * 1000.0
+        );
+        assert!(st.starts_with(&queue), "{st} vs {l}");
+        if let Some(up) = l["upstream_s"].as_f64() {
+            let id = r.header("x-request-id").unwrap();
+            let app = format!(", app;dur={:.3};desc=\"{id}\"", up * 1000.0);
+            assert!(st.ends_with(&app), "{st} vs {l}");
+        }
+        if *path == "/sleep?ms=20" {
+            assert!(l["upstream_s"].as_f64().unwrap() >= 0.020, "{l}");
+        }
         *classes.entry(format!("{}xx", r.status / 100)).or_default() += 1;
     }
     let text = m.get("/__manifold__/metrics").body;

@@ -13,6 +13,8 @@
 //! Modules: `slo` (parsing and measuring a step), `search` (the step sequence and capacity.json),
 //! `scaling` (one search per `--workers` count).
 
+pub mod explain;
+pub mod predict;
 pub mod scaling;
 pub mod search;
 pub mod slo;
@@ -118,4 +120,16 @@ pub struct CapacityArgs {
     /// Live dashboard and Prometheus metrics during the search
     #[command(flatten)]
     pub dashboard: crate::dashboard::DashboardArgs,
+    /// First replay one user alone (solo/), predict the knee from its times and the recording's
+    /// pauses (operational laws), start the search there and step by ±25%; the answer adds the
+    /// prediction vs what was found (closed search only)
+    #[arg(long, conflicts_with = "start")]
+    pub predict: bool,
+    /// Stop after the prediction (no load beyond the one user)
+    #[arg(long, conflicts_with = "start")]
+    pub predict_only: bool,
+    /// Requests the server works on at once (processes × threads; one R process is one slot),
+    /// for --predict
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub slots: u32,
 }

@@ -32,6 +32,9 @@ pub enum CapacityError {
     /// The recording (or a step's sessions) cannot be read as the report reads them.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// The one user alone of `--predict` could not run.
+    #[error(transparent)]
+    Solo(#[from] super::predict::RunError),
     /// A file or directory could not be written.
     #[error("{path}: {err}")]
     Io {
@@ -68,8 +71,8 @@ pub(super) fn stopped(stop: &watch::Receiver<bool>) -> impl Future<Output = ()> 
     }
 }
 
-/// A watch that turns true once `stop` resolves.
-pub(super) fn stop_watch(stop: impl Future<Output = ()> + Send + 'static) -> watch::Receiver<bool> {
+/// A watch that turns true once `stop` resolves (capacity and explain).
+pub fn stop_watch(stop: impl Future<Output = ()> + Send + 'static) -> watch::Receiver<bool> {
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         stop.await;
@@ -111,6 +114,7 @@ pub(super) async fn search(
         interrupted: false,
         ready_workers: None,
         per_worker: None,
+        prediction: None,
     };
     let at = Ctx {
         args,
@@ -123,6 +127,24 @@ pub(super) async fn search(
     // Each step's manifold ready workers (median of its polls), by step.
     let mut ready = Vec::new();
     let mut load = args.start;
+    if args.predict || args.predict_only {
+        let one = step_args(args, 1.0, &dir.join("solo"));
+        let solo = super::predict::solo(one, &plan.rec, stop_rx).await?;
+        let Some(p) = super::predict::predict(args, &plan.rec, &solo) else {
+            return Err(CapacityError::Usage(
+                "--predict: the one user alone did not complete a session (see solo/)".into(),
+            ));
+        };
+        eprintln!("surge capacity: {}", super::predict::line(&p));
+        load = super::predict::start(&p, args.max_load);
+        res.answer = super::predict::line(&p);
+        res.prediction = Some(p);
+        if args.predict_only {
+            write_json(dir, &res)?;
+            return Ok(res);
+        }
+    }
+    let guided = res.prediction.is_some();
     // Up: grow until a step breaks (or --max-load holds).
     loop {
         let ok = step(&at, &mut res, &mut ready, load).await?;
@@ -137,7 +159,18 @@ pub(super) async fn search(
         if load >= args.max_load {
             break;
         }
-        load = grow(args, load);
+        load = grow(args, load, guided);
+    }
+    // Guided, the first step may break: down by the margin until one holds.
+    while guided && good.is_none() && !res.interrupted {
+        let Some(lower) = bad.and_then(super::predict::below) else {
+            break;
+        };
+        if step(&at, &mut res, &mut ready, lower).await? {
+            good = Some(lower);
+        } else {
+            bad = Some(lower);
+        }
     }
     // Down: bisect between the last good and the first bad step.
     while let (Some(lo), Some(hi)) = (good, bad) {
@@ -186,6 +219,12 @@ pub(super) fn check(args: &CapacityArgs) -> Result<lines::Lines, CapacityError> 
             "--max-load {}: below --start {}",
             args.max_load, args.start
         ));
+    }
+    if (args.predict || args.predict_only) && (args.open || !args.workers.is_empty()) {
+        return usage("--predict: a closed search of one server (not --open or --workers)".into());
+    }
+    if args.slots == 0 {
+        return usage("--slots must be at least 1".into());
     }
     if args.manifold_cmd.is_some() && args.workers.is_empty() {
         return usage("--manifold-cmd needs --workers (the counts to start it with)".into());
@@ -260,12 +299,18 @@ pub(super) fn prepare(args: &CapacityArgs) -> Result<PathBuf, CapacityError> {
     Ok(dir)
 }
 
-/// The next step up: load × growth (a closed step at least one more user), capped at --max-load.
-fn grow(args: &CapacityArgs, load: f64) -> f64 {
+/// The next step up: load × growth (× the prediction's margin when `guided`; a closed step at
+/// least one more user), capped at --max-load.
+fn grow(args: &CapacityArgs, load: f64, guided: bool) -> f64 {
+    let growth = if guided {
+        super::predict::STEP
+    } else {
+        args.growth
+    };
     let next = if args.open {
         load * args.growth
     } else {
-        (load * args.growth).round().max(load + 1.0)
+        (load * growth).round().max(load + 1.0)
     };
     next.min(args.max_load)
 }
@@ -284,7 +329,7 @@ fn middle(args: &CapacityArgs, lo: f64, hi: f64) -> Option<f64> {
 /// The replay flags of one step, as a value: the step's load and length, its directory, and the
 /// search's per-session flags as they are (one struct: none is left behind); everything else is
 /// replay's default. `ReplayPlan::from_args` checks them as it checks a command line's.
-fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> ReplayArgs {
+pub(super) fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> ReplayArgs {
     let (users, arrival_rate, max_users, loaded) = if args.open {
         let total = (f64::from(args.step_sessions) / 0.9).ceil();
         let secs = (total / load).min(args.step_max.as_secs_f64());
@@ -482,6 +527,7 @@ fn finish(
     if let Some(g) = good.filter(|_| args.manifold.is_some()) {
         per_worker(&mut res, g, ready);
     }
+    super::predict::versus_found(&mut res);
     if res.interrupted && !res.steps.is_empty() {
         res.answer = format!("interrupted; so far: {}", res.answer);
     }

@@ -38,6 +38,8 @@ pub(super) struct Player<'a> {
     pub ws: Option<Ws>,
     pub pending: VecDeque<Received>,
     pub streams: tokio::task::JoinSet<(At, Result<(), Failure>)>,
+    /// The last response's `Server-Timing`, taken when its event ends.
+    pub server_timing: Option<crate::timing::ServerTiming>,
 }
 
 /// Most unmatched messages kept per session (older ones are dropped).
@@ -130,6 +132,14 @@ impl Player<'_> {
             let t = Instant::now();
             self.handle(i, ev).await.map_err(|f| f.at(here))?;
             log.push(RowEvent::End(ev.kind), ev.line);
+            if let Some(server) = self.server_timing.take() {
+                log.timings.push(crate::timing::Sample {
+                    line: ev.line,
+                    start_ms: log.rows[log.rows.len() - 2].ts,
+                    measured_ms: t.elapsed().as_secs_f64() * 1000.0,
+                    server,
+                });
+            }
             tracing::debug!(
                 "session {} line {}: {} {} {:.1} ms",
                 log.session,
@@ -250,6 +260,9 @@ impl Player<'_> {
             .map_err(|_| detail(no_response(timeout)))?
             .map_err(detail)?;
         self.jar.store(resp.headers());
+        self.server_timing = crate::timing::ServerTiming::parse(
+            (resp.headers().get_all("server-timing").iter()).filter_map(|v| v.to_str().ok()),
+        );
         let status = resp.status().as_u16();
         let captures = self.sh.captures.iter().any(|c| c.applies_to(ev.line));
         let keep = match ev.kind {

@@ -155,6 +155,7 @@ async fn run_session(
             ws: None,
             pending: VecDeque::new(),
             streams: tokio::task::JoinSet::new(),
+            server_timing: None,
         };
         let play = player.play(&mut log, &mut at);
         let cut = async {

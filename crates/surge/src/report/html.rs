@@ -412,6 +412,9 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
     if m.runs.iter().any(|r| r.inputs.with_data > 0) {
         h.push_str("<a href=\"#inputs\">Inputs</a>");
     }
+    if m.runs.iter().any(|r| !r.timing.is_empty()) {
+        h.push_str("<a href=\"#timing\">Where the time goes</a>");
+    }
     for (id, t, _) in SECTIONS {
         if *id == "manifold" && m.runs.iter().all(|r| r.manifold.is_empty()) {
             continue;
@@ -449,6 +452,8 @@ pub fn render(m: &Model, data_json: &str, runtime_js: &str) -> String {
         failures(m)
     );
     h.push_str(&inputs_section(m));
+    // "Where the time goes" and the explain ranking (report::split) go here, before the charts.
+    h.push_str("<!--split-->");
     for (id, t, explain) in SECTIONS {
         if *id == "manifold" && m.runs.iter().all(|r| r.manifold.is_empty()) {
             continue;

@@ -64,6 +64,8 @@ pub struct Run {
     pub recording: Lines,
     /// Sessions sorted by start.
     pub sessions: Vec<Session>,
+    /// What the server's `Server-Timing` said per request (timing/*.csv; empty without).
+    pub timing: Vec<crate::timing::Sample>,
 }
 
 /// Reads a run directory; every malformed input is an error naming file, line and field.
@@ -95,11 +97,16 @@ pub fn load_run(dir: &Path, name: String) -> Result<Run, ReportError> {
         .map(|f| read_session(f, &recording))
         .collect::<Result<Vec<_>, _>>()?;
     sessions.sort_by_key(|s| (s.start, s.id));
+    let timing = crate::timing::read_run(dir).map_err(|e| ReportError::Input {
+        at: dir.display().to_string(),
+        msg: e.to_string(),
+    })?;
     Ok(Run {
         name,
         dir: dir.to_path_buf(),
         recording,
         sessions,
+        timing,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod lines;
 pub mod load;
 pub mod model;
 pub mod segments;
+pub mod split;
 pub mod stats;
 
 use std::{
@@ -193,7 +194,7 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     let content = if args.json {
         json.clone()
     } else {
-        html::render(&m, &json, runtime_js)
+        html::render(&m, &json, runtime_js).replacen("<!--split-->", &split::sections(&m), 1)
     };
     Ok(Built {
         content,

@@ -116,6 +116,13 @@ pub struct RunModel {
     pub journeys: Vec<JourneyRow>,
     /// Sessions' first use vs reuse of their input (`--data` row), each line's durations split.
     pub inputs: super::inputs::InputUse,
+    /// Each recording line's mean time split by the server's `Server-Timing` into queue / server
+    /// / rest (timing/*.csv); empty when the server sent none.
+    pub timing: Vec<crate::timing::Split>,
+    /// explain.json when `surge explain` made this run (its `loaded/`): each request or output
+    /// ranked by cost per session; null otherwise.
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub explain: serde_json::Value,
 }
 
 /// One journey of a mixed run, as summary.json splits it (the same nearest-rank percentiles).
@@ -321,6 +328,10 @@ fn run_model(run: &Run, sum: &RunFigures, recording: usize) -> RunModel {
             .collect(),
         journeys: journeys_of(&run.dir),
         inputs: super::inputs::input_use(run),
+        timing: crate::timing::split_by_line(&run.timing),
+        explain: (std::fs::read_to_string(run.dir.join("explain.json")).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
     }
 }
 
@@ -359,13 +370,15 @@ mod tests {
             StepResult::decl(),
             crate::report::inputs::InputUse::decl(),
             crate::report::inputs::InputLine::decl(),
+            crate::timing::Split::decl(),
+            crate::capfile::Prediction::decl(),
         ];
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../web/src/report/model.gen.ts");
         ts_types::check(
             &path,
             "// Generated from the Rust types (crates/surge/src/report/model.rs, report/stats.rs,\n\
-             // report/inputs.rs, rundir/outcome.rs, stats.rs, capfile.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
+             // report/inputs.rs, rundir/outcome.rs, stats.rs, capfile.rs, timing.rs) by `SURGE_WRITE_TS=1 cargo test -p surge --lib model`. Do not edit.\n\n",
             &decls,
             "SURGE_WRITE_TS",
             "SURGE_WRITE_TS=1 cargo test -p surge --lib model",

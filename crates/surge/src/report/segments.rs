@@ -73,6 +73,7 @@ fn join_group(group: Vec<(Run, Option<Tag>)>) -> Result<Run, ReportError> {
             )));
         }
         sessions.extend(r.sessions.into_iter().map(|s| (index(&t), s)));
+        first.timing.extend(r.timing);
     }
     let joined = crate::rundir::join::in_start_order(sessions, |s| (s.start, s.id));
     first.sessions = (joined.into_iter().enumerate())

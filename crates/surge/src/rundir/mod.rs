@@ -6,6 +6,7 @@
 //! <run>/sessions/*.csv     one shinycannon-format CSV per session
 //! <run>/summary.json       RunSummary: the run's header and its Outcome
 //! <run>/shape.csv          users and arrivals over time, asked and achieved
+//! <run>/timing/*.csv       per session, each request's `Server-Timing` (only when a server sent it)
 //! ```
 //!
 //! Here: the directory prepared (`files`), a session's CSV rows rendered when it ends and read

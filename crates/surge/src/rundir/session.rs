@@ -101,6 +101,8 @@ pub struct SessionLog {
     /// The `--data` row it took, 1-based (the PLAYER_SESSION_CREATE row says `data=<row>`): the
     /// report tells a session's first use of its input from a reuse by it.
     pub data_row: Option<u32>,
+    /// Requests whose response carried `Server-Timing`, written to `timing/<name>` beside the CSV.
+    pub timings: Vec<crate::timing::Sample>,
 }
 
 impl SessionLog {
@@ -114,6 +116,7 @@ impl SessionLog {
             failure: None,
             journey: None,
             data_row: None,
+            timings: Vec::new(),
         }
     }
 
@@ -166,6 +169,23 @@ impl SessionLog {
         let tmp = sessions.join(format!(".{name}.tmp"));
         let written = std::fs::write(&tmp, self.render(comment_lines))
             .and_then(|()| std::fs::rename(&tmp, sessions.join(&name)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return written;
+        }
+        self.write_timings(dir, &name)
+    }
+
+    /// Writes `<dir>/timing/<name>` (temp + rename) when any response said `Server-Timing`.
+    fn write_timings(&self, dir: &Path, name: &str) -> std::io::Result<()> {
+        if self.timings.is_empty() {
+            return Ok(());
+        }
+        let folder = dir.join(crate::timing::TIMING_DIR);
+        std::fs::create_dir_all(&folder)?;
+        let tmp = folder.join(format!(".{name}.tmp"));
+        let written = std::fs::write(&tmp, crate::timing::render(&self.timings))
+            .and_then(|()| std::fs::rename(&tmp, folder.join(name)));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }

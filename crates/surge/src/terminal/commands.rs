@@ -23,6 +23,8 @@ pub enum Finished {
     Bench(Box<BenchReport>, Option<Signal>),
     /// `surge capacity`: the search's answer.
     Capacity(Box<CapacityResult>),
+    /// `surge explain`: the ranking.
+    Explain(Box<crate::capacity::explain::Explained>),
     /// `surge capacity --workers`: the scaling table.
     Scaling(Scaling),
     /// `surge merge`: what it wrote.
@@ -52,6 +54,7 @@ impl Finished {
             Finished::Scaling(s) if s.interrupted => stopped(s.exit_code()),
             Finished::Scaling(s) => s.exit_code(),
             Finished::Merge(m) => m.exit_code(),
+            Finished::Explain(_) => stopped(0),
             Finished::Report(_) | Finished::Imported(_) | Finished::Parametrized(_) => 0,
         }
     }
@@ -72,6 +75,9 @@ pub enum CommandError {
     /// `surge capacity`.
     #[error(transparent)]
     Capacity(#[from] capacity::CapacityError),
+    /// `surge explain`.
+    #[error(transparent)]
+    Explain(#[from] crate::capacity::explain::ExplainError),
     /// `surge merge`.
     #[error(transparent)]
     Merge(#[from] crate::merge::MergeError),
@@ -110,6 +116,7 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
             Finished::Bench(Box::new(report), stopped_by)
         }
         Command::Capacity(a) => capacity_cmd(*a, term).await?,
+        Command::Explain(a) => explain_cmd(*a, term).await?,
         Command::ImportHar(a) => {
             let done = crate::har::run(a)?;
             println!(
@@ -254,6 +261,36 @@ async fn capacity_cmd(args: CapacityArgs, term: &Terminal) -> Result<Finished, C
     let result = capacity::run(plan, announced(term)).await?;
     println!("{}", result.answer);
     Ok(Finished::Capacity(Box::new(result)))
+}
+
+/// `surge explain`: the two runs, then the ranking (or explain.json with --json) on stdout.
+async fn explain_cmd(
+    args: crate::capacity::explain::ExplainArgs,
+    term: &Terminal,
+) -> Result<Finished, CommandError> {
+    if term.logger {
+        crate::logging::init(crate::logging::LogLevel::Error, None)?;
+    }
+    let json = args.json;
+    let plan = crate::capacity::explain::ExplainPlan::from_args(args)?;
+    let done = crate::capacity::explain::run(plan, announced(term)).await?;
+    if json {
+        let text = serde_json::to_string_pretty(&done).expect("explain serialises");
+        println!("{text}");
+    } else {
+        print!(
+            "{}",
+            crate::capacity::explain::rank::table(&done.rows, done.users)
+        );
+        println!("{}", done.headline());
+        println!(
+            "wrote {}",
+            done.dir
+                .join(crate::capacity::explain::EXPLAIN_JSON)
+                .display()
+        );
+    }
+    Ok(Finished::Explain(Box::new(done)))
 }
 
 /// `surge merge`: the merge, then the merged summary (text or JSON) or bench result; one line

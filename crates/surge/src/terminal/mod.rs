@@ -96,6 +96,8 @@ pub enum Command {
     Replay(Box<ReplayCmd>),
     /// How many users an app holds within SLOs: replay steps of growing load, then bisection
     Capacity(Box<crate::capacity::CapacityArgs>),
+    /// Why it is slow: one user alone, then many; each request or output ranked by its cost
+    Explain(Box<crate::capacity::explain::ExplainArgs>),
     /// One run from the segments of a plan (--segment K/N run directories or bench --json results)
     Merge(crate::merge::MergeArgs),
     /// One self-contained HTML report for one run or a comparison of runs
@@ -108,7 +110,11 @@ impl Command {
     fn stoppable(&self) -> bool {
         matches!(
             self,
-            Command::Bench(_) | Command::Record(_) | Command::Replay(_) | Command::Capacity(_)
+            Command::Bench(_)
+                | Command::Record(_)
+                | Command::Replay(_)
+                | Command::Capacity(_)
+                | Command::Explain(_)
         )
     }
 }

@@ -108,6 +108,7 @@ async fn replay_shape(name: &str, url: &str, shape: &[&str]) -> (PathBuf, surge:
 /// for L = 500 ms. The search must find it within ±10%.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_finds_the_queueing_knee() {
+    let _timed = crate::server_timing::TIMED.lock().await;
     let (c, s_ms, limit_ms) = (4u32, 50u64, 500u64);
     let knee = c * (limit_ms.div_ceil(s_ms) as u32 - 1);
     assert_eq!(knee, 36);

@@ -324,3 +324,11 @@ pub fn parse_replay_args(args: &[&str]) -> surge::replay::ReplayArgs {
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
 }
+
+/// `surge explain ARGS`' flags, parsed as the binary parses them.
+pub fn explain_args(args: &[&str]) -> surge::capacity::explain::ExplainArgs {
+    let Command::Explain(a) = sub("explain", args) else {
+        unreachable!("an explain command line")
+    };
+    *a
+}

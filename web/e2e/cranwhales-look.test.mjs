@@ -36,6 +36,19 @@ const VIEWS = [
     q: `date=${LATEST}&tab=packages&package=ggplot2%2CRcpp%2Cmemoise&whales=6&bin=week`,
     ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready",
   },
+  {
+    // One package: releases on its chart, who downloads it (by version, over weeks) and where its
+    // count comes from; small downloads asked for too (a breakdown that cannot leave them out
+    // says so and is drawn without whales).
+    name: "package",
+    q: `date=${LATEST}&tab=packages&package=ggplot2&whales=6&without=whales%2Csmall`,
+    ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready" && document.body.dataset.who === "ready",
+  },
+  {
+    name: "package-country",
+    q: `date=${LATEST}&tab=packages&package=Rcpp&whales=6&bin=month&log=true&by=country`,
+    ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready" && document.body.dataset.who === "ready",
+  },
   { name: "trends", q: `date=${LATEST}&tab=trends`, ready: () => window.cranwhales.charts.get("chart-trends-traffic")?.getOption()?.series?.length },
 ];
 

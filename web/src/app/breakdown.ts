@@ -7,7 +7,7 @@
 // with what it can leave out.
 import type * as echarts from "echarts/core";
 import { getBreakdown, getKinds } from "./api";
-import type { Bin, Breakdown, Kinds, KeyRow } from "./api";
+import type { Bin, Breakdown, Kinds, KeyRow, Result } from "./api";
 import { esc, int, pct } from "./format";
 import type { PackageState } from "./packages";
 import { dataZoom, timeAxis, wrappedLegend } from "./timeaxis";
@@ -162,6 +162,8 @@ export class WhoSection {
   private loadingKey = "";
   private shown: { b: Breakdown; k: Kinds | null; note: string } | null = null;
   private token = 0;
+  /** The last kinds answer and what it was asked for. */
+  private kinds: { key: string; answer: Result<Kinds> } | null = null;
 
   constructor(private chart: (id: string) => echarts.ECharts) {}
 
@@ -185,7 +187,14 @@ export class WhoSection {
     const token = ++this.token;
     this.loadingKey = key;
     document.body.dataset.who = "loading";
-    const [first, k] = await Promise.all([getBreakdown(st.package, by, st.from, st.to, asked.join(","), step), getKinds(st.package, st.from, st.to, st.whales)]);
+    // The kinds do not depend on the field or the filters: asked again only for another range or N.
+    const kindsKey = JSON.stringify([st.package, st.from, st.to, st.whales]);
+    const kept = this.kinds?.key === kindsKey ? this.kinds.answer : null;
+    const [first, k] = await Promise.all([
+      getBreakdown(st.package, by, st.from, st.to, asked.join(","), step),
+      kept ?? getKinds(st.package, st.from, st.to, st.whales),
+    ]);
+    this.kinds = { key: kindsKey, answer: k };
     let b = first;
     let note = "";
     // A filter the server cannot take out of a breakdown (yet): say so, draw what it can.

@@ -162,13 +162,16 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
     steps_equal_the_recount(a, &reference).await;
 }
 
+/// A bin as expected: first and last day, span, stored days.
+type WantBin = (&'static str, &'static str, u64, u64);
+
 /// `step=`: each bin (days, ISO weeks from Monday, the month) cut to the range holds the
 /// recount's sum over its days, its span and its stored days; the whole range's rows as without
 /// a step; a bin without a stored day is left out.
 async fn steps_equal_the_recount(a: std::net::SocketAddr, reference: &Recount) {
     // 2014-12-16 is a Tuesday: weeks 16–21 (cut to the range) and 22–23. The last case starts
     // in a week with no stored day (left out) and cuts the next one at the 18th (3 of 4 stored).
-    let cases: [(&str, &str, &str, &[(&str, &str, u64, u64)]); 4] = [
+    let cases: [(&str, &str, &str, &[WantBin]); 4] = [
         (
             "week",
             DAYS[0],

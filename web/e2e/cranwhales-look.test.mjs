@@ -36,6 +36,19 @@ const VIEWS = [
     q: `date=${LATEST}&tab=packages&package=ggplot2%2CRcpp%2Cmemoise&whales=6&bin=week`,
     ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready",
   },
+  {
+    // One package: releases on its chart, who downloads it (by version, over weeks) and where its
+    // count comes from; small downloads asked for too (a breakdown that cannot leave them out
+    // says so and is drawn without whales).
+    name: "package",
+    q: `date=${LATEST}&tab=packages&package=ggplot2&whales=6&without=whales%2Csmall`,
+    ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready" && document.body.dataset.who === "ready",
+  },
+  {
+    name: "package-country",
+    q: `date=${LATEST}&tab=packages&package=Rcpp&whales=6&bin=month&log=true&by=country`,
+    ready: () => document.body.dataset.packages === "ready" && document.body.dataset.top === "ready" && document.body.dataset.who === "ready",
+  },
   { name: "trends", q: `date=${LATEST}&tab=trends`, ready: () => window.cranwhales.charts.get("chart-trends-traffic")?.getOption()?.series?.length },
 ];
 
@@ -284,6 +297,97 @@ test("calendar: a day three years back in at most 3 clicks, weeks aligned on a p
     // The day is shown and the sidebar stepped aside.
     assert.equal(await page.getAttribute("#menu", "aria-expanded"), "false");
     assert.deepEqual(await page.evaluate(overflowing), []);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test("package page: who downloads it, where the count comes from and the releases equal the API's answers; by= in the URL", async () => {
+  const page = await open(SIZES[0]);
+  const statuses = new Map();
+  page.on("response", (r) => statuses.set(new URL(r.url()).pathname + new URL(r.url()).search, r.status()));
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&without=whales%2Csmall`);
+    await page.waitForFunction(() => document.body.dataset.packages === "ready" && document.body.dataset.who === "ready");
+    const asked = page.requests.filter((u) => u.includes("/breakdown?"));
+    // The page's filters go to the breakdown as they are; a 400 (a filter it cannot take out yet)
+    // is said in the note and the breakdown asked again with what it can.
+    assert.match(asked[0], /by=version/);
+    assert.match(asked[0], /without=whales%2Csmall/);
+    const note = await page.textContent("#pkg-who-note");
+    if (statuses.get(asked[0]) === 400) {
+      assert.equal(asked.length, 2, asked.join(" "));
+      assert.match(asked[1], /without=whales&/);
+      const err = (await (await fetch(`${base}${asked[0]}`)).json()).error;
+      assert.ok(note.includes("Shown without whales only"), note);
+      assert.ok(note.includes(err), `${note} / ${err}`);
+    } else assert.equal(asked.length, 1, asked.join(" "));
+    const b = await getJson(base, asked[asked.length - 1]);
+    const drawn = await page.evaluate(() => {
+      const o = (id) => window.cranwhales.charts.get(id).getOption();
+      const keys = o("chart-breakdown");
+      const time = o("chart-versions");
+      const kinds = o("chart-kinds");
+      const pkg = o("chart-package");
+      return {
+        names: keys.yAxis[0].data,
+        values: keys.series[0].data.map((d) => d.value),
+        stacks: time.series.map((s) => ({ name: s.name, data: s.data.map((d) => d.value) })),
+        kinds: kinds.series.map((s) => s.data[0]),
+        marks: pkg.series.flatMap((s) => s.markLine?.data ?? []).map((d) => d.xAxis),
+        url: location.search,
+      };
+    });
+    // Top 8 and "other" add up to the breakdown's total; each bin's stack to the bin's total.
+    const top = b.rows.slice(0, 8);
+    const other = b.rows.slice(8).reduce((a, r) => a + r.downloads, 0);
+    assert.deepEqual(drawn.values, [...top.map((r) => r.downloads), ...(other ? [other] : [])]);
+    assert.deepEqual(drawn.names.slice(0, top.length), top.map((r) => r.key ?? "(not logged)"));
+    assert.equal(drawn.values.reduce((a, v) => a + v, 0), b.total);
+    assert.ok(b.bins.length > 0);
+    b.bins.forEach((bin, i) => {
+      const stacked = drawn.stacks.reduce((a, s) => a + s.data[i][1], 0);
+      assert.equal(stacked, bin.rows.reduce((a, r) => a + r.downloads, 0), `bin ${bin.from}`);
+      assert.equal(drawn.stacks[0].data[i][0], bin.from);
+    });
+    // The kinds: four parts adding up to raw, as /kinds answers.
+    const k = await getJson(base, page.requests.find((u) => u.includes("/kinds?")));
+    assert.deepEqual(drawn.kinds, [k.whale_downloads, k.small, k.repeats, k.rest]);
+    assert.equal(drawn.kinds.reduce((a, v) => a + v, 0), k.raw);
+    // A marker per version first seen after the package's first stored day.
+    const rel = await getJson(base, "/api/packages/ggplot2/releases");
+    assert.deepEqual(drawn.marks.sort(), rel.versions.filter((v) => v.after).map((v) => v.first_day).sort());
+    assert.ok(drawn.marks.length > 0, "a release inside the sample days");
+    // Another field: one new request, kept in the URL; Back shows versions again without asking.
+    const before = page.requests.length;
+    await page.selectOption("#pkg-by", "os");
+    await page.waitForFunction(() => document.body.dataset.who === "ready" && new URLSearchParams(location.search).get("by") === "os");
+    const added = page.requests.slice(before);
+    assert.equal(added.filter((u) => u.includes("by=os")).length, statuses.get(asked[0]) === 400 ? 2 : 1, added.join(" "));
+    assert.deepEqual(added.filter((u) => !u.includes("/breakdown?")), [], "only the breakdown is asked again");
+    await page.goBack();
+    await page.waitForFunction(() => document.body.dataset.who === "ready" && !new URLSearchParams(location.search).get("by"));
+    assert.equal(await page.inputValue("#pkg-by"), "version");
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test("top and trending lists get the page's filters: an answer that did not use them is said so", async () => {
+  const page = await open(SIZES[0]);
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&without=small%2Crepeats`);
+    await page.waitForFunction(() => document.body.dataset.top === "ready");
+    const top = page.requests.filter((u) => u.startsWith("/api/top?"));
+    assert.match(top[0], /without=small%2Crepeats/);
+    const answer = await fetch(`${base}${top[0]}`);
+    const body = await answer.json();
+    const note = (await page.$("#top-filter-note")) ? await page.textContent("#top-filter-note") : "";
+    if (answer.status === 400) assert.ok(note.includes(body.error), note);
+    else if (!(body.without ?? []).length) assert.match(note, /count every download/);
+    else assert.match(note, /Counted without small, repeats/);
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();

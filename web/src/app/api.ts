@@ -119,10 +119,13 @@ export async function getPackages(p: PackageQuery): Promise<Result<PackageReport
   return { ok: true, value: "packages" in r.value ? r.value.packages : [r.value] };
 }
 
-export function getTop(from: string, to: string, limit: number): Promise<Result<TopList>> {
+/** The top and trending lists; `without` (the page's filters) is sent as is: a server that
+ * does not take it answers 400 or leaves it out of the list's `without`. */
+export function getTop(from: string, to: string, limit: number, without = ""): Promise<Result<TopList & { without?: string[] }>> {
   const q = new URLSearchParams({ limit: String(limit) });
   if (from) q.set("from", from);
   if (to) q.set("to", to);
+  if (without) q.set("without", without);
   return result(`/api/top?${q}`);
 }
 
@@ -167,4 +170,95 @@ export function follow(url: string, onEvent: (p: Progress) => void): () => void 
     closed = true;
     es.close();
   };
+}
+
+// ---- who downloads a package (issue 34): written by hand, these Rust types are not exported ----
+
+/** One key of a breakdown (`null`: the field was `NA` in the log). */
+export interface KeyRow {
+  key: string | null;
+  downloads: number;
+}
+
+/** One bin of `breakdown?step=`. */
+export interface StepRows {
+  from: string;
+  to: string;
+  /** Days of the bin inside the range. */
+  span: number;
+  /** Stored days of the bin counted. */
+  days: number;
+  rows: KeyRow[];
+}
+
+/** `GET /api/packages/{pkg}/breakdown?by=&step=` (docs/cranwhales.md). */
+export interface Breakdown {
+  package: string;
+  by: string;
+  from: string;
+  to: string;
+  without: string[];
+  days: number;
+  days_without_breakdowns: string[];
+  total: number;
+  rows: KeyRow[];
+  step?: Bin;
+  bins?: StepRows[];
+}
+
+/** A version's first day as the logs show it. */
+export interface Release {
+  version: string | null;
+  first_day: string;
+  after: string | null;
+  before_first_stored: boolean;
+  downloads: number;
+  shares: { days: number; stored_days: number; version_downloads: number; package_downloads: number; share: number | null }[];
+}
+
+/** `GET /api/packages/{pkg}/releases`. */
+export interface Releases {
+  package: string;
+  days: number;
+  days_without_breakdowns: string[];
+  versions: Release[];
+}
+
+/** `GET /api/packages/{pkg}/kinds`: parts adding up to `raw`. */
+export interface Kinds {
+  package: string;
+  from: string;
+  to: string;
+  whales: number;
+  days: number;
+  days_without_filters: string[];
+  raw: number;
+  small: number;
+  repeats: number;
+  whale_downloads: number;
+  rest: number;
+}
+
+function range(q: URLSearchParams, from: string, to: string) {
+  if (from) q.set("from", from);
+  if (to) q.set("to", to);
+}
+
+/** A package's downloads by `by` over the range and per `step` bin, without `without`. */
+export function getBreakdown(pkg: string, by: string, from: string, to: string, without: string, step: Bin): Promise<Result<Breakdown>> {
+  const q = new URLSearchParams({ by });
+  range(q, from, to);
+  if (without) q.set("without", without);
+  q.set("step", step);
+  return result(`/api/packages/${encodeURIComponent(pkg)}/breakdown?${q}`);
+}
+
+export function getReleases(pkg: string): Promise<Result<Releases>> {
+  return result(`/api/packages/${encodeURIComponent(pkg)}/releases`);
+}
+
+export function getKinds(pkg: string, from: string, to: string, whales: number): Promise<Result<Kinds>> {
+  const q = new URLSearchParams({ whales: String(whales) });
+  range(q, from, to);
+  return result(`/api/packages/${encodeURIComponent(pkg)}/kinds?${q}`);
 }

@@ -10,6 +10,8 @@ import { Calendar } from "./calendar";
 import { detailOption, hourlyColumns, hourlyOption, hoursOf, packageOrder, trafficOption, whaleLabel, whalesOption } from "./charts";
 import { bytes, esc, int, pct } from "./format";
 import { BINS, MAX_WHALES, PackagesTab, filtersOf } from "./packages";
+import { BYS } from "./breakdown";
+import type { By } from "./breakdown";
 import type { Bin } from "./api";
 import { profileCard, whaleListHtml } from "./profile";
 import { TrendsTab } from "./trends";
@@ -36,6 +38,7 @@ interface State {
   avg: boolean;
   log: boolean;
   without: string;
+  by: By;
 }
 
 const $ = <T extends HTMLElement>(sel: string) => document.querySelector(sel) as T;
@@ -88,6 +91,7 @@ function readUrl(): State {
     avg: q.get("avg") === "true",
     log: q.get("log") === "true",
     without: q.get("without") === null ? "whales" : filtersOf(q.get("without")!).join(","),
+    by: BYS.includes(q.get("by") as By) ? (q.get("by") as By) : "version",
   };
 }
 
@@ -105,6 +109,7 @@ function writeUrl(push = false) {
     if (state.avg) q.set("avg", "true");
     if (state.log) q.set("log", "true");
     if (state.without !== "whales") q.set("without", state.without);
+    if (state.by !== "version") q.set("by", state.by);
   }
   if (`?${q}` === location.search) return;
   if (push) history.pushState(null, "", `?${q}`);

@@ -3,8 +3,10 @@
 // one line each), binned by day/week/month/year or summed up; each package's rank and the
 // distribution of all packages; the badge; the top and trending lists of the range.
 import type * as echarts from "echarts/core";
-import { getPackages, getTop, suggestPackages } from "./api";
-import type { Bin, PackageDay, PackageReport } from "./api";
+import { getPackages, getReleases, getTop, suggestPackages } from "./api";
+import type { Bin, PackageDay, PackageReport, Release } from "./api";
+import { BYS, WhoSection } from "./breakdown";
+import type { By } from "./breakdown";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
 import { esc, int, pct } from "./format";
 import { clickedDate, dataZoom, points, timeAxis, wrappedLegend } from "./timeaxis";
@@ -23,6 +25,8 @@ export interface PackageState {
   log: boolean;
   /** What the filtered lines leave out: a subset of `whales,small,repeats`. */
   without: string;
+  /** What "who downloads it" breaks the downloads down by. */
+  by: By;
 }
 
 /** The filters (packageRank's, cranlogs #45): each day's top-N whales, downloads under 1,000 B,
@@ -61,6 +65,9 @@ export class PackagesTab {
   private loadingKey = "";
   private token = 0;
   private suggestToken = 0;
+  /** Each version's first day, for the one package shown (markers on its chart). */
+  private releases: { package: string; versions: Release[]; note: string } | null = null;
+  private who: WhoSection;
 
   constructor(
     private st: PackageState,
@@ -70,6 +77,14 @@ export class PackagesTab {
     /** Opens a stored day (a click on a daily point). */
     private openDay: (date: string) => void,
   ) {
+    this.who = new WhoSection(chart);
+    $<HTMLSelectElement>("pkg-by").addEventListener("change", () => {
+      const by = $<HTMLSelectElement>("pkg-by").value as By;
+      if (!BYS.includes(by)) return;
+      this.st.by = by;
+      this.changed();
+      this.render();
+    });
     $<HTMLDivElement>("pkg-top").addEventListener("click", (e) => {
       const a = (e.target as HTMLElement).closest<HTMLAnchorElement>("a[data-package]");
       if (!a) return;
@@ -108,6 +123,7 @@ export class PackagesTab {
     $<HTMLInputElement>("pkg-log").checked = this.st.log;
     const on = filtersOf(this.st.without);
     for (const f of FILTERS) $<HTMLInputElement>(`pkg-no-${f}`).checked = on.includes(f);
+    $<HTMLSelectElement>("pkg-by").value = this.st.by;
     void this.loadTop();
     if (!this.st.package) {
       this.message("Type a package name, or several separated by commas (up to 8): suggestions come from the stored days.", "notice");
@@ -115,7 +131,7 @@ export class PackagesTab {
       return;
     }
     // Average and log scale are drawn from the same report: not part of what is fetched.
-    const key = JSON.stringify({ ...this.st, avg: false, log: false, without: "" });
+    const key = JSON.stringify({ ...this.st, avg: false, log: false, without: "", by: "" });
     if (this.reports && key === this.shownKey) {
       this.draw(this.reports);
       return;
@@ -126,12 +142,25 @@ export class PackagesTab {
 
   /** The top and trending lists of the range (all stored days without one). */
   private async loadTop() {
-    const key = `${this.st.from}|${this.st.to}`;
+    const without = filtersOf(this.st.without).join(",");
+    const key = `${this.st.from}|${this.st.to}|${without}`;
     if (key === this.topKey) return;
     this.topKey = key;
-    const r = await getTop(this.st.from, this.st.to, 20);
+    let r = await getTop(this.st.from, this.st.to, 20, without);
+    let note = "";
+    // The lists with the page's filters; a server that cannot filter them (yet) says so in a 400
+    // (the lists are then shown unfiltered) or leaves the filters out of its answer.
+    if (!r.ok && r.status === 400 && without) {
+      note = `These lists count every download: ${r.error}`;
+      r = await getTop(this.st.from, this.st.to, 20);
+    } else if (r.ok && without && !(r.value.without ?? []).length) {
+      note = `These lists count every download: this server does not leave out ${without.replace(/,/g, ", ")} from them yet.`;
+    } else if (r.ok && without) {
+      note = `Counted without ${(r.value.without ?? []).join(", ")}.`;
+    }
     if (key !== this.topKey) return;
-    $<HTMLDivElement>("pkg-top").innerHTML = r.ok ? topHtml(r.value) : `<div class="note">${esc(r.error)}</div>`;
+    $<HTMLDivElement>("pkg-top").innerHTML =
+      (note ? `<div class="note" id="top-filter-note">${esc(note)}</div>` : "") + (r.ok ? topHtml(r.value) : `<div class="note">${esc(r.error)}</div>`);
     document.body.dataset.top = "ready";
   }
 
@@ -177,8 +206,14 @@ export class PackagesTab {
     this.loadingKey = key;
     this.message(`Loading ${esc(this.st.package)}…`, "loading");
     const st = this.st;
-    const r = await getPackages({ names: namesOf(st.package), from: st.from, to: st.to, whales: st.whales, bin: st.bin, cumulative: st.cumulative });
+    const names = namesOf(st.package);
+    const one = names.length === 1 && this.releases?.package !== names[0];
+    const [r, rel] = await Promise.all([
+      getPackages({ names, from: st.from, to: st.to, whales: st.whales, bin: st.bin, cumulative: st.cumulative }),
+      one ? getReleases(names[0]) : Promise.resolve(null),
+    ]);
     if (token !== this.token) return;
+    if (rel) this.releases = { package: names[0], versions: rel.ok ? rel.value.versions : [], note: rel.ok ? "" : rel.error };
     this.loadingKey = "";
     if (!r.ok) {
       this.reports = null;
@@ -230,7 +265,17 @@ export class PackagesTab {
     const c = this.chart("chart-package");
     c.resize();
     const width = $<HTMLDivElement>("chart-package").clientWidth || 1000;
-    const view = { avg: this.st.avg && !r.cumulative, log: this.st.log, without: filtersOf(this.st.without), width };
+    const releases = one && this.releases?.package === r.package ? this.releases.versions : [];
+    const view = { avg: this.st.avg && !r.cumulative, log: this.st.log, without: filtersOf(this.st.without), width, releases };
+    $<HTMLDivElement>("pkg-releases-note").textContent = !one
+      ? ""
+      : this.releases?.note
+        ? `Releases: ${this.releases.note}`
+        : releases.some((v) => v.after)
+          ? `Dotted lines: releases inferred from downloads — a version's first stored day with a download of it (it came out after the stored day before it; not CRAN's publication date). Versions already downloaded on the first stored day are not marked.`
+          : "No release inside the stored days: every version was already downloaded on the package's first stored day.";
+    if (one) this.who.show(this.st, this.st.by, filtersOf(this.st.without));
+    else this.who.hide();
     c.setOption(one ? packageOption(r, view) : comparisonOption(reports, view), true);
     c.off("click");
     c.on("click", (p: unknown) => {
@@ -268,6 +313,8 @@ export interface View {
   without: Filter[];
   /** The chart's width in px (the legend wraps over it). */
   width: number;
+  /** Versions to mark where they first appear (one package). */
+  releases?: Release[];
 }
 
 const NO_VIEW: View = { avg: false, log: false, without: ["whales"], width: 1000 };
@@ -336,8 +383,17 @@ function series(r: PackageReport, values: (number | null)[], v: View) {
   });
 }
 
-/** The tooltip: the bin's date, how many of its days are stored, each line's value. */
-function tooltip(reports: PackageReport[]) {
+/** The releases first downloaded inside the bin starting `date`. */
+function releasesIn(r: PackageReport, date: string, releases: Release[]): Release[] {
+  if (r.cumulative) return releases.filter((v) => v.after && v.first_day === date);
+  const t = Date.parse(date);
+  const end = t + (binDays(date, r.bin, r.from, r.to) - 1) * DAY_MS;
+  return releases.filter((v) => v.after && Date.parse(v.first_day) >= t && Date.parse(v.first_day) <= end);
+}
+
+/** The tooltip: the bin's date, how many of its days are stored, each line's value, and the
+ * versions that first appear in it (with the rule: inferred from downloads). */
+function tooltip(reports: PackageReport[], releases: Release[] = []) {
   const cov = reports.map(coverage);
   return {
     trigger: "axis",
@@ -349,8 +405,37 @@ function tooltip(reports: PackageReport[]) {
       const rows = ps
         .filter((p) => p.value[1] !== null && p.value[1] !== undefined)
         .map((p) => `${p.marker}${esc(p.seriesName)}: <b>${int(p.value[1]!)}</b>`);
-      return [head, ...rows].join("<br>");
+      const rel = releasesIn(reports[0], date, releases).map(
+        (v) =>
+          `release ${esc(v.version ?? "(not logged)")}: first downloaded ${esc(v.first_day)}, after ${esc(v.after!)} (inferred from downloads: the first stored day with a download of it)`,
+      );
+      return [head, ...rows, ...rel].join("<br>");
     },
+  };
+}
+
+/** Dotted vertical lines at each release inside the stored days (versions already there on the
+ * package's first stored day are not releases seen), labelled with the version where the label
+ * has room (at least 18 px from the last one labelled). */
+function releaseMarks(r: PackageReport, releases: Release[], width: number) {
+  const seen = releases.filter((v) => v.after && v.first_day >= r.from && v.first_day <= r.to);
+  if (!seen.length || !r.days.length) return undefined;
+  const lo = Date.parse(r.days[0].date);
+  const hi = Math.max(lo + DAY_MS, Date.parse(r.days[r.days.length - 1].date));
+  const px = (d: string) => ((Date.parse(d) - lo) / (hi - lo)) * (width - 102);
+  let last = -Infinity;
+  const data = seen.map((v) => {
+    const x = px(v.first_day);
+    const show = x - last >= 18;
+    if (show) last = x;
+    return { xAxis: v.first_day, name: v.version ?? "(not logged)", label: { show, formatter: v.version ?? "NA" } };
+  });
+  return {
+    symbol: "none",
+    silent: true,
+    lineStyle: { color: "#666", type: "dotted", width: 1 },
+    label: { position: "insideEndTop", color: "#444", fontSize: 10 },
+    data,
   };
 }
 
@@ -419,14 +504,14 @@ export function packageOption(r: PackageReport, v: View = NO_VIEW) {
   // The aggregate-only estimate is drawn first: it mostly lies on the raw line, which stays visible.
   const lines = [
     line("aggregate-only estimate", ADJUSTED, r.days.map((d) => d.adjusted), true),
-    line("raw downloads", RAW, r.days.map((d) => d.downloads)),
+    { ...line("raw downloads", RAW, r.days.map((d) => d.downloads)), markLine: releaseMarks(r, v.releases ?? [], v.width) },
     line(unique, UNIQUE, r.days.map((d) => d.downloaders)),
     ...(v.without.length ? [line(f.name, WITHOUT, r.days.map(f.value))] : []),
   ];
   return {
     animationDuration: 300,
     ...legendAndGrid(lines.map((l) => l.name), v.width),
-    tooltip: tooltip([r]),
+    tooltip: tooltip([r], v.releases ?? []),
     xAxis: timeAxis(),
     dataZoom: dataZoom(),
     yAxis: yAxis(`${r.package}: ${perWhat(r, v)}`, v),

@@ -1,6 +1,7 @@
 //! Who downloads a package (issue 34): `/api/packages/{pkg}/breakdown` (by version, country,
-//! OS, R version or arch), `/api/packages/{pkg}/releases` (each version's first day and shares)
-//! and `/api/packages/{pkg}/kinds` (whales, small, repeats and the rest, adding up to the raw
+//! OS, R version or arch; with `step=` also per day, week, month or year, for a chart over
+//! time), `/api/packages/{pkg}/releases` (each version's first day and shares) and
+//! `/api/packages/{pkg}/kinds` (whales, small, repeats and the rest, adding up to the raw
 //! count). Each is read from the store per request (a rowid seek per stored day); nothing is
 //! cached, so an answer never outlives a day's change.
 
@@ -8,22 +9,25 @@ use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
+use axum::http::HeaderMap;
 use axum::response::Response;
+use serde::Serialize;
 
 use super::cache::{Body, REVALIDATE};
 use super::error::ApiError;
 use super::insight::{param, range_of, unknown_package, whales_of};
 use super::App;
-use crate::store::breakdown::By;
+use crate::date::{Day, Range};
+use crate::store::breakdown::{BreakdownReport, By, KeyRow};
+use crate::store::Store;
+use crate::summary::Bin;
+
+/// Bins one `step=` answer holds at most (a week over the whole history is ~750).
+pub const MAX_BINS: usize = 1_000;
 
 /// At most 40 characters of user input, for messages.
 fn shown(s: &str) -> String {
     s.chars().take(40).collect()
-}
-
-fn name_of(name: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    let Path(name) = name.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
-    Ok(name)
 }
 
 fn by_of(query: Option<&str>) -> Result<By, ApiError> {
@@ -61,23 +65,154 @@ fn without_of(query: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
-/// `GET /api/packages/{pkg}/breakdown?by=&from=&to=&without=whales`.
+/// `step`: none (one breakdown of the range) or `day|week|month|year`.
+fn step_of(query: Option<&str>) -> Result<Option<Bin>, ApiError> {
+    match param(query, "step") {
+        None => Ok(None),
+        Some(v) => Bin::parse(&v).map(Some).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "step must be day, week, month or year, got '{}'",
+                shown(&v)
+            ))
+        }),
+    }
+}
+
+/// One bin of a `step=` answer: its days in the range, how many are counted, its keys.
+#[derive(Debug, Serialize)]
+pub struct StepRows {
+    /// First day of the bin inside the range.
+    pub from: String,
+    /// Last day of the bin inside the range.
+    pub to: String,
+    /// Days of the bin inside the range (what "fully stored" means: `days == span`).
+    pub span: u64,
+    /// Stored days of the bin counted (with breakdowns).
+    pub days: u64,
+    /// Every key with downloads in the bin, most first.
+    pub rows: Vec<KeyRow>,
+}
+
+/// `breakdown?step=`: the range's breakdown and the same per bin, bins without a stored day
+/// left out (a gap, never a zero).
+#[derive(Debug, Serialize)]
+pub struct Steps {
+    /// The breakdown over the whole range (as without `step`).
+    #[serde(flatten)]
+    pub range: BreakdownReport,
+    /// `day`, `week`, `month` or `year`.
+    pub step: Bin,
+    /// The bins with at least one stored day, in date order.
+    pub bins: Vec<StepRows>,
+}
+
+/// The bins of `range` by `step` (ISO weeks from Monday, calendar months and years), each cut to
+/// the range.
+pub fn bins_of(range: Range, step: Bin) -> Vec<Range> {
+    let end_of = |d: Day| match step {
+        Bin::Day => d,
+        Bin::Week => d.week_start().plus(6),
+        Bin::Month => Day::month_start(d.month() + 1).plus(-1),
+        Bin::Year => Day::month_start(d.month() - d.month().rem_euclid(12) + 12).plus(-1),
+    };
+    let mut out = Vec::new();
+    let mut from = range.from;
+    while from <= range.to {
+        let to = end_of(from).min(range.to);
+        out.push(Range { from, to });
+        from = to.plus(1);
+    }
+    out
+}
+
+/// The range's breakdown and, with a step, each bin's: `None` for a package never stored.
+fn steps(
+    s: &Store,
+    package: &str,
+    range: Range,
+    by: By,
+    without: bool,
+    step: Bin,
+) -> crate::store::Result<Option<Steps>> {
+    let Some(whole) = s.breakdown(package, range, by, without)? else {
+        return Ok(None);
+    };
+    let mut bins = Vec::new();
+    for bin in bins_of(range, step) {
+        let Some(r) = s.breakdown(package, bin, by, without)? else {
+            continue;
+        };
+        if r.days == 0 {
+            continue;
+        }
+        bins.push(StepRows {
+            from: bin.from.to_string(),
+            to: bin.to.to_string(),
+            span: (bin.from.days_until(bin.to) + 1) as u64,
+            days: r.days,
+            rows: r.rows,
+        });
+    }
+    Ok(Some(Steps {
+        range: whole,
+        step,
+        bins,
+    }))
+}
+
+/// What every handler here does: read `package`'s answer on a blocking thread and send it as
+/// JSON, or a 404 naming a near name when the package was never stored.
+async fn answer<T, F>(
+    app: Arc<App>,
+    name: Result<Path<String>, PathRejection>,
+    headers: &HeaderMap,
+    read: F,
+) -> Result<Response, ApiError>
+where
+    T: Serialize + Send + 'static,
+    F: FnOnce(&Store, &str) -> crate::store::Result<Option<T>> + Send + 'static,
+{
+    let Path(name) = name.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    let asked = name.clone();
+    let report = (app.db)
+        .read(move |s| Ok(read(s, &asked)?))
+        .await
+        .map_err(ApiError::internal)?;
+    match report {
+        Some(r) => Ok(Body::json(&r, REVALIDATE).respond(headers)),
+        None => Err(unknown_package(&app, &name).await),
+    }
+}
+
+/// `GET /api/packages/{pkg}/breakdown?by=&from=&to=&without=whales&step=`.
 pub async fn breakdown(
     State(app): State<Arc<App>>,
     name: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let name = name_of(name)?;
     let query = req.uri().query();
     let (range, by, without) = (range_of(query)?, by_of(query)?, without_of(query)?);
-    let asked = name.clone();
-    let report = (app.db)
-        .read(move |s| Ok(s.breakdown(&asked, range, by, without)?))
-        .await
-        .map_err(ApiError::internal)?;
-    match report {
-        Some(r) => Ok(Body::json(&r, REVALIDATE).respond(req.headers())),
-        None => Err(unknown_package(&app, &name).await),
+    match step_of(query)? {
+        None => {
+            answer(app, name, req.headers(), move |s, p| {
+                s.breakdown(p, range, by, without)
+            })
+            .await
+        }
+        Some(step) => {
+            let n = bins_of(range, step).len();
+            if n > MAX_BINS {
+                return Err(ApiError::bad_request(format!(
+                    "step: {n} bins from {} to {}, at most {MAX_BINS}: a longer step or a \
+                     shorter range",
+                    range.from, range.to
+                )));
+            }
+            answer(app, name, req.headers(), move |s, p| {
+                steps(s, p, range, by, without, step)
+            })
+            .await
+        }
     }
 }
 
@@ -87,16 +222,7 @@ pub async fn releases(
     name: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let name = name_of(name)?;
-    let asked = name.clone();
-    let report = (app.db)
-        .read(move |s| Ok(s.releases(&asked)?))
-        .await
-        .map_err(ApiError::internal)?;
-    match report {
-        Some(r) => Ok(Body::json(&r, REVALIDATE).respond(req.headers())),
-        None => Err(unknown_package(&app, &name).await),
-    }
+    answer(app, name, req.headers(), |s, p| s.releases(p)).await
 }
 
 /// `GET /api/packages/{pkg}/kinds?from=&to=&whales=N`.
@@ -105,16 +231,10 @@ pub async fn kinds(
     name: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let name = name_of(name)?;
     let query = req.uri().query();
     let (range, whales) = (range_of(query)?, whales_of(query)?);
-    let asked = name.clone();
-    let report = (app.db)
-        .read(move |s| Ok(s.kinds(&asked, range, whales)?))
-        .await
-        .map_err(ApiError::internal)?;
-    match report {
-        Some(r) => Ok(Body::json(&r, REVALIDATE).respond(req.headers())),
-        None => Err(unknown_package(&app, &name).await),
-    }
+    answer(app, name, req.headers(), move |s, p| {
+        s.kinds(p, range, whales)
+    })
+    .await
 }

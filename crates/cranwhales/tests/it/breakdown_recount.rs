@@ -159,6 +159,91 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
     }
     releases_equal_the_recount(a, &reference).await;
     kinds_add_up(a, &reference).await;
+    steps_equal_the_recount(a, &reference).await;
+}
+
+/// A bin as expected: first and last day, span, stored days.
+type WantBin = (&'static str, &'static str, u64, u64);
+
+/// `step=`: each bin (days, ISO weeks from Monday, the month) cut to the range holds the
+/// recount's sum over its days, its span and its stored days; the whole range's rows as without
+/// a step; a bin without a stored day is left out.
+async fn steps_equal_the_recount(a: std::net::SocketAddr, reference: &Recount) {
+    // 2014-12-16 is a Tuesday: weeks 16–21 (cut to the range) and 22–23. The last case starts
+    // in a week with no stored day (left out) and cuts the next one at the 18th (3 of 4 stored).
+    let cases: [(&str, &str, &str, &[WantBin]); 4] = [
+        (
+            "week",
+            DAYS[0],
+            DAYS[7],
+            &[
+                ("2014-12-16", "2014-12-21", 6, 6),
+                ("2014-12-22", "2014-12-23", 2, 2),
+            ],
+        ),
+        (
+            "month",
+            DAYS[0],
+            DAYS[7],
+            &[("2014-12-16", "2014-12-23", 8, 8)],
+        ),
+        (
+            "day",
+            DAYS[5],
+            DAYS[7],
+            &[
+                ("2014-12-21", "2014-12-21", 1, 1),
+                ("2014-12-22", "2014-12-22", 1, 1),
+                ("2014-12-23", "2014-12-23", 1, 1),
+            ],
+        ),
+        (
+            "week",
+            "2014-12-08",
+            DAYS[2],
+            &[("2014-12-15", "2014-12-18", 4, 3)],
+        ),
+    ];
+    for (step, from, to, want_bins) in cases {
+        for p in ["ggplot2", "Rcpp"] {
+            for (by, without) in [("version", false), ("version", true), ("country", false)] {
+                let w = if without { "&without=whales" } else { "" };
+                let url = format!(
+                    "/api/packages/{p}/breakdown?by={by}&from={from}&to={to}&step={step}{w}"
+                );
+                let r = get(a, &url, &[]).await;
+                assert_eq!(r.status, 200, "{url}: {}", r.text());
+                let j = r.json();
+                assert_eq!(j["step"], step);
+                let bins = j["bins"].as_array().unwrap();
+                assert_eq!(bins.len(), want_bins.len(), "{url}: {j}");
+                let mut whole: HashMap<Option<String>, u64> = HashMap::new();
+                for (b, &(bf, bt, span, days)) in bins.iter().zip(want_bins) {
+                    assert_eq!(
+                        (b["from"].as_str(), b["to"].as_str()),
+                        (Some(bf), Some(bt)),
+                        "{url}"
+                    );
+                    assert_eq!((n(&b["span"]), n(&b["days"])), (span, days), "{url} {bf}");
+                    let mut want: HashMap<Option<String>, u64> = HashMap::new();
+                    for (_, day) in reference.range(bf.to_owned()..=bt.to_owned()) {
+                        for (k, c) in expected(&day[p][by], without) {
+                            *want.entry(k.clone()).or_default() += c;
+                            *whole.entry(k).or_default() += c;
+                        }
+                    }
+                    let got: HashMap<Option<String>, u64> = (b["rows"].as_array().unwrap().iter())
+                        .map(|r| (r["key"].as_str().map(str::to_owned), n(&r["downloads"])))
+                        .collect();
+                    assert_eq!(got, want, "{url} bin {bf}");
+                }
+                let got: HashMap<Option<String>, u64> = (j["rows"].as_array().unwrap().iter())
+                    .map(|r| (r["key"].as_str().map(str::to_owned), n(&r["downloads"])))
+                    .collect();
+                assert_eq!(got, whole, "{url}: the range's rows");
+            }
+        }
+    }
 }
 
 /// Every version's first day among the stored days and its shares over `(first, first + w]`.
@@ -262,6 +347,14 @@ async fn bad_breakdown_parameters_are_400_naming_them() {
             "from",
         ),
         ("/api/packages/ggplot2/kinds?whales=0", "whales"),
+        (
+            "/api/packages/ggplot2/breakdown?by=os&step=hour",
+            "step must be",
+        ),
+        (
+            "/api/packages/ggplot2/breakdown?by=os&step=day",
+            "at most 1000",
+        ),
     ] {
         let r = get(a, path, &[]).await;
         assert_eq!(r.status, 400, "{path}");

@@ -181,7 +181,7 @@ fn drain_timeout_bounds_the_drain() {
     let signalled = Instant::now();
     // Draining for about 1 s, then the listener closes while the request still runs.
     let mut refused = None;
-    let closed = poll_until(Duration::from_secs(3), || {
+    let closed = poll_until(Duration::from_secs(10), || {
         refused = std::net::TcpStream::connect(&m.addr).err();
         refused.is_some()
     });

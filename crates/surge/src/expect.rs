@@ -92,9 +92,21 @@ mod tests {
         assert_eq!(e.kind(), crate::failure::FailureKind::Content);
         assert!(e.to_string().contains("--expect 7~"), "{e}");
         assert!(!e.to_string().contains('\n'), "{e}");
-        assert!(matches!("7".parse::<ContentCheck>(), Err(ExpectError::Form)));
-        assert!(matches!("x~a".parse::<ContentCheck>(), Err(ExpectError::Line(_))));
-        assert!(matches!("0~a".parse::<ContentCheck>(), Err(ExpectError::Line(_))));
-        assert!(matches!("3~(".parse::<ContentCheck>(), Err(ExpectError::Regex { .. })));
+        assert!(matches!(
+            "7".parse::<ContentCheck>(),
+            Err(ExpectError::Form)
+        ));
+        assert!(matches!(
+            "x~a".parse::<ContentCheck>(),
+            Err(ExpectError::Line(_))
+        ));
+        assert!(matches!(
+            "0~a".parse::<ContentCheck>(),
+            Err(ExpectError::Line(_))
+        ));
+        assert!(matches!(
+            "3~(".parse::<ContentCheck>(),
+            Err(ExpectError::Regex { .. })
+        ));
     }
 }

@@ -127,17 +127,19 @@ impl FromStr for Spec {
 
     fn from_str(s: &str) -> Result<Spec, SpecError> {
         let err = |what: String| SpecError {
-            text: format!("\"{}\"", grammar::echo::echo(s.as_bytes(), 80)),
+            text: quoted(s),
             what,
         };
         let parts: Vec<&str> = s.split(':').collect();
         let [metric, stat, margin] = parts[..] else {
-            return Err(err("expected METRIC:STAT:MARGIN, e.g. page_load:p95:10%".into()));
+            return Err(err(
+                "expected METRIC:STAT:MARGIN, e.g. page_load:p95:10%".into()
+            ));
         };
         let metric = parse_metric(metric.trim()).ok_or_else(|| {
             err(format!(
                 "unknown metric {}: expected page_load, session, events, lineN (a recording line), an event type (REQ_HOME, WS_RECV, …) or latency (bench)",
-                format!("\"{}\"", grammar::echo::echo(metric.as_bytes(), 80))
+                quoted(metric)
             ))
         })?;
         let stat = match stat.trim() {
@@ -149,14 +151,14 @@ impl FromStr for Spec {
             other => {
                 return Err(err(format!(
                     "unknown statistic {}: expected p50, p90, p95, p99 or mean",
-                    format!("\"{}\"", grammar::echo::echo(other.as_bytes(), 80))
+                    quoted(other)
                 )))
             }
         };
         let margin = parse_margin(margin.trim()).ok_or_else(|| {
             err(format!(
                 "margin {}: expected a percentage (10%) or a duration (50ms, 1s)",
-                format!("\"{}\"", grammar::echo::echo(margin.as_bytes(), 80))
+                quoted(margin)
             ))
         })?;
         Ok(Spec {
@@ -165,6 +167,11 @@ impl FromStr for Spec {
             margin,
         })
     }
+}
+
+/// `s` in quotes, escaped and cut, for an error line.
+fn quoted(s: &str) -> String {
+    format!("\"{}\"", grammar::echo::echo(s.as_bytes(), 80))
 }
 
 fn parse_metric(s: &str) -> Option<Metric> {

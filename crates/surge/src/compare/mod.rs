@@ -102,7 +102,8 @@ impl Source {
             return Ok(Source::Run(Box::new(run)));
         }
         let at = || path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|err| CompareError::Io { path: at(), err })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|err| CompareError::Io { path: at(), err })?;
         let bad = |msg: String| CompareError::NotBench { path: at(), msg };
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
@@ -110,10 +111,9 @@ impl Source {
             .as_str()
             .ok_or_else(|| bad("no histogram_us field".into()))?;
         let h = crate::stats::decode(hist).map_err(|e| bad(format!("histogram_us: {e}")))?;
-        Ok(Source::Bench(Samples::weighted(
-            h.iter_recorded()
-                .map(|v| (v.value_iterated_to() as f64 / 1000.0, v.count_at_value())),
-        )))
+        Ok(Source::Bench(Samples::weighted(h.iter_recorded().map(
+            |v| (v.value_iterated_to() as f64 / 1000.0, v.count_at_value()),
+        ))))
     }
 
     fn samples(&self, metric: Metric, path: &Path) -> Result<Samples, CompareError> {

@@ -21,9 +21,8 @@ fn app(delay_ms: Arc<AtomicU64>) -> u16 {
 
 /// A page, two assets and three API calls (lines 4–9).
 fn recording(dir: &Path, port: u16) -> PathBuf {
-    let mut text = format!(
-        "# version: 1\n# target_url: http://127.0.0.1:{port}\n# target_type: surge/http\n"
-    );
+    let mut text =
+        format!("# version: 1\n# target_url: http://127.0.0.1:{port}\n# target_type: surge/http\n");
     for (i, url) in ["/", "/app.js", "/style.css", "/api/1", "/api/2", "/api/3"]
         .iter()
         .enumerate()
@@ -110,7 +109,9 @@ fn same_app_never_regresses_and_a_slower_one_does() {
         "{stderr}"
     );
     assert!(
-        failed.iter().all(|l| l.starts_with("surge compare: regression: ")),
+        failed
+            .iter()
+            .all(|l| l.starts_with("surge compare: regression: ")),
         "{stderr}"
     );
     let doc: serde_json::Value =
@@ -139,7 +140,10 @@ fn same_app_never_regresses_and_a_slower_one_does() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("id=\"verdicts\""));
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let esc = line.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let esc = line
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
         assert!(html.contains(&esc), "report lacks {line}");
     }
 }
@@ -154,9 +158,15 @@ fn bad_specs_are_one_line_and_exit_2() {
     let a = run(&rec, port, &dir.join("a"));
     let cases: [(&[&str], &str); 5] = [
         (&["--max-regression", "pageload:p95:10%"], "unknown metric"),
-        (&["--max-regression", "page_load:p97:10%"], "unknown statistic"),
+        (
+            &["--max-regression", "page_load:p97:10%"],
+            "unknown statistic",
+        ),
         (&["--max-regression", "page_load:p95:lots"], "margin"),
-        (&["--max-regression", "latency:p95:10%"], "no values of latency"),
+        (
+            &["--max-regression", "latency:p95:10%"],
+            "no values of latency",
+        ),
         (&[], "no --max-regression"),
     ];
     for (flags, says) in cases {

@@ -119,9 +119,15 @@ fn a_line_whose_answer_changes_fails_with_kind_content_only() {
     assert_eq!(kinds.len(), 1, "only content failures: {kinds:?}");
     assert_eq!(kinds["content"], 4);
     let f = &s["failures"][0];
-    assert_eq!((f["kind"].as_str(), f["line"].as_u64()), (Some("content"), Some(5)));
+    assert_eq!(
+        (f["kind"].as_str(), f["line"].as_u64()),
+        (Some("content"), Some(5))
+    );
     let reason = f["reason"].as_str().unwrap();
-    assert!(reason.contains("--expect 5~") && reason.contains("broken"), "{reason}");
+    assert!(
+        reason.contains("--expect 5~") && reason.contains("broken"),
+        "{reason}"
+    );
     assert_ne!(o.exit_code(), 0);
 
     let model = report_model(&report_args(vec![run.clone()], &["run"]));

@@ -37,7 +37,7 @@ pub fn samples(run: &Run, metric: Metric) -> Samples {
 pub fn section(verdicts: &[Verdict], base: &str, new: &str) -> String {
     let failed = verdicts.iter().filter(|v| v.regression).count();
     let mut h = format!(
-        "<section id=\"verdicts\"><h2>Regressions</h2><div class=\"{}\"><b>{} of {} metrics regressed</b> ({} → {}): over the margin and beyond run-to-run noise (95% bootstrap interval of the difference above zero).</div><ul>",
+        "<section id=\"verdicts\"><h2>Regressions</h2><div class=\"{}\"><b>{} of {} metrics regressed</b> ({} → {}): over the margin and beyond run-to-run noise (even the low end of the 95% bootstrap interval of the difference is over the margin).</div><ul>",
         if failed > 0 { "warn" } else { "explain" },
         failed,
         verdicts.len(),

@@ -183,3 +183,39 @@ fn bad_specs_are_one_line_and_exit_2() {
         assert!(err.contains(says), "{flags:?}: {err}");
     }
 }
+
+/// Bench results (`surge bench --json` files) compare by their latency histograms: the same app
+/// twice is no regression, the app 20% slower (10 → 12 ms) is; the result carries `generator`.
+#[test]
+fn bench_results_compare_by_latency() {
+    let dir = fresh_dir("compare-bench");
+    let delay = Arc::new(AtomicU64::new(10));
+    let port = app(delay.clone());
+    let url = format!("http://127.0.0.1:{port}/");
+    let bench = |name: &str| {
+        let (code, json) = bench_in_process(&[&url, "-c", "4", "-n", "400"]);
+        assert_eq!(code, Some(0), "{json}");
+        assert!(json["generator"]["saturated"].is_boolean(), "{json}");
+        let p = dir.join(name);
+        std::fs::write(&p, json.to_string()).unwrap();
+        p
+    };
+    let (a, b) = (bench("a.json"), bench("b.json"));
+    delay.store(12, Ordering::SeqCst);
+    let slow = bench("slow.json");
+    let cmp = |x: &Path, y: &Path| {
+        surge()
+            .arg("compare")
+            .arg(x)
+            .arg(y)
+            .args(["--max-regression", "latency:p50:10%"])
+            .output()
+            .unwrap()
+    };
+    let same = cmp(&a, &b);
+    assert_eq!(same.status.code(), Some(0), "{same:?}");
+    let worse = cmp(&b, &slow);
+    let err = String::from_utf8_lossy(&worse.stderr);
+    assert_eq!(worse.status.code(), Some(1), "{err}");
+    assert!(err.contains("latency:p50:10%"), "{err}");
+}

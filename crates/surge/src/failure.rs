@@ -43,6 +43,8 @@ pub enum Cause {
     SignIn(String),
     /// A `--capture NAME@LINE` found nothing in the response of its line.
     Capture(String),
+    /// An `--expect LINE~REGEX` did not match the response or message of its line.
+    Content(String),
     /// The run was stopped (Ctrl-C) while the session was playing.
     Interrupted,
     /// A bug in surge (a background task panicked).
@@ -72,6 +74,8 @@ pub enum FailureKind {
     SignIn,
     /// [`Cause::Capture`] (`"capture"`).
     Capture,
+    /// [`Cause::Content`] (`"content"`).
+    Content,
     /// [`Cause::Interrupted`] (`"interrupted"`).
     Interrupted,
     /// [`Cause::Internal`] (`"internal"`).
@@ -83,7 +87,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FailureKind; 13] = [
+    pub const ALL: [FailureKind; 14] = [
         FailureKind::Timeout,
         FailureKind::WrongStatus,
         FailureKind::Closed,
@@ -94,6 +98,7 @@ impl FailureKind {
         FailureKind::Recording,
         FailureKind::SignIn,
         FailureKind::Capture,
+        FailureKind::Content,
         FailureKind::Interrupted,
         FailureKind::Internal,
         FailureKind::Unknown,
@@ -112,6 +117,7 @@ impl FailureKind {
             FailureKind::Recording => "recording",
             FailureKind::SignIn => "sign_in",
             FailureKind::Capture => "capture",
+            FailureKind::Content => "content",
             FailureKind::Interrupted => "interrupted",
             FailureKind::Internal => "internal",
             FailureKind::Unknown => "unknown",
@@ -168,6 +174,7 @@ impl Cause {
             Cause::Recording(_) => FailureKind::Recording,
             Cause::SignIn(_) => FailureKind::SignIn,
             Cause::Capture(_) => FailureKind::Capture,
+            Cause::Content(_) => FailureKind::Content,
             Cause::Interrupted => FailureKind::Interrupted,
             Cause::Internal(_) => FailureKind::Internal,
         }
@@ -183,6 +190,7 @@ impl fmt::Display for Cause {
             | Cause::UnexpectedMessage(s)
             | Cause::Recording(s)
             | Cause::Capture(s)
+            | Cause::Content(s)
             | Cause::Internal(s) => f.write_str(s),
             Cause::SignIn(s) => write!(f, "sign-in failed: {s}"),
             Cause::WrongStatus { expected, got } => write!(f, "status {got}, expected {expected}"),

@@ -7,11 +7,14 @@ pub mod capacity;
 pub mod capfile;
 pub mod capture;
 pub mod checks;
+pub mod compare;
 pub mod dashboard;
 pub mod data;
+pub mod expect;
 pub mod failure;
 pub mod h1;
 pub mod har;
+pub mod health;
 pub mod logging;
 pub mod manifold_poll;
 pub mod merge;
@@ -33,6 +36,7 @@ pub mod terminal;
 pub mod timefmt;
 pub mod timing;
 pub mod tokens;
+pub mod verdict;
 
 /// The tokio runtime every subcommand runs on (one worker per CPU this process may use).
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {

@@ -31,6 +31,8 @@ pub struct Received {
     pub session_id: Option<Box<str>>,
     /// `response.value.jobId` of an upload reply.
     pub job_id: Option<Box<str>>,
+    /// The whole frame, kept only when an `--expect` may look at it.
+    pub text: Option<Box<str>>,
 }
 
 fn keys_of(obj: &Map<String, Value>) -> (u64, String) {
@@ -149,6 +151,7 @@ pub fn receive(frame: &str) -> Vec<Received> {
             raw: Some("o".into()),
             session_id: None,
             job_id: None,
+            text: None,
         });
         return out;
     }
@@ -175,6 +178,7 @@ pub fn receive(frame: &str) -> Vec<Received> {
                     raw: None,
                     session_id,
                     job_id,
+                    text: None,
                 });
             }
             None => out.push(Received {
@@ -182,6 +186,7 @@ pub fn receive(frame: &str) -> Vec<Received> {
                 raw: Some(frame.into()),
                 session_id: None,
                 job_id: None,
+                text: None,
             }),
         }
     }

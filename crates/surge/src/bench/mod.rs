@@ -106,6 +106,7 @@ pub async fn run(bench: BenchPlan, stop: impl Future<Output = ()>) -> BenchRepor
         ..Default::default()
     };
     tokio::pin!(stop);
+    let health = crate::health::Monitor::start();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tokio::select! {
@@ -138,5 +139,7 @@ pub async fn run(bench: BenchPlan, stop: impl Future<Output = ()>) -> BenchRepor
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    bench_report(&args, &plan, all)
+    let mut report = bench_report(&args, &plan, all);
+    report.generator = Some(health.finish().await);
+    report
 }

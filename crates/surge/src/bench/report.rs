@@ -66,6 +66,9 @@ pub struct BenchReport {
     pub merged_segments: Option<u32>,
     /// Every latency in µs: HdrHistogram V2 + deflate, base64 (`stats::encode`).
     pub histogram_us: String,
+    /// surge's own CPU and event-loop lag during the run (absent from a merged result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<crate::health::Generator>,
 }
 
 /// Whether an answer's status counts as ok: one of `expect` when given, else 2xx or 3xx.
@@ -213,6 +216,7 @@ pub fn merge(parts: &[(String, BenchReport)]) -> Result<BenchReport, MergeError>
         late_starts: 0,
         late_start_ms: 0,
         bytes_received: 0,
+        generator: None,
         ..first.clone()
     };
     let mut end_ms = f64::MIN;
@@ -301,5 +305,6 @@ pub(super) fn bench_report(
         bytes_received: all.bytes,
         merged_segments: None,
         histogram_us: stats::encode(&hist),
+        generator: None,
     }
 }

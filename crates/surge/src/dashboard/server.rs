@@ -68,6 +68,7 @@ pub(super) async fn serve(
 /// The report flags the dashboard builds with (the defaults of `surge report`).
 pub(super) fn report_args(dir: &Path) -> ReportArgs {
     ReportArgs {
+        verdict: Default::default(),
         runs: vec![dir.to_path_buf()],
         names: Vec::new(),
         output: PathBuf::from("report.html"),

@@ -124,6 +124,10 @@ pub struct SessionArgs {
     /// session), or json:/pointer instead of REGEX (repeatable)
     #[arg(long = "capture", value_name = "NAME[@LINE]=REGEX")]
     pub captures: Vec<crate::capture::Capture>,
+    /// Fail a session (kind `content`) when the response or received WebSocket message of
+    /// recording line LINE does not match REGEX (repeatable)
+    #[arg(long = "expect", value_name = "LINE~REGEX")]
+    pub expects: Vec<crate::expect::ContentCheck>,
     /// Sign-in flags (shinycannon's SHINYCANNON_* variables need none)
     #[command(flatten)]
     pub signin: crate::signin::SignInArgs,

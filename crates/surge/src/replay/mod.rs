@@ -207,7 +207,9 @@ pub async fn run(
         None => None,
     };
     let sampler = tokio::spawn(drive::sample(sh.clone()));
+    let health = crate::health::Monitor::start();
     drive::drive(&sh, stop_rx.clone()).await;
+    let generator = health.finish().await;
     sampler.abort();
     for task in [progress, poller].into_iter().flatten() {
         task.abort();
@@ -220,6 +222,7 @@ pub async fn run(
     let mut summary = summary::summarize(&sh, interrupted);
     let by_journey = sh.by_journey.lock().expect("journey aggregate lock");
     summary.journeys = journey::summaries(&sh.plan.journeys, &by_journey);
+    summary.generator = Some(generator);
     drop(by_journey);
     let written = crate::rundir::write_summary(out_dir, &summary);
     let first_lost = sh.write_error.lock().expect("write error lock").take();

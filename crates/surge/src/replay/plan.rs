@@ -92,6 +92,8 @@ pub struct ReplayPlan {
     pub data: Option<DataSet>,
     /// `--capture`s.
     pub captures: Vec<Capture>,
+    /// `--expect`s.
+    pub expects: Vec<crate::expect::ContentCheck>,
     /// Placeholder names the run declares (data columns, then captures), set per session.
     pub vars: Vec<Arc<str>>,
     /// How users are started and stopped.
@@ -188,6 +190,7 @@ impl ReplayPlan {
             signin,
             data,
             captures: args.session.captures.clone(),
+            expects: args.session.expects.clone(),
             vars,
             shape,
             users,
@@ -306,6 +309,17 @@ fn data_and_vars(
             )));
         }
         vars.push(c.name.clone());
+    }
+    for x in &args.session.expects {
+        let checkable = (journeys.iter().flat_map(|j| &j.rec.events))
+            .any(|e| e.line == x.line && (e.kind.is_http() || e.kind.is_recv()));
+        if !checkable {
+            return Err(ReplayError::Usage(format!(
+                "--expect {x}: line {} of {} is not an HTTP request nor a received message",
+                x.line,
+                journeys[0].rec.path.display()
+            )));
+        }
     }
     Ok((data, vars))
 }

@@ -52,6 +52,7 @@ const CAPTURE_BODY_MAX: usize = 1024 * 1024;
 fn on_frame(
     pending: &mut VecDeque<Received>,
     caps: (&[Capture], &mut Tokens),
+    keep_text: bool,
     m: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
 ) -> Result<(), Cause> {
     match m {
@@ -66,7 +67,10 @@ fn on_frame(
                     tokens.set(&c.name, &v);
                 }
             }
-            for r in shiny::receive(t.as_str()) {
+            for mut r in shiny::receive(t.as_str()) {
+                if keep_text {
+                    r.text = Some(t.as_str().into());
+                }
                 if pending.len() == PENDING_MAX {
                     pending.pop_front();
                 }
@@ -171,7 +175,7 @@ impl Player<'_> {
             };
             tokio::select! {
                 _ = sleep_until(deadline) => return Ok(()),
-                m = ws.next() => on_frame(&mut self.pending, (&self.sh.captures, &mut self.tokens), m)?,
+                m = ws.next() => on_frame(&mut self.pending, (&self.sh.captures, &mut self.tokens), !self.sh.expects.is_empty(), m)?,
             }
         }
     }
@@ -203,7 +207,7 @@ impl Player<'_> {
                         self.sh.message_timeout
                     )));
                 }
-                m = ws.next() => on_frame(&mut self.pending, (&self.sh.captures, &mut self.tokens), m)?,
+                m = ws.next() => on_frame(&mut self.pending, (&self.sh.captures, &mut self.tokens), !self.sh.expects.is_empty(), m)?,
             }
         }
     }
@@ -224,6 +228,9 @@ impl Player<'_> {
                 let expect =
                     (ev.expect.as_ref()).ok_or_else(|| Cause::Internal("no expectation".into()))?;
                 let got = self.wait_for(expect).await?;
+                if let Some(text) = &got.text {
+                    crate::expect::check(&self.sh.expects, ev.line, text)?;
+                }
                 let missing = |what: &str| Cause::UnexpectedMessage(what.into());
                 if ev.kind == Kind::WsRecvInit {
                     let sid = (got.session_id)
@@ -265,8 +272,10 @@ impl Player<'_> {
         );
         let status = resp.status().as_u16();
         let captures = self.sh.captures.iter().any(|c| c.applies_to(ev.line));
+        let expects = self.sh.expects.iter().any(|x| x.line == ev.line);
         let keep = match ev.kind {
             _ if captures => CAPTURE_BODY_MAX,
+            _ if expects => crate::expect::BODY_MAX,
             Kind::ReqHome => 512 * 1024,
             Kind::ReqTok => 4096,
             _ => 0,
@@ -282,6 +291,10 @@ impl Player<'_> {
         }
         if captures {
             self.capture(ev, &body).map_err(detail)?;
+        }
+        if expects {
+            let text = String::from_utf8_lossy(&body);
+            crate::expect::check(&self.sh.expects, ev.line, &text).map_err(detail)?;
         }
         match ev.kind {
             Kind::ReqHome => {

@@ -15,6 +15,7 @@ pub mod model;
 pub mod segments;
 pub mod split;
 pub mod stats;
+pub mod verdicts;
 
 use std::{
     io::Write,
@@ -43,6 +44,10 @@ pub struct ReportArgs {
     /// Write the report's data model as JSON instead of HTML.
     #[arg(long)]
     pub json: bool,
+    /// `--max-regression` (with two runs: the first is the base): the verdicts `surge compare`
+    /// gives, shown on the page.
+    #[command(flatten)]
+    pub verdict: crate::verdict::VerdictArgs,
 }
 
 /// Why a report could not be made. Messages name the file (and line/field) at fault.
@@ -188,13 +193,19 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
         .iter()
         .map(|r| stats::summarize(r, page_load_limit_ms))
         .collect();
+    let judged = judge_runs(&runs, &args.verdict)?;
     let mut m = model::build(&runs, &summaries, page_load_limit_ms);
     m.capacity = capacity;
     let json = serde_json::to_string(&m).expect("model serialises");
     let content = if args.json {
         json.clone()
     } else {
-        html::render(&m, &json, runtime_js).replacen("<!--split-->", &split::sections(&m), 1)
+        let page = html::render(&m, &json, runtime_js).replacen("<!--split-->", &split::sections(&m), 1);
+        let mut banners = verdicts::generator_banner(&runs);
+        if let Some(v) = judged {
+            banners.push_str(&verdicts::section(&v, &runs[0].name, &runs[1].name));
+        }
+        page.replacen("<main>", &format!("<main>{banners}"), 1)
     };
     Ok(Built {
         content,
@@ -202,6 +213,39 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
         events: summaries.iter().map(|s| s.events).collect(),
         model: json,
     })
+}
+
+/// `--max-regression`'s verdicts on two runs (the first the base), as `surge compare` states
+/// them; None without the flag.
+fn judge_runs(
+    runs: &[load::Run],
+    flags: &crate::verdict::VerdictArgs,
+) -> Result<Option<Vec<crate::verdict::Verdict>>, ReportError> {
+    if flags.max_regression.is_empty() {
+        return Ok(None);
+    }
+    if runs.len() != 2 {
+        return Err(ReportError::Usage(format!(
+            "--max-regression compares two runs (base, new); {} given",
+            runs.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for spec in &flags.max_regression {
+        let (b, n) = (
+            verdicts::samples(&runs[0], spec.metric),
+            verdicts::samples(&runs[1], spec.metric),
+        );
+        if b.is_empty() || n.is_empty() {
+            let run = if b.is_empty() { &runs[0] } else { &runs[1] };
+            return Err(ReportError::Input {
+                at: run.dir.display().to_string(),
+                msg: format!("--max-regression {spec}: no values of {}", spec.metric),
+            });
+        }
+        out.push(crate::verdict::judge(spec, &b, &n, flags.bootstrap()));
+    }
+    Ok(Some(out))
 }
 
 /// The run directories to load, with names: a capacity directory (`surge capacity`) stands for

@@ -49,6 +49,10 @@ pub struct RunSummary {
     pub journeys: BTreeMap<String, JourneySummary>,
     /// Every check passed (exit status 0 unless interrupted).
     pub ok: bool,
+    /// The load generator's own CPU and event-loop lag during the run (a replay's; absent from
+    /// a merge's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<crate::health::Generator>,
 }
 
 /// A run's plan as its flags gave it (a replay) or its segments' config line (`surge merge`).
@@ -177,5 +181,6 @@ pub fn from_aggregate(
         checks: checks_out,
         journeys: BTreeMap::new(),
         ok,
+        generator: None,
     }
 }

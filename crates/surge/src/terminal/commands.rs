@@ -35,6 +35,8 @@ pub enum Finished {
     Imported(crate::har::Imported),
     /// `surge parametrize`: the placeholders it put in.
     Parametrized(crate::parametrize::Parametrized),
+    /// `surge compare`: a verdict per metric.
+    Compared(crate::compare::Compared),
 }
 
 impl Finished {
@@ -55,6 +57,7 @@ impl Finished {
             Finished::Scaling(s) => s.exit_code(),
             Finished::Merge(m) => m.exit_code(),
             Finished::Explain(_) => stopped(0),
+            Finished::Compared(c) => c.exit_code(),
             Finished::Report(_) | Finished::Imported(_) | Finished::Parametrized(_) => 0,
         }
     }
@@ -90,6 +93,9 @@ pub enum CommandError {
     /// `surge parametrize`.
     #[error(transparent)]
     Parametrize(#[from] crate::parametrize::ParametrizeError),
+    /// `surge compare`.
+    #[error(transparent)]
+    Compare(#[from] crate::compare::CompareError),
     /// `--debug-log`'s file cannot be created.
     #[error(transparent)]
     Log(#[from] crate::logging::LogError),
@@ -136,6 +142,16 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
             Finished::Parametrized(done)
         }
         Command::Merge(a) => Finished::Merge(merge_cmd(a)?),
+        Command::Compare(a) => {
+            let done = crate::compare::run(&a)?;
+            for v in &done.verdicts {
+                println!("{}", v.line());
+            }
+            for v in done.verdicts.iter().filter(|v| v.regression) {
+                eprintln!("surge compare: regression: {}", v.line());
+            }
+            Finished::Compared(done)
+        }
         Command::Report(a) => {
             let written = crate::report::run(a, &|line| eprintln!("surge report: {line}"))?;
             eprintln!("{written}");
@@ -177,6 +193,9 @@ async fn replay_cmd(cmd: ReplayCmd, term: &Terminal) -> Result<replay::Replayed,
         d.show(&out_dir, &format!("surge replay {}", plan.url));
     }
     let outcome = replay::run(plan, announced(term)).await?;
+    if let Some(line) = outcome.summary.generator.and_then(|g| g.warning()) {
+        eprintln!("surge replay: {line}");
+    }
     if let Some(d) = dash {
         d.finish(Some(&out_dir), term.stop.wait()).await;
     }
@@ -239,6 +258,9 @@ async fn bench_cmd(
         println!("{}", crate::secret::mask(&json));
     } else {
         print!("{}", bench::bench_text(&report));
+    }
+    if let Some(line) = report.generator.and_then(|g| g.warning()) {
+        eprintln!("surge bench: {line}");
     }
     if let Some(line) = report.verdict() {
         eprintln!("surge bench: {line}");

@@ -102,6 +102,8 @@ pub enum Command {
     Merge(crate::merge::MergeArgs),
     /// One self-contained HTML report for one run or a comparison of runs
     Report(crate::report::ReportArgs),
+    /// CI's verdict: exit 1 when NEW is slower than BASE beyond a margin and beyond noise
+    Compare(crate::compare::CompareArgs),
 }
 
 impl Command {

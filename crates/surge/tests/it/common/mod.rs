@@ -432,6 +432,7 @@ pub fn fresh_dir(name: &str) -> PathBuf {
 /// JSON data model.
 pub fn report_args(runs: Vec<PathBuf>, names: &[&str]) -> surge::report::ReportArgs {
     surge::report::ReportArgs {
+        verdict: Default::default(),
         runs,
         names: names.iter().map(|s| s.to_string()).collect(),
         output: PathBuf::from("unused.html"),

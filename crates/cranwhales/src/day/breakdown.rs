@@ -1,14 +1,25 @@
 //! Each package's downloads broken down by version, country, R's OS, R version and arch, with
-//! the top-100 whales' share of each key (issue 34), counted once at ingest from the row log:
-//! the raw rows are not kept after it, so a breakdown cannot be made later from the store.
+//! the top-100 whales' share of each key and the small and repeated downloads among them
+//! (`day::filters`, each row's flag) (issue 34), counted once at ingest from the row log: the
+//! raw rows are not kept after it, so a breakdown cannot be made later from the store.
 //!
-//! How: one pass over the log counts each (package+version, environment, country) with its
-//! whale rows in a hash map (a day has far fewer such triples than rows); the triples are then
-//! spread over the five dimensions, sorted and merged per package. Keys other than versions are
-//! numbered once for the day ([`Breakdowns::keys`]), so the store writes each string once a day.
+//! A whale whose clean downloads (neither small nor repeats) all had one country and one R
+//! build (OS, R version, arch) over the whole day is **uniform** ([`Breakdowns::uniform`]):
+//! mirrors that fetch every package once are. Its clean downloads are left out of the
+//! packages' country, OS, R version and arch entries (not out of the versions): the store keeps
+//! its keys once a day, and a package's part of them is its downloads in the package's
+//! `whale_ranks` less their small and repeated ones — exact, and most keys of most packages on
+//! a day with mirrors exist only for them (2015-01-08: 102,790 of 157,013).
+//!
+//! How: one pass over the log finds the uniform whales, one more counts each
+//! (package+version, environment, country, uniform) with its whale, small and repeated rows in
+//! a hash map (a day has far fewer such keys than rows); these are then spread over the five
+//! dimensions, sorted and merged per package. Keys other than versions are numbered once for
+//! the day ([`Breakdowns::keys`]), so the store writes each string once a day.
 
+use super::filters::{REPEAT, SMALL};
 use super::rank::Ranking;
-use super::{Dict, FastMap, RowRec, COUNTRY_SHIFT};
+use super::{Dict, FastMap, RowRec, COUNTRY_SHIFT, TOP};
 
 /// Downloads of one key of one package on the day.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -17,12 +28,81 @@ pub struct Counts {
     pub downloads: u64,
     /// Of which by the day's top-100 whales.
     pub whales: u64,
+    /// Of which small (`day::filters`), whoever made them.
+    pub small: u64,
+    /// Of which repeats (`day::filters`), whoever made them.
+    pub repeats: u64,
+    /// Of `small`, by the whales.
+    pub whale_small: u64,
+    /// Of `repeats`, by the whales.
+    pub whale_repeats: u64,
 }
 
 impl Counts {
     fn add(&mut self, other: Counts) {
         self.downloads += other.downloads;
         self.whales += other.whales;
+        self.small += other.small;
+        self.repeats += other.repeats;
+        self.whale_small += other.whale_small;
+        self.whale_repeats += other.whale_repeats;
+    }
+
+    /// The downloads left when the kinds `without` says are taken out (each download once).
+    pub fn without(&self, without: Without) -> u64 {
+        let on = |b: bool, n: u64| if b { n } else { 0 };
+        let (w, s, r) = (without.whales, without.small, without.repeats);
+        // Whales' small and repeated downloads are in both: taken out once.
+        let out = on(w, self.whales) + on(s, self.small) + on(r, self.repeats)
+            - on(w && s, self.whale_small)
+            - on(w && r, self.whale_repeats);
+        self.downloads.saturating_sub(out)
+    }
+}
+
+/// Which kinds of downloads a count leaves out (`without=whales,small,repeats`, any of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Without {
+    /// The day's top-100 downloaders.
+    pub whales: bool,
+    /// Downloads under `filters::SMALL_BYTES`.
+    pub small: bool,
+    /// Repeats (`filters::REPEAT_WINDOW_SECS`).
+    pub repeats: bool,
+}
+
+impl Without {
+    /// Parses `whales,small,repeats` (any of them, any order; empty: none); `None` at any other
+    /// word.
+    pub fn parse(s: &str) -> Option<Without> {
+        let mut w = Without::default();
+        for part in s.split(',').filter(|p| !p.is_empty()) {
+            match part {
+                "whales" => w.whales = true,
+                "small" => w.small = true,
+                "repeats" => w.repeats = true,
+                _ => return None,
+            }
+        }
+        Some(w)
+    }
+
+    /// The names taken out, in the order `whales`, `small`, `repeats`.
+    pub fn names(self) -> Vec<&'static str> {
+        [
+            (self.whales, "whales"),
+            (self.small, "small"),
+            (self.repeats, "repeats"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+
+    /// True when small or repeated downloads are taken out (days stored before they were
+    /// counted per key cannot say).
+    pub fn filters(self) -> bool {
+        self.small || self.repeats
     }
 }
 
@@ -44,6 +124,9 @@ pub struct PackageBreakdown {
 pub struct Breakdowns {
     /// The day's distinct keys of the [`DIMS`]; index 0 stands for a missing field (`None`).
     pub keys: Vec<Option<String>>,
+    /// The uniform whales (module doc): (rank, its key per [`DIMS`] entry), ranks ascending.
+    /// Their clean downloads are in the packages' versions only.
+    pub uniform: Vec<(u32, [u32; 4])>,
     /// By package index (the order of `DayTables::packages`).
     pub packages: Vec<PackageBreakdown>,
 }
@@ -74,16 +157,37 @@ impl<'a> KeyIndex<'a> {
 }
 
 /// Counts every package's breakdowns in `log`. `pkg_of[pkgver]` is the package of a
-/// package+version id; whales are the ips `ranking` ranks.
-pub(super) fn count(log: &[RowRec], pkg_of: &[u32], ranking: &Ranking, dict: &Dict) -> Breakdowns {
-    let mut triples: FastMap<(u32, u32, u32), [u32; 2]> = FastMap::default();
-    for r in log {
-        let whale = u32::from(ranking.of(r.ip) != 0);
-        let c = triples
-            .entry((r.pkgver, r.env, r.time_country >> COUNTRY_SHIFT))
+/// package+version id; whales are the ips `ranking` ranks; `flags` is each row's
+/// `filters::Filtered::flags` entry.
+pub(super) fn count(
+    log: &[RowRec],
+    pkg_of: &[u32],
+    ranking: &Ranking,
+    dict: &Dict,
+    flags: &[u8],
+) -> Breakdowns {
+    let uniform = uniform_whales(log, ranking, flags);
+    // (pkgver, env, country, uniform whale's clean row) → counts.
+    let mut quads: FastMap<(u32, u32, u32, bool), [u32; 6]> = FastMap::default();
+    for (r, &flag) in log.iter().zip(flags) {
+        let rank = ranking.of(r.ip);
+        let whale = u32::from(rank != 0);
+        let clean_uniform = flag == 0 && uniform[usize::from(rank)].is_some();
+        let c = quads
+            .entry((
+                r.pkgver,
+                r.env,
+                r.time_country >> COUNTRY_SHIFT,
+                clean_uniform,
+            ))
             .or_default();
+        let (small, repeat) = (u32::from(flag == SMALL), u32::from(flag == REPEAT));
         c[0] += 1;
         c[1] += whale;
+        c[2] += small;
+        c[3] += repeat;
+        c[4] += small * whale;
+        c[5] += repeat * whale;
     }
     let mut keys = KeyIndex::new();
     let country: Vec<u32> = (dict.countries.iter())
@@ -99,22 +203,32 @@ pub(super) fn count(log: &[RowRec], pkg_of: &[u32], ranking: &Ranking, dict: &Di
             ]
         })
         .collect();
-    // (package, dimension: 0 version else DIMS + 1, key, downloads, whales)
-    let mut parts: Vec<(u32, u8, u32, Counts)> = Vec::with_capacity(triples.len() * 5);
-    for ((pv, e, c), [n, w]) in triples {
+    let uniform: Vec<(u32, [u32; 4])> = (uniform.iter().enumerate())
+        .filter_map(|(rank, u)| {
+            let (e, c) = (*u)?;
+            let [os, rv, arch] = env[e as usize];
+            Some((rank as u32, [country[c as usize], os, rv, arch]))
+        })
+        .collect();
+    // (package, dimension: 0 version else DIMS + 1, key, counts)
+    let mut parts: Vec<(u32, u8, u32, Counts)> = Vec::with_capacity(quads.len() * 5);
+    for ((pv, e, c, clean_uniform), n) in quads {
         let p = pkg_of[pv as usize];
+        let [downloads, whales, small, repeats, whale_small, whale_repeats] = n.map(u64::from);
         let counts = Counts {
-            downloads: u64::from(n),
-            whales: u64::from(w),
+            downloads,
+            whales,
+            small,
+            repeats,
+            whale_small,
+            whale_repeats,
         };
+        parts.push((p, 0, pv, counts));
+        if clean_uniform {
+            continue;
+        }
         let [os, rv, arch] = env[e as usize];
-        for (dim, key) in [
-            (0, pv),
-            (1, country[c as usize]),
-            (2, os),
-            (3, rv),
-            (4, arch),
-        ] {
+        for (dim, key) in [(1, country[c as usize]), (2, os), (3, rv), (4, arch)] {
             parts.push((p, dim, key, counts));
         }
     }
@@ -143,6 +257,39 @@ pub(super) fn count(log: &[RowRec], pkg_of: &[u32], ranking: &Ranking, dict: &Di
     }
     Breakdowns {
         keys: keys.keys.iter().map(|k| k.map(str::to_owned)).collect(),
+        uniform,
         packages,
     }
+}
+
+/// Per rank (index 0 unused): the (env, country) of every clean row of that whale when it had
+/// one, else `None` (several, or no clean row).
+fn uniform_whales(log: &[RowRec], ranking: &Ranking, flags: &[u8]) -> Vec<Option<(u32, u32)>> {
+    // Per rank: no clean row yet, one (env, country), or several.
+    #[derive(Clone, Copy)]
+    enum Seen {
+        Nothing,
+        One(u32, u32),
+        Several,
+    }
+    let mut seen = [Seen::Nothing; TOP + 1];
+    for (r, _) in log.iter().zip(flags).filter(|(_, &f)| f == 0) {
+        let rank = usize::from(ranking.of(r.ip));
+        if rank == 0 || rank > TOP {
+            continue;
+        }
+        let key = (r.env, r.time_country >> COUNTRY_SHIFT);
+        seen[rank] = match seen[rank] {
+            Seen::Nothing => Seen::One(key.0, key.1),
+            Seen::One(e, c) if (e, c) == key => Seen::One(e, c),
+            _ => Seen::Several,
+        };
+    }
+    let mut out = vec![None; 256];
+    for (rank, s) in seen.iter().enumerate() {
+        if let Seen::One(e, c) = *s {
+            out[rank] = Some((e, c));
+        }
+    }
+    out
 }

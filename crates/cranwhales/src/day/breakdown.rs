@@ -3,16 +3,17 @@
 //! (`day::filters`, each row's flag) (issue 34), counted once at ingest from the row log: the
 //! raw rows are not kept after it, so a breakdown cannot be made later from the store.
 //!
-//! A whale whose clean downloads (neither small nor repeats) all had one country and one R
-//! build (OS, R version, arch) over the whole day is **uniform** ([`Breakdowns::uniform`]):
-//! mirrors that fetch every package once are. Its clean downloads are left out of the
-//! packages' country, OS, R version and arch entries (not out of the versions): the store keeps
-//! its keys once a day, and a package's part of them is its downloads in the package's
-//! `whale_ranks` less their small and repeated ones — exact, and most keys of most packages on
-//! a day with mirrors exist only for them (2015-01-08: 102,790 of 157,013).
+//! A whale whose clean downloads (neither small nor repeats) all had one key of a field
+//! (country, OS, R version or arch) over the whole day is **uniform** in that field
+//! ([`Breakdowns::uniform`]): every whale is in its country (the country comes from the
+//! address), and mirrors are in the R build they fetch with. Its clean downloads are left out
+//! of the packages' entries of that field (never out of the versions): the store keeps its key
+//! once a day, and a package's part of it is the whale's downloads in the package's
+//! `whale_ranks` less their small and repeated ones — exact, and most keys of most packages on a
+//! day with mirrors exist only for them (2015-01-08: 102,790 of 157,013).
 //!
 //! How: one pass over the log finds the uniform whales, one more counts each
-//! (package+version, environment, country, uniform) with its whale, small and repeated rows in
+//! (package+version, environment, country, fields left out) with its whale, small and repeated rows in
 //! a hash map (a day has far fewer such keys than rows); these are then spread over the five
 //! dimensions, sorted and merged per package. Keys other than versions are numbered once for
 //! the day ([`Breakdowns::keys`]), so the store writes each string once a day.
@@ -46,6 +47,19 @@ impl Counts {
         self.repeats += other.repeats;
         self.whale_small += other.whale_small;
         self.whale_repeats += other.whale_repeats;
+    }
+
+    /// From `[downloads, whales, small, repeats, whale_small, whale_repeats]`.
+    fn of(n: [u32; 6]) -> Counts {
+        let [downloads, whales, small, repeats, whale_small, whale_repeats] = n.map(u64::from);
+        Counts {
+            downloads,
+            whales,
+            small,
+            repeats,
+            whale_small,
+            whale_repeats,
+        }
     }
 
     /// The downloads left when the kinds `without` says are taken out (each download once).
@@ -124,9 +138,9 @@ pub struct PackageBreakdown {
 pub struct Breakdowns {
     /// The day's distinct keys of the [`DIMS`]; index 0 stands for a missing field (`None`).
     pub keys: Vec<Option<String>>,
-    /// The uniform whales (module doc): (rank, its key per [`DIMS`] entry), ranks ascending.
-    /// Their clean downloads are in the packages' versions only.
-    pub uniform: Vec<(u32, [u32; 4])>,
+    /// The uniform whales (module doc): (rank, per [`DIMS`] entry its one key, if it had one),
+    /// ranks ascending. Their clean downloads are not in the packages' entries of those DIMS.
+    pub uniform: Vec<(u32, [Option<u32>; 4])>,
     /// By package index (the order of `DayTables::packages`).
     pub packages: Vec<PackageBreakdown>,
 }
@@ -166,29 +180,6 @@ pub(super) fn count(
     dict: &Dict,
     flags: &[u8],
 ) -> Breakdowns {
-    let uniform = uniform_whales(log, ranking, flags);
-    // (pkgver, env, country, uniform whale's clean row) → counts.
-    let mut quads: FastMap<(u32, u32, u32, bool), [u32; 6]> = FastMap::default();
-    for (r, &flag) in log.iter().zip(flags) {
-        let rank = ranking.of(r.ip);
-        let whale = u32::from(rank != 0);
-        let clean_uniform = flag == 0 && uniform[usize::from(rank)].is_some();
-        let c = quads
-            .entry((
-                r.pkgver,
-                r.env,
-                r.time_country >> COUNTRY_SHIFT,
-                clean_uniform,
-            ))
-            .or_default();
-        let (small, repeat) = (u32::from(flag == SMALL), u32::from(flag == REPEAT));
-        c[0] += 1;
-        c[1] += whale;
-        c[2] += small;
-        c[3] += repeat;
-        c[4] += small * whale;
-        c[5] += repeat * whale;
-    }
     let mut keys = KeyIndex::new();
     let country: Vec<u32> = (dict.countries.iter())
         .map(|c| keys.id(c.as_deref()))
@@ -203,33 +194,52 @@ pub(super) fn count(
             ]
         })
         .collect();
-    let uniform: Vec<(u32, [u32; 4])> = (uniform.iter().enumerate())
-        .filter_map(|(rank, u)| {
-            let (e, c) = (*u)?;
-            let [os, rv, arch] = env[e as usize];
-            Some((rank as u32, [country[c as usize], os, rv, arch]))
-        })
-        .collect();
+    let dims_of = |r: &RowRec| {
+        let [os, rv, arch] = env[r.env as usize];
+        [
+            country[(r.time_country >> COUNTRY_SHIFT) as usize],
+            os,
+            rv,
+            arch,
+        ]
+    };
+    let uniform = uniform_whales(log, ranking, flags, dims_of);
+    // Per rank: bit d set when the whale is uniform in DIMS[d].
+    let mut mask = [0u8; 256];
+    for (rank, k) in &uniform {
+        mask[*rank as usize] = (0..4).fold(0, |m, d| m | u8::from(k[d].is_some()) << d);
+    }
+    // (pkgver, env, country, DIMS its row is left out of) → counts.
+    let mut quads: FastMap<(u32, u32, u32, u8), [u32; 6]> = FastMap::default();
+    for (r, &flag) in log.iter().zip(flags) {
+        let rank = ranking.of(r.ip);
+        let whale = u32::from(rank != 0);
+        let left_out = if flag == 0 {
+            mask[usize::from(rank)]
+        } else {
+            0
+        };
+        let c = (quads.entry((r.pkgver, r.env, r.time_country >> COUNTRY_SHIFT, left_out)))
+            .or_default();
+        let (small, repeat) = (u32::from(flag == SMALL), u32::from(flag == REPEAT));
+        c[0] += 1;
+        c[1] += whale;
+        c[2] += small;
+        c[3] += repeat;
+        c[4] += small * whale;
+        c[5] += repeat * whale;
+    }
     // (package, dimension: 0 version else DIMS + 1, key, counts)
     let mut parts: Vec<(u32, u8, u32, Counts)> = Vec::with_capacity(quads.len() * 5);
-    for ((pv, e, c, clean_uniform), n) in quads {
+    for ((pv, e, c, left_out), n) in quads {
         let p = pkg_of[pv as usize];
-        let [downloads, whales, small, repeats, whale_small, whale_repeats] = n.map(u64::from);
-        let counts = Counts {
-            downloads,
-            whales,
-            small,
-            repeats,
-            whale_small,
-            whale_repeats,
-        };
+        let counts = Counts::of(n);
         parts.push((p, 0, pv, counts));
-        if clean_uniform {
-            continue;
-        }
         let [os, rv, arch] = env[e as usize];
-        for (dim, key) in [(1, country[c as usize]), (2, os), (3, rv), (4, arch)] {
-            parts.push((p, dim, key, counts));
+        for (d, key) in [country[c as usize], os, rv, arch].into_iter().enumerate() {
+            if left_out & (1 << d) == 0 {
+                parts.push((p, d as u8 + 1, key, counts));
+            }
         }
     }
     parts.sort_unstable_by_key(|&(p, dim, key, _)| (p, dim, key));
@@ -262,34 +272,33 @@ pub(super) fn count(
     }
 }
 
-/// Per rank (index 0 unused): the (env, country) of every clean row of that whale when it had
-/// one, else `None` (several, or no clean row).
-fn uniform_whales(log: &[RowRec], ranking: &Ranking, flags: &[u8]) -> Vec<Option<(u32, u32)>> {
-    // Per rank: no clean row yet, one (env, country), or several.
-    #[derive(Clone, Copy)]
-    enum Seen {
-        Nothing,
-        One(u32, u32),
-        Several,
-    }
-    let mut seen = [Seen::Nothing; TOP + 1];
+/// The whales uniform in some of the [`DIMS`]: (rank, per DIMS entry the key of every clean row
+/// of that whale when it had one key), ranks ascending, only whales uniform in some.
+fn uniform_whales(
+    log: &[RowRec],
+    ranking: &Ranking,
+    flags: &[u8],
+    dims_of: impl Fn(&RowRec) -> [u32; 4],
+) -> Vec<(u32, [Option<u32>; 4])> {
+    // Per rank and DIMS entry: no clean row yet (NOTHING), one key, or several (SEVERAL).
+    const NOTHING: u32 = u32::MAX;
+    const SEVERAL: u32 = u32::MAX - 1;
+    let mut seen = [[NOTHING; 4]; TOP + 1];
     for (r, _) in log.iter().zip(flags).filter(|(_, &f)| f == 0) {
         let rank = usize::from(ranking.of(r.ip));
         if rank == 0 || rank > TOP {
             continue;
         }
-        let key = (r.env, r.time_country >> COUNTRY_SHIFT);
-        seen[rank] = match seen[rank] {
-            Seen::Nothing => Seen::One(key.0, key.1),
-            Seen::One(e, c) if (e, c) == key => Seen::One(e, c),
-            _ => Seen::Several,
-        };
-    }
-    let mut out = vec![None; 256];
-    for (rank, s) in seen.iter().enumerate() {
-        if let Seen::One(e, c) = *s {
-            out[rank] = Some((e, c));
+        for (s, k) in seen[rank].iter_mut().zip(dims_of(r)) {
+            if *s == NOTHING {
+                *s = k;
+            } else if *s != k {
+                *s = SEVERAL;
+            }
         }
     }
-    out
+    (seen.iter().enumerate().skip(1))
+        .map(|(rank, s)| (rank as u32, s.map(|k| (k < SEVERAL).then_some(k))))
+        .filter(|(_, k)| k.iter().any(Option::is_some))
+        .collect()
 }

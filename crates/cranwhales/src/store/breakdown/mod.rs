@@ -20,9 +20,10 @@
 //! - the `breakdown_keys` blob has a tail after the key strings: varint 1 (the day's small and
 //!   repeats are counted per key; a version-6 blob has no tail, and such a day is named in
 //!   `days_without_filters` when they are asked to be left out), varint n, then per uniform
-//!   whale (`day::breakdown`) varint rank and its four key numbers. A uniform whale's clean
-//!   downloads are in no package's country, OS, R version or arch entries: a package's part of
-//!   them is read from its `packages.whale_ranks` (downloads less small and repeated ones).
+//!   whale (`day::breakdown`) varint rank, varint mask (bit d: uniform in `DIMS[d]`) and the key
+//!   number of each field in the mask. A whale's clean downloads are in no package's entries of
+//!   a field it is uniform in: a package's part of them is read from its `packages.whale_ranks`
+//!   (downloads less small and repeated ones).
 mod read;
 
 pub use read::{BreakdownReport, By, KeyRow, Kinds, Release, Releases, Share, SHARE_WINDOWS};
@@ -145,7 +146,11 @@ fn encode_keys(b: &Breakdowns) -> Vec<u8> {
     varint(&mut out, b.uniform.len() as u64);
     for (rank, keys) in &b.uniform {
         varint(&mut out, u64::from(*rank));
-        keys.iter().for_each(|&k| varint(&mut out, u64::from(k)));
+        let mask = (0..4).fold(0, |m, d| m | u64::from(keys[d].is_some()) << d);
+        varint(&mut out, mask);
+        keys.iter()
+            .flatten()
+            .for_each(|&k| varint(&mut out, u64::from(k)));
     }
     out
 }
@@ -157,8 +162,8 @@ pub(super) struct DayKeys {
     pub keys: Vec<Option<String>>,
     /// The day's keys carry their small and repeated downloads (stored since version 7).
     pub filters: bool,
-    /// The uniform whales: (rank, key number per `DIMS` entry).
-    pub uniform: Vec<(u32, [u32; 4])>,
+    /// The uniform whales: (rank, per `DIMS` entry its key number when uniform in it).
+    pub uniform: Vec<(u32, [Option<u32>; 4])>,
 }
 
 /// One package's blob (format above).
@@ -255,10 +260,12 @@ pub(super) fn decode_keys(b: &[u8]) -> Option<DayKeys> {
     }
     day.filters = r.varint()? & 1 == 1;
     for _ in 0..r.varint()?.min(256) {
-        let rank = u32::try_from(r.varint()?).ok()?;
-        let mut k = [0u32; 4];
-        for x in &mut k {
-            *x = u32::try_from(r.varint()?).ok()?;
+        let (rank, mask) = (u32::try_from(r.varint()?).ok()?, r.varint()?);
+        let mut k = [None; 4];
+        for (d, x) in k.iter_mut().enumerate() {
+            if mask & (1 << d) != 0 {
+                *x = Some(u32::try_from(r.varint()?).ok()?);
+            }
         }
         day.uniform.push((rank, k));
     }
@@ -280,12 +287,15 @@ pub(super) fn day_dim(
         return Some(());
     }
     for &(rank, downloads, filtered) in &e.ranks {
-        let Some((_, k)) = e.keys.uniform.iter().find(|u| u.0 == rank) else {
+        let Some(k) = (e.keys.uniform.iter())
+            .find(|u| u.0 == rank)
+            .and_then(|u| u.1[by - 1])
+        else {
             continue;
         };
         let clean = downloads.saturating_sub(filtered);
         if clean > 0 {
-            let key = e.keys.keys.get(k[by - 1] as usize)?;
+            let key = e.keys.keys.get(k as usize)?;
             let c = Counts {
                 downloads: clean,
                 whales: clean,

@@ -385,7 +385,8 @@ impl DayBuilder {
             },
             || filters::count(&self.log, &pkg_of, &pkg_downloads, &ranking),
         );
-        let breakdowns = breakdown::count(&self.log, &pkg_of, &ranking, &self.dict);
+        let breakdowns =
+            breakdown::count(&self.log, &pkg_of, &ranking, &self.dict, &filtered.flags);
         // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
         let log = self.log;
         std::thread::spawn(move || drop(log));

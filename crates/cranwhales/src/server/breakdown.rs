@@ -18,6 +18,7 @@ use super::error::ApiError;
 use super::insight::{param, range_of, unknown_package, whales_of};
 use super::App;
 use crate::date::{Day, Range};
+use crate::day::breakdown::Without;
 use crate::store::breakdown::{BreakdownReport, By, KeyRow};
 use crate::store::Store;
 use crate::summary::Bin;
@@ -44,25 +45,15 @@ fn by_of(query: Option<&str>) -> Result<By, ApiError> {
     })
 }
 
-/// `without`: nothing or `whales`. Small and repeated downloads are counted per package, not per
-/// key, so a breakdown cannot take them out exactly: refused with the reason.
-fn without_of(query: Option<&str>) -> Result<bool, ApiError> {
-    match param(query, "without").as_deref() {
-        None | Some("") => Ok(false),
-        Some("whales") => Ok(true),
-        Some(v) if v.split(',').any(|p| p == "small" || p == "repeats") => {
-            Err(ApiError::bad_request(format!(
-                "without: a breakdown can leave out only whales (small and repeated downloads \
-                 are counted per package, not per {}), got '{}'",
-                param(query, "by").map_or("key".to_owned(), |b| shown(&b)),
-                shown(v)
-            )))
-        }
-        Some(v) => Err(ApiError::bad_request(format!(
-            "without must be 'whales', got '{}'",
-            shown(v)
-        ))),
-    }
+/// `without`: any of `whales`, `small`, `repeats`, comma-separated (each counted per key).
+fn without_of(query: Option<&str>) -> Result<Without, ApiError> {
+    let v = param(query, "without").unwrap_or_default();
+    Without::parse(&v).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "without must be whales, small or repeats (comma-separated), got '{}'",
+            shown(&v)
+        ))
+    })
 }
 
 /// `step`: none (one breakdown of the range) or `day|week|month|year`.
@@ -131,7 +122,7 @@ fn steps(
     package: &str,
     range: Range,
     by: By,
-    without: bool,
+    without: Without,
     step: Bin,
 ) -> crate::store::Result<Option<Steps>> {
     let Some(whole) = s.breakdown(package, range, by, without)? else {
@@ -184,7 +175,7 @@ where
     }
 }
 
-/// `GET /api/packages/{pkg}/breakdown?by=&from=&to=&without=whales&step=`.
+/// `GET /api/packages/{pkg}/breakdown?by=&from=&to=&without=whales,small,repeats&step=`.
 pub async fn breakdown(
     State(app): State<Arc<App>>,
     name: Result<Path<String>, PathRejection>,

@@ -20,13 +20,17 @@ use super::migrate::{self, Step};
 /// history: 1.9 s), filled from the stored days by the migration. 6: `breakdown_keys` and
 /// `breakdowns`, each package's downloads by version, country, OS, R version and arch
 /// (`store::breakdown`); days stored before have none (the raw rows are gone) until ingested
-/// again.
+/// again. 7: breakdowns with each key's small and repeated downloads, and the uniform whales'
+/// keys once a day instead of in every package they fetched (`store::breakdown`); the format
+/// extends version 6's, so version-6 rows stay as they are and read the same (they cannot be
+/// re-encoded: which whale made which key is not in them), without the small and repeats split
+/// (the API names such days in `days_without_filters`).
 ///
 /// There is deliberately no index on `packages (package, date)`: a day adds a row for almost every
 /// package, so such an index has its every leaf page rewritten by each day (78 days: ~5x the
 /// page writes of the whole ingest). A package over the stored days is instead one rowid seek
 /// per day (`store::insight`), ~80 seeks for 78 days.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS days (
@@ -232,6 +236,7 @@ pub fn create_or_migrate(
                 conn.execute_batch(breakdown::TABLES)?;
             }
             5 => conn.execute_batch(breakdown::TABLES)?,
+            6 => {}
             _ => return Ok(found),
         }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))?;

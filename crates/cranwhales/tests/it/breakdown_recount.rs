@@ -1,7 +1,8 @@
 //! Breakdowns, releases and kinds (issue 34) on eight consecutive real days, against an
 //! independent recount in Python over the raw CSV (`tests/reference/breakdown.py`, a plain CSV
 //! field parser, no code shared with the engine): every package of two days by every field, with
-//! and without whales, exactly; a few packages over the whole range through the API; each
+//! and without whales, small and repeated downloads (every combination), exactly; a few packages
+//! over the whole range through the API; each
 //! version's first day and shares by the documented rule; the kinds adding up to the raw count.
 
 use crate::insight_support;
@@ -11,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 
 use cranwhales::date::Range;
+use cranwhales::day::breakdown::Without;
 use cranwhales::store::breakdown::By;
 use cranwhales::store::Store;
 use insight_support::{day_file, n};
@@ -34,9 +36,24 @@ const BY: [&str; 5] = ["version", "country", "os", "r_version", "arch"];
 /// The recount's key of a missing field.
 const MISSING: &str = "\u{0}";
 
-/// day → package → by → key → (downloads, by whales).
-type Recount =
-    BTreeMap<String, HashMap<String, HashMap<String, HashMap<Option<String>, (u64, u64)>>>>;
+/// A key's counts in the recount: downloads, by whales, small, repeats, small by whales,
+/// repeats by whales.
+type Six = [u64; 6];
+
+/// day → package → by → key → counts.
+type Recount = BTreeMap<String, HashMap<String, HashMap<String, HashMap<Option<String>, Six>>>>;
+
+/// Every `without` (whales, small, repeats), as the API spells it.
+const WITHOUT: [&str; 8] = [
+    "",
+    "whales",
+    "small",
+    "repeats",
+    "whales,small",
+    "whales,repeats",
+    "small,repeats",
+    "whales,small,repeats",
+];
 
 fn recount() -> Recount {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/breakdown.py");
@@ -61,7 +78,7 @@ fn recount() -> Recount {
                 let m = (keys.as_object().unwrap().iter())
                     .map(|(k, v)| {
                         let key = (k != MISSING).then(|| k.clone());
-                        (key, (n(&v[0]), n(&v[1])))
+                        (key, std::array::from_fn(|i| n(&v[i])))
                     })
                     .collect();
                 dims.insert(b.clone(), m);
@@ -73,14 +90,23 @@ fn recount() -> Recount {
     all
 }
 
-/// The recount's rows of `keys`: key → downloads (without the whales' when asked), zeros left
-/// out as the API leaves them out.
-fn expected(
-    keys: &HashMap<Option<String>, (u64, u64)>,
-    without: bool,
-) -> HashMap<Option<String>, u64> {
+/// The recount's rows of `keys`: key → downloads without the kinds `without` names (the rows
+/// in none of them: all, less whales', small and repeated ones, plus those taken out twice),
+/// zeros left out as the API leaves them out.
+fn expected(keys: &HashMap<Option<String>, Six>, without: &str) -> HashMap<Option<String>, u64> {
+    let has = |w: &str| without.split(',').any(|p| p == w);
+    let (w, s, r) = (has("whales"), has("small"), has("repeats"));
     (keys.iter())
-        .map(|(k, &(n, w))| (k.clone(), if without { n - w } else { n }))
+        .map(|(k, &[n, wh, sm, rp, wsm, wrp])| {
+            let mut left = n as i64;
+            left -= [wh, sm, rp]
+                .iter()
+                .zip([w, s, r])
+                .map(|(&c, on)| if on { c as i64 } else { 0 })
+                .sum::<i64>();
+            left += i64::from(w && s) * wsm as i64 + i64::from(w && r) * wrp as i64;
+            (k.clone(), left as u64)
+        })
         .filter(|&(_, n)| n > 0)
         .collect()
 }
@@ -95,18 +121,19 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
     let reference = recount();
     let store = Store::open(&server.dir.path().join("cw.db")).unwrap();
 
-    // Every package of two days, by every field, with and without whales.
+    // Every package of two days, by every field, with and without whales, small and repeats.
     let mut checked = 0;
     for date in EXHAUSTIVE {
         for (p, dims) in &reference[date] {
             for by in BY {
-                for without in [false, true] {
-                    let r =
-                        (store.breakdown(p, range(date, date), By::parse(by).unwrap(), without))
-                            .unwrap()
-                            .unwrap();
+                for without in WITHOUT {
+                    let w = Without::parse(without).unwrap();
+                    let r = (store.breakdown(p, range(date, date), By::parse(by).unwrap(), w))
+                        .unwrap()
+                        .unwrap();
                     assert_eq!(r.days, 1);
                     assert!(r.days_without_breakdowns.is_empty());
+                    assert!(r.days_without_filters.is_empty());
                     let got: HashMap<Option<String>, u64> = r
                         .rows
                         .iter()
@@ -123,14 +150,19 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
             }
         }
     }
-    assert!(checked > 20_000, "only {checked} breakdowns checked");
+    assert!(checked > 80_000, "only {checked} breakdowns checked");
+    // The filters are there to be taken out: some keys have them.
+    let filtered: u64 = (reference[EXHAUSTIVE[0]].values())
+        .map(|d| d["country"].values().map(|c| c[2] + c[3]).sum::<u64>())
+        .sum();
+    assert!(filtered > 1_000, "{filtered} small or repeated downloads");
 
     // A few packages over the eight days through the API, summed from the recount.
     let (a, q) = (server.addr, format!("from={}&to={}", DAYS[0], DAYS[7]));
     for p in ["ggplot2", "Rcpp", "plyr", "digest", "MASS"] {
         for by in BY {
-            for without in [false, true] {
-                let w = if without { "&without=whales" } else { "" };
+            for without in WITHOUT {
+                let w = format!("&without={without}");
                 let r = get(
                     a,
                     &format!("/api/packages/{p}/breakdown?by={by}&{q}{w}"),
@@ -151,7 +183,7 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
                 let got: HashMap<Option<String>, u64> = (rows.iter())
                     .map(|r| (r["key"].as_str().map(str::to_owned), n(&r["downloads"])))
                     .collect();
-                assert_eq!(got, want, "{p} by {by} without whales {without}");
+                assert_eq!(got, want, "{p} by {by} without {without}");
                 let total: u64 = want.values().sum();
                 assert_eq!(n(&j["total"]), total);
             }
@@ -259,7 +291,7 @@ async fn releases_equal_the_recount(a: std::net::SocketAddr, reference: &Recount
         assert_eq!(j["days"], 8);
         let per_day: Vec<HashMap<Option<String>, u64>> = (dates.iter())
             .map(|d| {
-                (reference[*d].get(p)).map_or_else(HashMap::new, |b| expected(&b["version"], false))
+                (reference[*d].get(p)).map_or_else(HashMap::new, |b| expected(&b["version"], ""))
             })
             .collect();
         let versions = j["versions"].as_array().unwrap();
@@ -312,14 +344,14 @@ async fn kinds_add_up(a: std::net::SocketAddr, reference: &Recount) {
             assert_eq!(r.status, 200, "{}", r.text());
             let k = r.json();
             let raw: u64 = (reference.values())
-                .map(|d| d[p]["version"].values().map(|c| c.0).sum::<u64>())
+                .map(|d| d[p]["version"].values().map(|c| c[0]).sum::<u64>())
                 .sum();
             assert_eq!(n(&k["raw"]), raw, "{p}");
             let parts = ["small", "repeats", "whale_downloads", "rest"].map(|f| n(&k[f]));
             assert_eq!(parts.iter().sum::<u64>(), raw, "{p} {whales}: {k}");
             if whales == 100 {
                 let by_whales: u64 = (reference.values())
-                    .map(|d| d[p]["version"].values().map(|c| c.1).sum::<u64>())
+                    .map(|d| d[p]["version"].values().map(|c| c[1]).sum::<u64>())
                     .sum();
                 assert!(parts[2] <= by_whales, "{p}: {k}");
             }
@@ -335,11 +367,7 @@ async fn bad_breakdown_parameters_are_400_naming_them() {
         ("/api/packages/ggplot2/breakdown", "by is required"),
         ("/api/packages/ggplot2/breakdown?by=planet", "by must be"),
         (
-            "/api/packages/ggplot2/breakdown?by=os&without=small",
-            "only whales",
-        ),
-        (
-            "/api/packages/ggplot2/breakdown?by=os&without=bots",
+            "/api/packages/ggplot2/breakdown?by=os&without=small,bots",
             "without must be",
         ),
         (
@@ -390,14 +418,20 @@ fn older_days_are_named_as_without_breakdowns_until_ingested_again() {
     assert_eq!(rows(&db), 0);
     let all = range(days[0], days[1]);
     let by = By::parse("country").unwrap();
-    let r = store.breakdown("ggplot2", all, by, false).unwrap().unwrap();
+    let r = store
+        .breakdown("ggplot2", all, by, Without::default())
+        .unwrap()
+        .unwrap();
     assert_eq!((r.days, r.total), (0, 0));
     assert_eq!(r.days_without_breakdowns, days);
     drop(store);
 
     ingest_path(&db, &day_file(days[1]), &Silent).unwrap();
     store = Store::open(&db).unwrap();
-    let r = store.breakdown("ggplot2", all, by, false).unwrap().unwrap();
+    let r = store
+        .breakdown("ggplot2", all, by, Without::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(r.days, 1);
     assert_eq!(r.days_without_breakdowns, [days[0]]);
     assert!(r.total > 0);

@@ -14,7 +14,16 @@
 //!   then its bytes; else a varint key number) and its counts (`counts` below). Deflating 128
 //!   packages together halves them (one blob per package and day took 610 KB on 2015-01-08;
 //!   chunks: ~240 KB).
-
+//!
+//! Since version 7 (the format extends version 6's, whose rows read the same):
+//! - a key's counts may carry its small and repeated downloads (tag 3 in `counts`);
+//! - the `breakdown_keys` blob has a tail after the key strings: varint 1 (the day's small and
+//!   repeats are counted per key; a version-6 blob has no tail, and such a day is named in
+//!   `days_without_filters` when they are asked to be left out), varint n, then per uniform
+//!   whale (`day::breakdown`) varint rank, varint mask (bit d: uniform in `DIMS[d]`) and the key
+//!   number of each field in the mask. A whale's clean downloads are in no package's entries of
+//!   a field it is uniform in: a package's part of them is read from its `packages.whale_ranks`
+//!   (downloads less small and repeated ones).
 mod read;
 
 pub use read::{BreakdownReport, By, KeyRow, Kinds, Release, Releases, Share, SHARE_WINDOWS};
@@ -24,7 +33,7 @@ use std::io::{Read, Write};
 use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression};
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::codec::PACKAGE_IDS;
+use super::codec::{decode_ranks, Common, WhaleCount, PACKAGE_IDS};
 use crate::day::breakdown::{Breakdowns, Counts, PackageBreakdown, DIMS};
 use crate::day::DayTables;
 
@@ -92,16 +101,27 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// `downloads << 2 | tag`: tag 0 no whale, 1 all by whales (most keys of most packages on a day
-/// with mirrors: 102,790 of 157,013 on 2015-01-08), 2 some, their number following.
+/// with mirrors: 102,790 of 157,013 on 2015-01-08), 2 some, their number following; these three
+/// when none is small or a repeat. Tag 3 (since version 7): varints whales, small, repeats, then
+/// whale_small and whale_repeats when whales is not 0.
 fn counts(out: &mut Vec<u8>, c: Counts) {
     let tag = match c.whales {
+        _ if c.small + c.repeats > 0 => 3,
         0 => 0,
         w if w == c.downloads => 1,
         _ => 2,
     };
     varint(out, c.downloads << 2 | tag);
-    if tag == 2 {
+    if tag >= 2 {
         varint(out, c.whales);
+    }
+    if tag == 3 {
+        varint(out, c.small);
+        varint(out, c.repeats);
+        if c.whales > 0 {
+            varint(out, c.whale_small);
+            varint(out, c.whale_repeats);
+        }
     }
 }
 
@@ -122,7 +142,28 @@ fn encode_keys(b: &Breakdowns) -> Vec<u8> {
     for k in rest {
         text(&mut out, k.as_deref());
     }
+    varint(&mut out, 1);
+    varint(&mut out, b.uniform.len() as u64);
+    for (rank, keys) in &b.uniform {
+        varint(&mut out, u64::from(*rank));
+        let mask = (0..4).fold(0, |m, d| m | u64::from(keys[d].is_some()) << d);
+        varint(&mut out, mask);
+        keys.iter()
+            .flatten()
+            .for_each(|&k| varint(&mut out, u64::from(k)));
+    }
     out
+}
+
+/// A day's `breakdown_keys` blob read back.
+#[derive(Debug, Default)]
+pub(super) struct DayKeys {
+    /// The key strings, index 0 being the missing field.
+    pub keys: Vec<Option<String>>,
+    /// The day's keys carry their small and repeated downloads (stored since version 7).
+    pub filters: bool,
+    /// The uniform whales: (rank, per `DIMS` entry its key number when uniform in it).
+    pub uniform: Vec<(u32, [Option<u32>; 4])>,
 }
 
 /// One package's blob (format above).
@@ -178,18 +219,31 @@ impl<'a> Reader<'a> {
     fn counts(&mut self) -> Option<Counts> {
         let v = self.varint()?;
         let downloads = v >> 2;
-        let whales = match v & 3 {
-            0 => 0,
-            1 => downloads,
-            2 => self.varint()?.min(downloads),
-            _ => return None,
+        let mut c = Counts {
+            downloads,
+            ..Counts::default()
         };
-        Some(Counts { downloads, whales })
+        match v & 3 {
+            0 => {}
+            1 => c.whales = downloads,
+            2 => c.whales = self.varint()?.min(downloads),
+            _ => {
+                c.whales = self.varint()?.min(downloads);
+                c.small = self.varint()?.min(downloads);
+                c.repeats = self.varint()?.min(downloads - c.small);
+                if c.whales > 0 {
+                    c.whale_small = self.varint()?.min(c.small).min(c.whales);
+                    c.whale_repeats = (self.varint()?.min(c.repeats)).min(c.whales - c.whale_small);
+                }
+            }
+        }
+        Some(c)
     }
 }
 
-/// The key strings of a `breakdown_keys` blob, index 0 being the missing field.
-pub(super) fn decode_keys(b: &[u8]) -> Option<Vec<Option<String>>> {
+/// A `breakdown_keys` blob read back (a version-6 one has no tail: no filters, no uniform
+/// whales).
+pub(super) fn decode_keys(b: &[u8]) -> Option<DayKeys> {
     let mut r = Reader { b, at: 0 };
     let n = r.varint()? as usize;
     let mut keys = Vec::with_capacity(n.min(1 << 16) + 1);
@@ -197,12 +251,65 @@ pub(super) fn decode_keys(b: &[u8]) -> Option<Vec<Option<String>>> {
     for _ in 0..n {
         keys.push(r.text()?.map(str::to_owned));
     }
-    Some(keys)
+    let mut day = DayKeys {
+        keys,
+        ..DayKeys::default()
+    };
+    if r.at == b.len() {
+        return Some(day);
+    }
+    day.filters = r.varint()? & 1 == 1;
+    for _ in 0..r.varint()?.min(256) {
+        let (rank, mask) = (u32::try_from(r.varint()?).ok()?, r.varint()?);
+        let mut k = [None; 4];
+        for (d, x) in k.iter_mut().enumerate() {
+            if mask & (1 << d) != 0 {
+                *x = Some(u32::try_from(r.varint()?).ok()?);
+            }
+        }
+        day.uniform.push((rank, k));
+    }
+    Some(day)
+}
+
+/// One dimension of a package on a day: its blob's entries, then (not for versions) the uniform
+/// whales' clean downloads of it from `ranks` (its `whale_ranks`). `by` is 0 for versions, else
+/// 1 + its index in `DIMS`. Calls `f(key, counts)` per entry; a key may come more than once.
+pub(super) fn day_dim(
+    e: &DayEntry,
+    by: usize,
+    mut f: impl FnMut(Option<&str>, Counts),
+) -> Option<()> {
+    if !e.blob.is_empty() {
+        decode_dim(&e.blob, by, &e.keys.keys, &mut f)?;
+    }
+    if by == 0 || e.keys.uniform.is_empty() {
+        return Some(());
+    }
+    for &(rank, downloads, filtered) in &e.ranks {
+        let Some(k) = (e.keys.uniform.iter())
+            .find(|u| u.0 == rank)
+            .and_then(|u| u.1[by - 1])
+        else {
+            continue;
+        };
+        let clean = downloads.saturating_sub(filtered);
+        if clean > 0 {
+            let key = e.keys.keys.get(k as usize)?;
+            let c = Counts {
+                downloads: clean,
+                whales: clean,
+                ..Counts::default()
+            };
+            f(key.as_deref(), c);
+        }
+    }
+    Some(())
 }
 
 /// One dimension of a package's blob: `by` is 0 for versions, else 1 + its index in `DIMS`.
 /// Calls `f(key, counts)` per entry (a key of `keys`, the day's `decode_keys`).
-pub(super) fn decode_dim(
+fn decode_dim(
     b: &[u8],
     by: usize,
     keys: &[Option<String>],
@@ -233,10 +340,20 @@ pub(super) fn decode_dim(
     None
 }
 
-/// A package's stored breakdown blobs over the stored days from `from` to `to`, in date order:
-/// (date, the day's keys and the package's blob; `None` when the day has no breakdowns).
-/// A day the package was not downloaded has keys and an empty blob.
-pub(super) type DayBlobs = Vec<(String, Option<(Vec<Option<String>>, Vec<u8>)>)>;
+/// A package's breakdown on one stored day with breakdowns.
+#[derive(Debug, Default)]
+pub(super) struct DayEntry {
+    /// The day's keys and uniform whales.
+    pub keys: DayKeys,
+    /// The package's part of its chunk (empty: not downloaded).
+    pub blob: Vec<u8>,
+    /// The package's `whale_ranks` that day (read only when the day has uniform whales).
+    pub ranks: Vec<WhaleCount>,
+}
+
+/// A package's stored breakdowns over the stored days from `from` to `to`, in date order:
+/// (date, `None` when the day has no breakdowns).
+pub(super) type DayBlobs = Vec<(String, Option<DayEntry>)>;
 
 /// Reads `DayBlobs` of package `id` (0: none) through `conn`.
 pub(super) fn day_blobs(
@@ -246,31 +363,45 @@ pub(super) fn day_blobs(
     to: &str,
 ) -> rusqlite::Result<DayBlobs> {
     let mut st = conn.prepare_cached(&format!(
-        "SELECT d.date, k.keys IS NOT NULL, b.data, CASE WHEN b.data IS NULL THEN NULL ELSE k.keys END
+        "SELECT d.date, k.keys, b.data, p.whale_ranks, d.common_whales
          FROM days d
          LEFT JOIN breakdown_keys k ON k.day = unixepoch(d.date) / 86400
          LEFT JOIN breakdowns b ON b.day_chunk = unixepoch(d.date) / 86400 * {CHUNKS} + ?1
+         LEFT JOIN packages p ON p.day_package = unixepoch(d.date) / 86400 * {PACKAGE_IDS} + ?4
          WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date"
     ))?;
-    let rows = st.query_map(params![id / CHUNK, from, to], |r| {
-        let date: String = r.get(0)?;
-        let has: bool = r.get(1)?;
-        let data: Option<Vec<u8>> = r.get(2)?;
-        let keys: Option<Vec<u8>> = r.get(3)?;
-        Ok((date, has, data, keys))
-    })?;
+    type Row = (
+        String,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+    );
+    let rows = st.query_map(
+        params![id / CHUNK, from, to, id],
+        |r| -> rusqlite::Result<Row> {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        },
+    )?;
     let mut out = Vec::new();
     for row in rows {
-        let (date, has, data, keys) = row?;
-        let entry = match (has, data, keys) {
-            (false, _, _) => None,
-            (true, Some(d), Some(k)) => {
-                let keys = decode_keys(&k).ok_or_else(|| corrupt(&date))?;
-                Some((keys, part(&d, id % CHUNK).ok_or_else(|| corrupt(&date))?))
-            }
-            (true, _, _) => Some((Vec::new(), Vec::new())),
+        let (date, keys, data, ranks, common) = row?;
+        let Some(keys) = keys else {
+            out.push((date, None));
+            continue;
         };
-        out.push((date, entry));
+        let keys = decode_keys(&keys).ok_or_else(|| corrupt(&date))?;
+        let blob = match data {
+            Some(d) => part(&d, id % CHUNK).ok_or_else(|| corrupt(&date))?,
+            None => Vec::new(),
+        };
+        let ranks = match ranks {
+            Some(r) if !keys.uniform.is_empty() => {
+                decode_ranks(&r, Common::from_blob(common.as_deref()))
+            }
+            _ => Vec::new(),
+        };
+        out.push((date, Some(DayEntry { keys, blob, ranks })));
     }
     Ok(out)
 }

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::{corrupt, day_blobs, decode_dim, package_id};
+use super::{corrupt, day_blobs, day_dim, package_id};
 use crate::date::{Day, Range};
-use crate::day::breakdown::DIMS;
+use crate::day::breakdown::{Without, DIMS};
 use crate::store::{sql, Result, Store};
 
 /// What a breakdown is by: `version`, or one of `day::breakdown::DIMS`.
@@ -55,13 +55,18 @@ pub struct BreakdownReport {
     pub from: String,
     /// Last day of the range.
     pub to: String,
-    /// What was taken out: `[]` or `["whales"]` (each day's top-100 downloaders).
+    /// What was taken out, of `whales` (each day's top-100 downloaders), `small` and
+    /// `repeats` (`day::filters`).
     pub without: Vec<&'static str>,
     /// Stored days of the range counted (with breakdowns).
     pub days: u64,
     /// Stored days of the range without breakdowns (stored before schema 6, not counted: ingest
     /// them again with `--force` to count them).
     pub days_without_breakdowns: Vec<String>,
+    /// Stored days of the range whose breakdowns do not split off small and repeated downloads
+    /// (stored with schema 6): not counted when `without` has `small` or `repeats` (ingest them
+    /// again with `--force` to count them).
+    pub days_without_filters: Vec<String>,
     /// The sum of `rows`.
     pub total: u64,
     /// Every key with downloads, most first (ties: by key).
@@ -148,14 +153,14 @@ pub struct Kinds {
 pub const SHARE_WINDOWS: [u32; 3] = [1, 7, 30];
 
 impl Store {
-    /// `package`'s downloads over the stored days of `range` by `by`, without each day's
-    /// top-100 whales when `without_whales`; `None` if the package was never stored.
+    /// `package`'s downloads over the stored days of `range` by `by`, without the kinds
+    /// `without` names; `None` if the package was never stored.
     pub fn breakdown(
         &self,
         package: &str,
         range: Range,
         by: By,
-        without_whales: bool,
+        without: Without,
     ) -> Result<Option<BreakdownReport>> {
         let (from, to) = (range.from.to_string(), range.to.to_string());
         let q = || -> rusqlite::Result<Option<BreakdownReport>> {
@@ -164,23 +169,19 @@ impl Store {
                 return Ok(None);
             }
             let mut sums: HashMap<Option<String>, u64> = HashMap::new();
-            let (mut days, mut missing) = (0, Vec::new());
+            let (mut days, mut missing, mut unfiltered) = (0, Vec::new(), Vec::new());
             for (date, entry) in day_blobs(&self.conn, id, &from, &to)? {
-                let Some((keys, blob)) = entry else {
+                let Some(e) = entry else {
                     missing.push(date);
                     continue;
                 };
-                days += 1;
-                if blob.is_empty() {
+                if without.filters() && !e.keys.filters {
+                    unfiltered.push(date);
                     continue;
                 }
-                decode_dim(&blob, by.0, &keys, |k, c| {
-                    let n = if without_whales {
-                        c.downloads - c.whales
-                    } else {
-                        c.downloads
-                    };
-                    *sums.entry(k.map(str::to_owned)).or_default() += n;
+                days += 1;
+                day_dim(&e, by.0, |k, c| {
+                    *sums.entry(k.map(str::to_owned)).or_default() += c.without(without);
                 })
                 .ok_or_else(|| corrupt(&date))?;
             }
@@ -194,13 +195,10 @@ impl Store {
                 by: by.name(),
                 from: from.clone(),
                 to: to.clone(),
-                without: if without_whales {
-                    vec!["whales"]
-                } else {
-                    vec![]
-                },
+                without: without.names(),
                 days,
                 days_without_breakdowns: missing,
+                days_without_filters: unfiltered,
                 total: rows.iter().map(|r| r.downloads).sum(),
                 rows,
             }))
@@ -220,18 +218,16 @@ impl Store {
             let mut per_day: Vec<(Day, BTreeMap<Option<String>, u64>)> = Vec::new();
             let mut missing = Vec::new();
             for (date, entry) in day_blobs(&self.conn, id, "0000-01-01", "9999-12-31")? {
-                let Some((keys, blob)) = entry else {
+                let Some(e) = entry else {
                     missing.push(date);
                     continue;
                 };
                 let day = Day::parse(&date).ok_or_else(|| corrupt(&date))?;
                 let mut versions = BTreeMap::new();
-                if !blob.is_empty() {
-                    decode_dim(&blob, 0, &keys, |k, c| {
-                        *versions.entry(k.map(str::to_owned)).or_default() += c.downloads;
-                    })
-                    .ok_or_else(|| corrupt(&date))?;
-                }
+                day_dim(&e, 0, |k, c| {
+                    *versions.entry(k.map(str::to_owned)).or_default() += c.downloads;
+                })
+                .ok_or_else(|| corrupt(&date))?;
                 per_day.push((day, versions));
             }
             let versions = releases_of(&per_day);

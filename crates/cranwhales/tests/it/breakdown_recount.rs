@@ -238,8 +238,17 @@ async fn steps_equal_the_recount(a: std::net::SocketAddr, reference: &Recount) {
     ];
     for (step, from, to, want_bins) in cases {
         for p in ["ggplot2", "Rcpp"] {
-            for (by, without) in [("version", false), ("version", true), ("country", false)] {
-                let w = if without { "&without=whales" } else { "" };
+            for (by, without) in [
+                ("version", ""),
+                ("version", "whales"),
+                ("country", ""),
+                ("version", "whales,small,repeats"),
+            ] {
+                let w = if without.is_empty() {
+                    String::new()
+                } else {
+                    format!("&without={without}")
+                };
                 let url = format!(
                     "/api/packages/{p}/breakdown?by={by}&from={from}&to={to}&step={step}{w}"
                 );

@@ -200,7 +200,8 @@ fn build_with(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Built, Repor
     let content = if args.json {
         json.clone()
     } else {
-        let page = html::render(&m, &json, runtime_js).replacen("<!--split-->", &split::sections(&m), 1);
+        let page =
+            html::render(&m, &json, runtime_js).replacen("<!--split-->", &split::sections(&m), 1);
         let mut banners = verdicts::generator_banner(&runs);
         if let Some(v) = judged {
             banners.push_str(&verdicts::section(&v, &runs[0].name, &runs[1].name));

@@ -150,16 +150,25 @@ fn access_log_and_histograms_match_what_clients_saw() {
     assert_eq!(classes["2xx"], 64);
     assert_eq!(classes["4xx"], 16);
     assert_eq!(classes["5xx"], 1);
-    // Worker memory and age gauges: a Python worker's group holds megabytes.
-    let s = m.status();
-    let w = &workers(&s)[0];
+    // Worker memory and age gauges: a ready Python worker's group holds megabytes. The crashed
+    // worker may still be listed while it is reaped (its memory gone): a ready one is read, and
+    // the metrics after it.
+    let mut ready = None;
+    let found = poll_until(std::time::Duration::from_secs(10), || {
+        ready = workers(&m.status())
+            .into_iter()
+            .find(|w| w["state"] == "ready" && w["rss_bytes"].as_u64() > Some(1_000_000));
+        ready.is_some()
+    });
+    assert!(found, "no ready worker with its memory: {}", m.status());
+    let w = ready.unwrap();
+    let text = m.get("/__manifold__/metrics").body;
     let series = format!(
         "manifold_worker_rss_bytes{{worker=\"{}\",generation=\"1\"}}",
         w["id"]
     );
     let rss = metric(&text, &series);
     assert!(rss > 1_000_000, "{series} = {rss}\n{text}");
-    assert!(w["rss_bytes"].as_u64().unwrap() > 1_000_000);
     assert!(text.contains("# TYPE manifold_worker_age_seconds gauge"));
 }
 

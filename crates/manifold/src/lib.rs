@@ -52,6 +52,12 @@ pub enum Error {
     /// The `--min` workers could not be started.
     #[error(transparent)]
     Start(#[from] pool::StartError),
+    /// manifold's temp directory for its workers could not be created.
+    #[error("cannot create the workers' temp directory in {}: {source}", std::env::temp_dir().display())]
+    TempDir {
+        /// OS error.
+        source: std::io::Error,
+    },
     /// A task starting workers panicked (a bug).
     #[error("starting workers failed: {0}")]
     StartTask(#[from] tokio::task::JoinError),
@@ -101,10 +107,13 @@ pub async fn run_with_reload(
         log.reopen_on_sigusr1();
     }
     let output = worker::OutputSink::start();
+    let tmp = worker::tmpdir::TempRoot::create().map_err(|source| Error::TempDir { source })?;
+    // Whatever way the run ends, its workers' temp directories go with it.
+    let _tmp = tmp.guard();
     let apps = app_list(&cfg);
     let pools: Vec<Arc<pool::Pool>> = apps
         .iter()
-        .map(|a| pool::Pool::new(a.cfg.clone(), output.clone()))
+        .map(|a| pool::Pool::new(a.cfg.clone(), output.clone(), tmp.clone()))
         .collect();
     tokio::pin!(shutdown);
     let started = tokio::select! {

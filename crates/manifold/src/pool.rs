@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::Config;
 use crate::upstream::Conn;
+use crate::worker::tmpdir::TempRoot;
 use crate::worker::{OutputSink, Worker};
 
 mod health;
@@ -28,7 +29,7 @@ mod preload;
 mod recycle;
 mod reload;
 mod snapshot;
-pub use snapshot::{LastError, Snapshot, Totals, WorkerStatus};
+pub use snapshot::{LastError, ParentStatus, Snapshot, Totals, WorkerStatus};
 mod supervisor;
 pub use recycle::Recycle;
 use supervisor::{supervise, Event};
@@ -164,6 +165,8 @@ pub struct Pool {
     seed: u64,
     /// `--preload` parents (see `pool::preload`).
     parents: Mutex<preload::Parents>,
+    /// The run's temp directory: each worker gets its own `TMPDIR` in it (`worker::tmpdir`).
+    tmp: Arc<TempRoot>,
 }
 
 /// One request's claim on a worker; dropping it frees the slot.
@@ -201,7 +204,7 @@ impl Drop for Lease {
 
 impl Pool {
     /// Creates the pool and its supervisor task; no worker is started yet.
-    pub fn new(cfg: Config, output: OutputSink) -> Arc<Pool> {
+    pub fn new(cfg: Config, output: OutputSink, tmp: Arc<TempRoot>) -> Arc<Pool> {
         let (tx, rx) = mpsc::unbounded_channel();
         let pool = Arc::new(Pool {
             cfg: RwLock::new(Arc::new(cfg)),
@@ -229,6 +232,7 @@ impl Pool {
                 .as_nanos() as u64
                 ^ u64::from(std::process::id()),
             parents: Mutex::default(),
+            tmp,
         });
         tokio::spawn(supervise(Arc::downgrade(&pool), rx));
         tokio::spawn(health::probe_loop(Arc::downgrade(&pool)));
@@ -503,7 +507,7 @@ impl Pool {
                 .values()
                 .map(|s| WorkerStatus {
                     id: s.worker.id,
-                    pid: s.worker.pid(),
+                    pid: Some(s.worker.pid()).filter(|p| *p != 0),
                     port: s.worker.port,
                     generation: s.generation,
                     state: s.state,
@@ -529,6 +533,7 @@ impl Pool {
             last_error: LastError::standing(st.reload_error.as_ref(), st.last_error.as_ref()),
             generation: st.generation,
             draining: self.is_draining(),
+            preload: self.parent_statuses(),
         }
     }
 

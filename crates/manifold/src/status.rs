@@ -355,7 +355,7 @@ mod tests {
     fn worker(id: u64, state: State, busy: usize) -> WorkerStatus {
         WorkerStatus {
             id,
-            pid: 100 + id as u32,
+            pid: Some(100 + id as u32),
             port: 4000 + id as u16,
             generation: 1,
             state,
@@ -385,6 +385,7 @@ mod tests {
             last_error: None,
             generation: 1,
             draining: false,
+            preload: Vec::new(),
         }
     }
 

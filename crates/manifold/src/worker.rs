@@ -1,4 +1,5 @@
-//! One worker process: spawn, readiness probe, output forwarding, exit watch, stop.
+//! One worker process: spawn (with its own `TMPDIR`, see [`tmpdir`]), readiness probe, output
+//! forwarding, exit watch, stop.
 //!
 //! A worker runs in its own process group so that stopping it also stops anything it started (R
 //! often forks helpers). Its stdout and stderr are always drained, line by line, so a chatty worker
@@ -34,6 +35,14 @@ pub enum WorkerError {
         id: u64,
         /// Program name from the command.
         program: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// Its temp directory could not be created (see [`tmpdir`]).
+    #[error("no temp directory for worker {id}: {source}")]
+    TempDir {
+        /// Worker number (0: a `--preload` parent).
+        id: u64,
         /// OS error.
         source: std::io::Error,
     },
@@ -168,10 +177,12 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Spawns `command` with `{port}` replaced and `PORT` set, in a new process group; or, with
-    /// a preload `parent`, asks it for a fork (see [`preload`]).
+    /// Spawns `command` with `{port}` replaced, `PORT` set and `TMPDIR` its own directory, in a
+    /// new process group; or, with a preload `parent`, asks it for a fork (see [`preload`]).
+    /// `stop` is the grace time of a stop and the worker's directory.
     ///
-    /// The returned worker's watch task reaps the child and reports the exit on `on_exit`.
+    /// The returned worker's watch task reaps the child, then removes its directory, and
+    /// reports the exit on `on_exit`.
     ///
     /// # Errors
     /// No free port or the program cannot be executed.
@@ -179,12 +190,13 @@ impl Worker {
         id: u64,
         command: &[String],
         parent: Option<Arc<preload::Parent>>,
-        stop_timeout: Duration,
+        stop: (Duration, tmpdir::WorkerDir),
         output: &OutputSink,
         on_exit: impl FnOnce(String) + Send + 'static,
     ) -> Result<Worker, WorkerError> {
+        let (stop_timeout, dir) = stop;
         if let Some(parent) = parent {
-            return Worker::fork(id, parent, stop_timeout, on_exit);
+            return Worker::fork(id, parent, (stop_timeout, dir), output, on_exit);
         }
         let port = free_port().map_err(|source| WorkerError::Port { id, source })?;
         let args: Vec<String> = command
@@ -194,6 +206,7 @@ impl Worker {
         let mut cmd = Command::new(&args[0]);
         cmd.args(&args[1..])
             .env("PORT", port.to_string())
+            .env("TMPDIR", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -233,6 +246,8 @@ impl Worker {
             for d in drains {
                 let _ = tokio::time::timeout(Duration::from_secs(1), d).await;
             }
+            // Reaped: nothing runs in its directory any more.
+            drop(dir);
             let text = describe(&status);
             let _ = exit_tx.send(Some(text.clone()));
             on_exit(text);
@@ -290,6 +305,7 @@ impl Worker {
 }
 
 pub mod preload;
+pub mod tmpdir;
 
 /// A handle for checking one worker's readiness.
 pub struct Probe {
@@ -319,13 +335,14 @@ impl Probe {
         let reason = Mutex::new(format!("port {} does not accept connections", self.port));
         let set = |r: String| *reason.lock().unwrap_or_else(PoisonError::into_inner) = r;
         let probe = async {
-            let mut delay = Duration::from_millis(10);
+            let mut delay = Duration::from_millis(2);
             loop {
                 // Polling is the only portable readiness signal a plain command gives us. A
-                // refused connect costs nothing, so the port is tried every 20 ms at most (a
-                // preloaded fork listens within a few hundred); the health path, a request to
-                // the app, backs off to 100 ms.
-                let mut cap = Duration::from_millis(20);
+                // refused connect costs a few microseconds, so the port is tried every 5 ms at
+                // most (a preloaded fork listens 20-100 ms after it is asked for: a 20 ms poll
+                // added 10 ms to its start on average); the health path, a request to the app,
+                // backs off to 100 ms.
+                let mut cap = Duration::from_millis(5);
                 if TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {
                     cap = Duration::from_millis(100);
                     match health_path {

@@ -6,6 +6,7 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use super::snapshot::ParentStatus;
 use super::Pool;
 use crate::config::Config;
 use crate::worker::preload::{Parent, ParentHandle};
@@ -36,16 +37,33 @@ impl Pool {
                 return Ok(Some(parent.clone()));
             }
         }
+        let dir = self
+            .tmp
+            .dir(&format!("p{generation}"))
+            .map_err(|source| WorkerError::TempDir { id: 0, source })?;
         let parent = Arc::new(Parent::start(
             generation,
             &cfg.command,
-            cfg.stop_timeout,
+            (cfg.stop_timeout, dir),
             &self.output,
         )?);
         p.all.retain(ParentHandle::is_alive);
         p.all.push(parent.handle());
         p.current = Some((generation, parent.clone()));
         Ok(Some(parent))
+    }
+
+    /// The running parents for the status page, oldest generation first.
+    pub(super) fn parent_statuses(&self) -> Vec<ParentStatus> {
+        let p = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
+        p.all
+            .iter()
+            .filter(|h| h.is_alive())
+            .map(|h| ParentStatus {
+                generation: h.generation,
+                pid: h.pid,
+            })
+            .collect()
     }
 
     /// Stops every preload parent (and with it any fork left in its group) within `grace` and

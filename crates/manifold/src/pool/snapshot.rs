@@ -77,8 +77,9 @@ impl LastError {
 pub struct WorkerStatus {
     /// Pool-wide id.
     pub id: u64,
-    /// Process id.
-    pub pid: u32,
+    /// Process id; `null` while a `--preload` fork is being asked for (its parent has not
+    /// answered with the fork's pid yet), never a made-up 0.
+    pub pid: Option<u32>,
     /// Loopback port.
     pub port: u16,
     /// Generation of the command it runs (1, then +1 per reload).
@@ -97,6 +98,16 @@ pub struct WorkerStatus {
     pub uptime_s: f64,
     /// Seconds since the last request finished.
     pub idle_s: f64,
+}
+
+/// A `--preload` parent in the status JSON: which process loaded the app that a generation's
+/// workers are forked from (its forks show their own pids).
+#[derive(Serialize)]
+pub struct ParentStatus {
+    /// The generation whose workers it forks.
+    pub generation: u64,
+    /// Its process id (and process group: its forks are in it).
+    pub pid: u32,
 }
 
 /// Snapshot for `/__manifold__/status` and metrics.
@@ -135,4 +146,6 @@ pub struct Snapshot {
     pub settings: std::collections::BTreeMap<&'static str, String>,
     /// Whether the host is draining (SIGTERM received): it takes no new sessions.
     pub draining: bool,
+    /// With `--preload`: the running parents, oldest generation first (empty without it).
+    pub preload: Vec<ParentStatus>,
 }

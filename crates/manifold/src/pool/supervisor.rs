@@ -49,12 +49,17 @@ impl Pool {
         let mut ids = r.ids.into_iter();
         while let Some(id) = ids.next() {
             let events = self.events.clone();
-            let spawned = self.parent_for(r.generation, &r.cfg).and_then(|parent| {
+            let dir = self
+                .tmp
+                .dir(&format!("w{id}"))
+                .map_err(|source| WorkerError::TempDir { id, source });
+            let spawned = dir.and_then(|dir| {
+                let parent = self.parent_for(r.generation, &r.cfg)?;
                 Worker::spawn(
                     id,
                     &r.cfg.command,
                     parent,
-                    r.cfg.stop_timeout,
+                    (r.cfg.stop_timeout, dir),
                     &self.output,
                     move |status| {
                         let _ = events.send(Event::Exited(id, status));

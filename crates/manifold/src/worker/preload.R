@@ -1,12 +1,22 @@
 # manifold --preload for R (the parent of the preload protocol, see docs/manifold.md): load the
-# packages and the app once, then fork one worker per "fork PORT" line read on stdin and answer
-# "manifold-preload forked PORT PID" on stdout. EOF on stdin (manifold closed it or died) ends
+# packages and the app once, then fork one worker per "fork PORT DIR" line read on stdin and
+# answer "manifold-preload forked PORT PID" on stdout (DIR: the worker's own directory). EOF on stdin (manifold closed it or died) ends
 # the parent; each fork ends itself when its parent is gone (its parent pid changes).
 manifold_preload <- function(kind, path) {
   parent <- Sys.getpid()
   # httpuv's namespace is loaded by runApp/pr_run otherwise, in every fork; loading it starts
   # nothing (its I/O thread starts with the first server).
   loadNamespace("httpuv")
+  # A namespace's functions are lazy-loaded on first use: force them here for the serving stack
+  # (0.2-0.6 s, once) so no fork reads and unpacks them again (in a fork that is CPU and pages
+  # of its own; the first Shiny answer spent a third of its time in lazyLoadDBfetch).
+  warm_namespaces <- function() {
+    stack <- c(kind, "httpuv", "later", "promises", "htmltools")
+    for (ns in intersect(stack, loadedNamespaces())) {
+      env <- asNamespace(ns)
+      for (name in ls(env, all.names = TRUE)) try(get(name, envir = env), silent = TRUE)
+    }
+  }
   # Before the fork: the runtime, the packages and the app code (all read-only afterwards, so
   # the forks share their pages copy-on-write). Nothing here may start a thread, a server or a
   # timer: httpuv's I/O thread and later's timer thread would not exist in a fork.
@@ -18,6 +28,14 @@ manifold_preload <- function(kind, path) {
   } else {
     # shinyAppDir sources app.R (or ui.R/server.R and global.R) now, and caches it by mtime.
     app <- shiny::shinyAppDir(path)
+    # The page once, here: the first render's one-time work (dependencies resolved, templates
+    # read, lazy objects loaded) is then done for every fork. A failure only costs that.
+    req <- list2env(list(
+      REQUEST_METHOD = "GET", PATH_INFO = "/", QUERY_STRING = "", SCRIPT_NAME = "",
+      SERVER_NAME = "127.0.0.1", SERVER_PORT = "80", HTTP_HOST = "127.0.0.1",
+      HEADERS = c(host = "127.0.0.1"), rook.url_scheme = "http"
+    ))
+    tryCatch(app$httpHandler(req), error = function(e) NULL)
     serve <- function(port) {
       shiny::runApp(app, host = "127.0.0.1", port = port, launch.browser = FALSE)
     }
@@ -27,13 +45,23 @@ manifold_preload <- function(kind, path) {
     as.integer(strsplit(sub(".*\\) ", "", stat), " ")[[1]][2])
   }
   # A fork's lifeline: its parent dies with manifold (PR_SET_PDEATHSIG), and then the fork is
-  # re-parented; it checks twice a second, on later's loop, which httpuv's loop runs.
+  # re-parented; it checks twice a second. plumber's loop (httpuv::service) waits for later's
+  # timers; Shiny's does not: with any later timer pending, runApp's loop passes seconds where
+  # it wants milliseconds (`max(1, min(1000, ms, later::next_op_secs()))`) and polls every
+  # 1 ms, which kept an idle fork at 15% CPU and unshared its heap within seconds. So a Shiny
+  # fork checks on Shiny's own timer.
+  again <- if (kind == "shiny") {
+    function(f) shiny:::scheduleTask(500, f)
+  } else {
+    function(f) later::later(f, 0.5)
+  }
   lifeline <- function() {
     if (ppid_of_self() != parent) {
       quit(save = "no", status = 1, runLast = FALSE)
     }
-    later::later(lifeline, 0.5)
+    again(lifeline)
   }
+  warm_namespaces()
   # A full collection now moves everything loaded into R's oldest generation: the forks' frequent
   # minor collections then leave those pages alone (they stay shared).
   gc(full = TRUE)
@@ -46,7 +74,9 @@ manifold_preload <- function(kind, path) {
     if (length(line) == 0) {
       quit(save = "no", status = 0, runLast = FALSE)
     }
-    port <- suppressWarnings(as.integer(sub("^fork ", "", line)))
+    words <- regmatches(line, regexec("^fork ([0-9]+) ?(.*)$", line))[[1]]
+    port <- suppressWarnings(as.integer(words[2]))
+    dir <- words[3]
     if (is.na(port)) {
       next
     }
@@ -58,6 +88,19 @@ manifold_preload <- function(kind, path) {
       # (closeAllConnections() would also reset the sinks, and takes 0.3 s here.)
       for (con in getAllConnections()) {
         if (con > 2) close(getConnection(con))
+      }
+      # Its own directory: TMPDIR for what it starts (R's own tempdir() is fixed at R's start:
+      # the parent's, under manifold's directory too), and the FIFO there that manifold logs as
+      # this worker's output (R's output and messages; C code writing to fd 1/2 directly still
+      # goes out through the parent's pipes).
+      if (!is.na(dir) && nzchar(dir)) {
+        Sys.setenv(TMPDIR = dir)
+        out <- file.path(dir, "output")
+        if (file.exists(out)) {
+          out <- fifo(out, open = "w", blocking = TRUE)
+          sink(out)
+          sink(out, type = "message")
+        }
       }
       if (exists(".Random.seed", envir = globalenv())) {
         rm(".Random.seed", envir = globalenv())

@@ -13,7 +13,10 @@
 //! stopping a parent signals the whole group, so no fork outlives it.
 
 use std::collections::{HashMap, VecDeque};
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,19 +24,26 @@ use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::tmpdir::WorkerDir;
 use super::{describe, die_with_parent, drain, signal_group, OutputSink, Worker, WorkerError};
 
 /// The answer line's first words.
 const FORKED: &str = "manifold-preload forked ";
 /// The line a parent may print once it has loaded everything (logged with the time it took).
 const READY: &str = "manifold-preload ready";
+/// The FIFO in a fork's directory that its output may go to.
+const OUTPUT: &str = "output";
+/// How long a gone fork's last output lines are waited for.
+const LAST_LINES: Duration = Duration::from_millis(100);
 
-/// A fork asked of the parent: its port and where the pid goes.
+/// A fork asked of the parent: its port, its directory and where the pid goes.
 struct Request {
     port: u16,
+    dir: String,
     reply: oneshot::Sender<u32>,
 }
 
@@ -42,7 +52,6 @@ struct Request {
 pub struct Parent {
     requests: mpsc::UnboundedSender<Request>,
     handle: ParentHandle,
-    tail: Arc<Mutex<VecDeque<String>>>,
 }
 
 /// What the pool keeps of every parent it started, to stop it and wait for it at shutdown.
@@ -50,6 +59,8 @@ pub struct Parent {
 pub struct ParentHandle {
     /// Its process id (and process group).
     pub pid: u32,
+    /// The generation it forks workers for.
+    pub generation: u64,
     stop: Arc<watch::Sender<Option<Duration>>>,
     exited: watch::Receiver<Option<String>>,
 }
@@ -71,19 +82,22 @@ impl ParentHandle {
 
 impl Parent {
     /// Starts the preload `command` of `generation` in a new process group, with its stdin and
-    /// stdout as the protocol's pipes.
+    /// stdout as the protocol's pipes; `stop` is its stop grace time and its own directory (its
+    /// `TMPDIR`, removed once it is reaped).
     ///
     /// # Errors
     /// The program cannot be executed.
     pub fn start(
         generation: u64,
         command: &[String],
-        stop_timeout: Duration,
+        stop: (Duration, WorkerDir),
         output: &OutputSink,
     ) -> Result<Parent, WorkerError> {
+        let (stop_timeout, dir) = stop;
         let mut cmd = Command::new(&command[0]);
         cmd.args(&command[1..])
             .env_remove("PORT")
+            .env("TMPDIR", dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -135,19 +149,17 @@ impl Parent {
             for d in drains {
                 let _ = tokio::time::timeout(Duration::from_secs(1), d).await;
             }
+            drop(dir);
             tracing::info!(generation, pid, status = %status, "preload parent stopped");
             let _ = exit_tx.send(Some(status));
         });
         let handle = ParentHandle {
             pid,
+            generation,
             stop: Arc::new(stop),
             exited,
         };
-        Ok(Parent {
-            requests,
-            handle,
-            tail,
-        })
+        Ok(Parent { requests, handle })
     }
 
     /// The handle the pool keeps.
@@ -155,8 +167,9 @@ impl Parent {
         self.handle.clone()
     }
 
-    /// Asks for a fork serving `port`; its pid once the parent has answered.
-    async fn fork(&self, port: u16) -> Result<u32, String> {
+    /// Asks for a fork serving `port` with `dir` as its own directory; its pid once the parent
+    /// has answered.
+    async fn fork(&self, port: u16, dir: String) -> Result<u32, String> {
         let (reply, rx) = oneshot::channel();
         let gone = || {
             let status = self.handle.exited.borrow().clone();
@@ -166,7 +179,7 @@ impl Parent {
             )
         };
         self.requests
-            .send(Request { port, reply })
+            .send(Request { port, dir, reply })
             .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())
     }
@@ -211,7 +224,8 @@ async fn control(parts: Parts, pid: u32, grace: Duration) -> String {
             s = child.wait() => break Some(s),
             r = requests.recv() => {
                 let Some(r) = r else { break None };
-                if stdin.write_all(format!("fork {}\n", r.port).as_bytes()).await.is_err() {
+                let line = format!("fork {} {}\n", r.port, r.dir);
+                if stdin.write_all(line.as_bytes()).await.is_err() {
                     break Some(child.wait().await);
                 }
                 pending.insert(r.port, r.reply);
@@ -285,13 +299,13 @@ impl PidFd {
 /// The fork's life as its watch task sees it: asked for, then watched until it exits.
 async fn watch_fork(
     parent: &Parent,
-    port: u16,
+    (port, dir): (u16, String),
     pid: &AtomicU32,
     mut stop: oneshot::Receiver<Option<Duration>>,
     grace: Duration,
 ) -> String {
     let forked = tokio::select! {
-        f = parent.fork(port) => f,
+        f = parent.fork(port, dir) => f,
         _ = &mut stop => return "stopped before it was forked".into(),
     };
     let fork = match forked {
@@ -319,27 +333,64 @@ async fn watch_fork(
     "stopped".into()
 }
 
+/// Makes the FIFO `dir/output` and opens it for reading (and writing: see [`Worker::fork`]).
+fn output_fifo(dir: &Path) -> Option<pipe::Receiver> {
+    let path = dir.join(OUTPUT);
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: mkfifo(3) only reads the NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return None;
+    }
+    pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(&path)
+        .ok()
+}
+
 impl Worker {
     /// A worker forked from `parent` on a free port: returned at once (pid 0 until the parent
-    /// answers); its watch task asks for the fork, then reports its exit on `on_exit`.
+    /// answers); its watch task asks for the fork, then reports its exit on `on_exit`. What the
+    /// fork writes to `DIR/output` (a FIFO made here) is logged as `[worker N]`, like the
+    /// output of any worker.
     pub(super) fn fork(
         id: u64,
         parent: Arc<Parent>,
-        stop_timeout: Duration,
+        (stop_timeout, dir): (Duration, WorkerDir),
+        output: &OutputSink,
         on_exit: impl FnOnce(String) + Send + 'static,
     ) -> Result<Worker, WorkerError> {
         let port = super::free_port().map_err(|source| WorkerError::Port { id, source })?;
         let pid = Arc::new(AtomicU32::new(0));
         let (stop_tx, stop_rx) = oneshot::channel();
         let (exit_tx, exit_rx) = watch::channel(None);
-        let tail = parent.tail.clone();
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let (o, t) = (output.clone(), tail.clone());
+        let lines = output_fifo(dir.path()).map(|rx| {
+            let prefix = format!("[worker {id}]");
+            tokio::spawn(drain(BufReader::new(rx), prefix, o, t, |_| false))
+        });
+        // The rest of the protocol line: a path with a line break in it is not sent.
+        let path = dir.path().display().to_string();
+        let where_ = if path.contains('\n') {
+            String::new()
+        } else {
+            path
+        };
         let task_pid = pid.clone();
         tokio::spawn(async move {
-            let text = watch_fork(&parent, port, &task_pid, stop_rx, stop_timeout).await;
+            let text = watch_fork(&parent, (port, where_), &task_pid, stop_rx, stop_timeout).await;
             let _ = exit_tx.send(Some(text.clone()));
             // The parent may stop once its last fork is gone.
             drop(parent);
             on_exit(text);
+            if let Some(mut lines) = lines {
+                // manifold holds the FIFO open for writing too (else a fork that has not opened
+                // it yet would look like one that closed it), so it never reports EOF: what the
+                // fork wrote before it exited is read within this bound, then the reader stops.
+                let _ = tokio::time::timeout(LAST_LINES, &mut lines).await;
+                lines.abort();
+            }
+            drop(dir);
         });
         Ok(Worker {
             id,

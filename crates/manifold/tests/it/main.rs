@@ -21,4 +21,5 @@ mod r_reload;
 mod recycle;
 mod reload;
 mod spare;
+mod tempdirs;
 mod timeouts;

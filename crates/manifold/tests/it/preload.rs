@@ -141,3 +141,68 @@ fn sigint_leaves_no_preload_process() {
 fn sigkill_of_manifold_leaves_no_preload_process() {
     stops_without_leftovers(libc::SIGKILL);
 }
+
+/// A parent that forks only 1.5 s after it is asked (`fixtures/slow_preload.py`), on a free port.
+fn start_slow_parent(m_args: &[&str], env: &[(&str, &str)]) -> Manifold {
+    let parent = vec![
+        "python3".to_string(),
+        fixture("slow_preload.py").display().to_string(),
+        "1500".to_string(),
+    ];
+    let a = [&["--listen", "127.0.0.1:0", "--preload"][..], m_args].concat();
+    start_env(&with_command(&a, parent), env)
+}
+
+/// Status names each generation's preload parent by pid, and a worker whose fork the parent
+/// has not answered yet shows `"pid": null` (never 0) until the fork's pid is known.
+#[test]
+fn status_names_the_parent_and_no_fork_shows_pid_0() {
+    let (m, all) = start_preloaded(&[]);
+    let s = m.status();
+    let forks = pids(&s);
+    let parent = *all.iter().find(|p| !forks.contains(p)).unwrap();
+    assert_eq!(
+        s["preload"],
+        serde_json::json!([{ "generation": 1, "pid": parent }])
+    );
+    // The slow parent: the second worker (asked for by a request that finds the first busy)
+    // is listed while its fork is not answered yet.
+    let m = start_slow_parent(&["--min", "1", "--max", "2", "--per-worker", "1"], &[]);
+    let addr = m.addr.clone();
+    let busy = std::thread::spawn(move || request(&addr, "GET", "/sleep?ms=4000", &[], ""));
+    m.wait_status("the first worker busy", |s| workers(s)[0]["busy"] == 1);
+    let addr = m.addr.clone();
+    let waiting = std::thread::spawn(move || request(&addr, "GET", "/hello", &[], ""));
+    let seen_unknown = std::cell::Cell::new(false);
+    let s = m.wait_status("the second fork ready", |s| {
+        for w in workers(s) {
+            assert_ne!(w["pid"], 0, "a pid of 0 in {w}");
+            let unknown = w["state"] == "starting" && w["pid"].is_null();
+            seen_unknown.set(seen_unknown.get() || unknown);
+        }
+        ready(s) == 2
+    });
+    assert!(
+        seen_unknown.get(),
+        "never saw the starting fork without a pid"
+    );
+    assert_eq!(pids(&s).len(), 2, "{s}");
+    assert_eq!(busy.join().unwrap().status, 200);
+    assert_eq!(waiting.join().unwrap().status, 200);
+}
+
+/// A fork's output goes to its own FIFO and is logged `[worker N]` like any worker's, not as
+/// its parent's `[preload G]`.
+#[test]
+fn fork_output_is_logged_as_its_worker() {
+    let mut m = start_slow_parent(&["--min", "1", "--max", "1"], &[]);
+    let s = m.status();
+    let (id, pid) = (workers(&s)[0]["id"].clone(), pids(&s)[0]);
+    let line = format!("[worker {id}] fork {pid} serving port");
+    wait_until("the fork's line in manifold's log", || {
+        m.log().contains(&line)
+    });
+    assert!(!m.log().contains("[preload 1] fork"), "{}", m.log());
+    m.sigterm();
+    m.wait();
+}

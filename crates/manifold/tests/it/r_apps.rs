@@ -12,17 +12,8 @@ use common::*;
 /// stops when idle, and SIGTERM stops every R process.
 #[test]
 fn plumber_preset_scales_and_stops_cleanly() {
-    let api = fixture("plumber/api.R");
-    let mut m = start(&on_free_port(&[
-        "--min",
-        "1",
-        "--max",
-        "2",
-        "--idle-timeout",
-        "1s",
-        "plumber",
-        api.to_str().unwrap(),
-    ]));
+    let flags = ["--min", "1", "--max", "2", "--idle-timeout", "1s"];
+    let mut m = start_r("plumber", "plumber/api.R", &flags);
     assert_eq!(m.get("/hello").body, "hello");
     let reqs: Vec<_> = (0..4)
         .map(|_| {
@@ -59,15 +50,7 @@ fn plumber_preset_scales_and_stops_cleanly() {
 /// the sticky cookie (same pid); nothing of the session reaches the other worker.
 #[test]
 fn shiny_session_stays_on_its_worker() {
-    let app = fixture("shiny");
-    let mut m = start(&on_free_port(&[
-        "--min",
-        "2",
-        "--max",
-        "2",
-        "shiny",
-        app.to_str().unwrap(),
-    ]));
+    let mut m = start_r("shiny", "shiny", &["--min", "2", "--max", "2"]);
     let p = shiny::open(&m.addr, "/");
     assert!(p.cookie.starts_with("manifold_worker="), "{}", p.cookie);
     let (worker, pid) = (p.worker, p.pid);

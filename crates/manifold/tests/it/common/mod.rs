@@ -352,11 +352,13 @@ pub fn workers(s: &serde_json::Value) -> Vec<serde_json::Value> {
     s["workers"].as_array().unwrap().clone()
 }
 
-/// The pids of the workers listed in a status document.
+/// The pids of the workers listed in a status document (a `--preload` fork whose parent has
+/// not answered yet has none).
 pub fn pids(s: &serde_json::Value) -> Vec<u32> {
     workers(s)
         .iter()
-        .map(|w| w["pid"].as_u64().unwrap() as u32)
+        .filter_map(|w| w["pid"].as_u64())
+        .map(|p| p as u32)
         .collect()
 }
 
@@ -490,6 +492,15 @@ pub fn base(extra: &[&str]) -> Vec<String> {
     a.push("--".into());
     a.extend(py_worker(&[]));
     a
+}
+
+/// manifold on a free port with `flags`, then the R preset `preset` (`plumber` or `shiny`) over
+/// the fixture `app` (a plumber file or a Shiny app directory).
+pub fn start_r(preset: &str, app: &str, flags: &[&str]) -> Manifold {
+    let app = fixture(app);
+    start(&on_free_port(
+        &[flags, &[preset, app.to_str().unwrap()]].concat(),
+    ))
 }
 
 /// `a` followed by `--` and the command.

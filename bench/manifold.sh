@@ -18,7 +18,8 @@
 #      soak up a 2 MiB answer whole, buffered or not.
 #  (f) --preload (issue 32, bench/manifold_preload.py): worker start with and without it for
 #      plumber and the Shiny replay app, the cold burst's excess over the ideal, 8 Shiny workers'
-#      total PSS; it prints its own ratio lines after the others.
+#      total PSS, with valve's worker start and cold burst in the same run for the ratio; it
+#      prints its own ratio lines after the others.
 # Every server runs in its own session (setsid) and is stopped as a whole group at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -83,12 +83,10 @@ impl Pool {
     /// Records a freshly spawned worker and probes its readiness off the supervisor.
     fn insert_starting(&self, st: &mut Inner, worker: Worker, generation: u64, cfg: &Config) {
         let id = worker.id;
-        tracing::info!(
-            worker = id,
-            pid = worker.pid(),
-            port = worker.port,
-            "worker starting"
-        );
+        // A `--preload` fork's pid is known once its parent answers ("worker forked" logs it).
+        let pid = Some(worker.pid()).filter(|p| *p != 0);
+        let pid = pid.map_or_else(|| "pending".to_string(), |p| p.to_string());
+        tracing::info!(worker = id, pid = %pid, port = worker.port, "worker starting");
         let probe = worker.probe();
         let now = Instant::now();
         st.slots.insert(

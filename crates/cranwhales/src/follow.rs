@@ -328,7 +328,7 @@ async fn look(
         s.checked_at = checked_at;
         s.checks += 1;
         s.errors = *errors;
-        s.retry_ms = error.is_some().then(|| delay.as_millis() as u64);
+        s.retry_ms = error.is_some().then_some(delay.as_millis() as u64);
         s.last_error = error;
     });
     Some(delay)

@@ -78,7 +78,7 @@ bench() {
 
 echo "== bench-serve: wrk -t$THREADS -c$CONNS -d$DURATION, one run, side by side =="
 start_server main --sample-dir "$ROOT/data/sample"
-DAY=$(curl -s "$URL/api/days" | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["date"])')
+DAY=$(curl -s "$URL/api/days" | python3 -c 'import json,sys; print(json.load(sys.stdin)["days"][-1]["date"])')
 API_PATH="/api/days/$DAY?count=6"
 
 # A store of every real day (a backfill from a cache of links to the shared files), served by a

@@ -11,7 +11,7 @@ demo: prereqs release
 # Browser suite: the debug binary (temp store, local source server) driven by headless Chromium.
 .PHONY: test-cranwhales-browser bench-serve
 test-cranwhales-browser: build
-	node --test web/e2e/cranwhales.test.mjs web/e2e/cranwhales-insight.test.mjs web/e2e/cranwhales-context.test.mjs web/e2e/cranwhales-look.test.mjs
+	node --test web/e2e/cranwhales.test.mjs web/e2e/cranwhales-insight.test.mjs web/e2e/cranwhales-context.test.mjs web/e2e/cranwhales-look.test.mjs web/e2e/cranwhales-follow.test.mjs
 
 # wrk vs nginx serving the same bytes, plus a single-flight check (release build).
 bench-serve: deps test-data release

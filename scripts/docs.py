@@ -28,6 +28,7 @@ FAULT_SUITES = [
     ("cranwhales", "crates/cranwhales/tests/it/engine_crash.rs"),
     ("cranwhales", "crates/cranwhales/tests/it/server_abuse.rs"),
     ("cranwhales", "crates/cranwhales/tests/it/server_drain.rs"),
+    ("cranwhales", "crates/cranwhales/tests/it/follow.rs"),
     ("surge", "crates/surge/tests/it/faults.rs"),
     ("surge", "crates/surge/tests/it/bad_flags.rs"),
     ("surge", "crates/surge/tests/it/secrets.rs"),

@@ -8,6 +8,7 @@ pub mod context;
 pub mod csv;
 pub mod date;
 pub mod day;
+pub mod follow;
 pub mod inflate;
 pub mod ingest;
 pub mod names;

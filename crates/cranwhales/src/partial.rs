@@ -110,14 +110,25 @@ pub fn remove_on_signal() {
 /// many. A live process's partial file (another ingest downloading the same day) is kept.
 pub fn remove_stale(dest: &Path) -> usize {
     let Some(dir) = dest.parent() else { return 0 };
-    remove_stale_where(dir, &format!(".{}.", file_name(dest)))
+    remove_where(dir, &format!(".{}.", file_name(dest)), stale)
 }
 
 /// Removes every partial file in the cache directory `dir` whose writer is gone (killed with
 /// `kill -9`, or cut by `serve`'s drain timeout), whatever its day: `ingest` and `serve` call it
 /// at start, so a day nobody asks for again does not keep one forever. Returns how many.
 pub fn remove_stale_in(dir: &Path) -> usize {
-    remove_stale_where(dir, ".")
+    remove_where(dir, ".", stale)
+}
+
+/// Removes this process's own partial files in `dir`: `ingest --follow` stopping on a signal
+/// while a download runs (the download is abandoned, not finished). Returns how many.
+pub fn remove_own_in(dir: &Path) -> usize {
+    remove_where(dir, ".", |pid, _| pid == std::process::id())
+}
+
+/// Whether a partial file written by `pid` is stale: its writer is another process, now gone.
+fn stale(pid: u32, file: &Path) -> bool {
+    pid != std::process::id() && writer_gone(pid, file)
 }
 
 /// [`remove_stale_in`] for a command starting (`ingest`, `serve`): a line on stderr says how many
@@ -133,8 +144,8 @@ pub fn remove_stale_at_start(dir: &Path) {
     }
 }
 
-/// Removes `{prefix}…{pid}.{n}.part` files of `dir` written by a process that is gone.
-fn remove_stale_where(dir: &Path, prefix: &str) -> usize {
+/// Removes `{prefix}…{pid}.{n}.part` files of `dir` for which `remove(pid, path)` says so.
+fn remove_where(dir: &Path, prefix: &str, remove: impl Fn(u32, &Path) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -160,10 +171,7 @@ fn remove_stale_where(dir: &Path, prefix: &str) -> usize {
         let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
-        if pid != std::process::id()
-            && writer_gone(pid, &e.path())
-            && std::fs::remove_file(e.path()).is_ok()
-        {
+        if remove(pid, &e.path()) && std::fs::remove_file(e.path()).is_ok() {
             removed += 1;
         }
     }

@@ -115,7 +115,16 @@ pub enum SourceError {
         /// The URL asked for.
         url: String,
     },
-    /// The download could not start, failed, or stopped half way.
+    /// The source answered, but its body did not arrive whole (shorter than its Content-Length,
+    /// cut, stalled or empty): a file still being written, or a broken link. Retried later.
+    #[error("{url}: download failed: {reason}")]
+    Incomplete {
+        /// The URL asked for.
+        url: String,
+        /// How far it got.
+        reason: String,
+    },
+    /// The download could not start or failed (status, connection, file system).
     #[error("{url}: download failed: {reason}")]
     Download {
         /// The URL asked for.
@@ -274,7 +283,7 @@ fn fetch_url(
         }
         Err(broken) => {
             let _ = std::fs::remove_file(&tmp);
-            Err(fail(broken.to_string()))
+            Err(broken.into_error(url))
         }
     }
 }
@@ -297,6 +306,17 @@ enum Broken {
     /// A 200 with no body.
     #[error("empty response body")]
     Empty,
+}
+
+impl Broken {
+    /// The download's error: a body that did not arrive whole is [`SourceError::Incomplete`].
+    fn into_error(self, url: String) -> SourceError {
+        let reason = self.to_string();
+        match self {
+            Broken::Write { .. } => SourceError::Download { url, reason },
+            _ => SourceError::Incomplete { url, reason },
+        }
+    }
 }
 
 /// The body in chunks from a reading thread, so a source that stops sending is noticed after

@@ -1,5 +1,5 @@
 // Generated from the Rust types (crates/cranwhales/src/summary.rs, context.rs,
-// server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.
+// follow.rs, server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.
 
 export type Totals = { 
 /**
@@ -220,6 +220,53 @@ date: string,
  * The day's totals, so the day list can show its size without loading the day.
  */
 totals: Totals, };
+
+export type FollowStatus = { 
+/**
+ * Whether this server follows the source (`--follow`).
+ */
+on: boolean, 
+/**
+ * The newest day the source had when last looked at (`YYYY-MM-DD`): the day stored last, or
+ * the newest stored one when the next was not published yet; null before the first look.
+ */
+source_newest: string | null, 
+/**
+ * When the source was last looked at (UTC, `YYYY-MM-DDTHH:MM:SSZ`).
+ */
+checked_at: string | null, 
+/**
+ * Looks at the source so far.
+ */
+checks: number, 
+/**
+ * Errors in a row (0 after a day stored or a 404).
+ */
+errors: number, 
+/**
+ * The back-off chosen after the last error, in milliseconds; null when the last look was
+ * not an error.
+ */
+retry_ms: number | null, 
+/**
+ * The last error's one line; null when the last look was not an error.
+ */
+last_error: string | null, };
+
+export type DayList = { 
+/**
+ * Every stored day with its totals, oldest first.
+ */
+days: Array<DayInfo>, 
+/**
+ * When the newest day was stored (UTC, `YYYY-MM-DDTHH:MM:SSZ`); null for an empty store.
+ */
+ingested_at: string | null, 
+/**
+ * The follower (`--follow`): whether it is on, the newest day the source had, when it last
+ * looked.
+ */
+follow: FollowStatus, };
 
 export type Download = { 
 /**

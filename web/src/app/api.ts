@@ -5,7 +5,7 @@ import type {
   Behaviour,
   Bin,
   Calendar,
-  DayInfo,
+  DayList,
   DaySummary,
   ErrorBody,
   Fetching,
@@ -30,6 +30,7 @@ export type {
   TopPackage,
   TrendingPackage,
   DayInfo,
+  DayList,
   DaySummary,
   Download,
   Facts,
@@ -66,7 +67,8 @@ async function errorOf(r: Response): Promise<string> {
   return `${r.status} ${r.statusText}`;
 }
 
-export async function getDays(): Promise<DayInfo[]> {
+/** The stored days and how fresh they are (the follower's status with `--follow`). */
+export async function getDays(): Promise<DayList> {
   const r = await fetch("/api/days");
   if (!r.ok) throw new Error(await errorOf(r));
   return r.json();

@@ -15,6 +15,7 @@ import type { By } from "./breakdown";
 import type { Bin } from "./api";
 import { profileCard, whaleListHtml } from "./profile";
 import { TrendsTab } from "./trends";
+import { watchFreshness } from "./freshness";
 
 type Tab = "traffic" | "whales" | "hourly" | "detail" | "packages" | "trends";
 const TABS: Tab[] = ["traffic", "whales", "hourly", "detail", "packages", "trends"];
@@ -580,6 +581,10 @@ async function start() {
   countInput.value = String(state.count);
   renderTab();
   await loadDays();
+  watchFreshness($<HTMLDivElement>("#freshness"), () => {
+    trendsTab.invalidate();
+    void loadDays();
+  });
   if (!state.date || !/^\d{4}-\d{2}-\d{2}$/.test(state.date)) state.date = days.length ? days[days.length - 1].date : yesterday;
   dateInput.value = state.date;
   await load();

@@ -41,8 +41,16 @@ pub struct IngestArgs {
     pub force: bool,
     /// Local .csv.gz / .csv files, dates (YYYY-MM-DD) to download, ranges FROM..TO, or URLs of
     /// a day's log whose file name starts with its date (http(s)://…/YYYY-MM-DD.csv.gz).
-    #[arg(required = true, value_name = "SOURCE")]
+    #[arg(
+        required_unless_present = "follow",
+        conflicts_with = "follow",
+        value_name = "SOURCE"
+    )]
     pub sources: Vec<String>,
+    /// Follow mode (instead of SOURCEs): new days stored as the source publishes them, until
+    /// SIGTERM or Ctrl-C.
+    #[command(flatten)]
+    pub follow: crate::follow::FollowArgs,
 }
 
 /// One unit of work, in argument order.
@@ -120,15 +128,18 @@ fn plan(sources: &[String]) -> Vec<Job> {
 
 /// Ingests every source, `--jobs` at a time, continuing past failures; fails if any failed.
 pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
-    // Ctrl-C or SIGTERM during a download leaves no partial file in the cache.
-    partial::remove_on_signal();
-    // Partial downloads left by an ingest or a server that is gone (kill -9), whatever their day.
-    partial::remove_stale_at_start(&args.cache_dir);
     let source = SourceConfig {
         base_url: args.source_url.clone(),
         cache_dir: args.cache_dir.clone(),
         stall: args.stall_timeout,
     };
+    if args.follow.follow {
+        return super::follow::follow(&args.db, source, &args.follow);
+    }
+    // Ctrl-C or SIGTERM during a download leaves no partial file in the cache.
+    partial::remove_on_signal();
+    // Partial downloads left by an ingest or a server that is gone (kill -9), whatever their day.
+    partial::remove_stale_at_start(&args.cache_dir);
     let mut jobs = plan(&args.sources);
     // Held open for the whole run: when the last connection to a WAL database closes, SQLite
     // checkpoints the whole log into the file, fsyncs and deletes it; each day's ingest closing

@@ -4,6 +4,7 @@
 //! countries, whale sentences, notes) reaches the terminal escaped (`grammar::echo::Escaped`): a
 //! log comes from the network, and a package name may hold an escape sequence.
 
+mod follow;
 mod ingest;
 mod migrate;
 
@@ -43,7 +44,7 @@ pub struct DaysArgs {
     /// SQLite database file.
     #[arg(long, default_value = DEFAULT_DB)]
     pub db: PathBuf,
-    /// Print JSON (the list the web API serves for GET /api/days).
+    /// Print JSON (the `days` list of GET /api/days).
     #[arg(long)]
     pub json: bool,
 }

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use super::cache::{Body, REVALIDATE};
 use super::error::ApiError;
 use super::fetch::{Lookup, Status};
-use super::wire::Fetching;
+use super::wire::{DayList, Fetching};
 use super::App;
 use crate::date::Day;
 
@@ -25,20 +25,25 @@ pub const MAX_COUNT: u32 = 25;
 /// `count` when the query has none.
 pub const DEFAULT_COUNT: u32 = 6;
 
-/// `GET /api/days`: stored days with totals.
+/// `GET /api/days`: stored days with totals, how fresh they are, and the follower's status.
 pub async fn days(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(body) = app.days.get(&()) {
         return Ok(body.respond(&headers));
     }
     let epoch = app.days.epoch();
-    let days = app
+    let (days, ingested_at) = app
         .db
-        .read(|s| Ok(s.days()?))
+        .read(|s| Ok((s.days()?, s.newest_ingested_at()?)))
         .await
         .map_err(ApiError::internal)?;
+    let list = DayList {
+        days,
+        ingested_at,
+        follow: app.follow.status(),
+    };
     Ok(app
         .days
-        .insert_at(epoch, (), Body::json(&days, REVALIDATE))
+        .insert_at(epoch, (), Body::json(&list, REVALIDATE))
         .respond(&headers))
 }
 

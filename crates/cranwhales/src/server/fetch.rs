@@ -17,6 +17,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use super::db::Db;
 use crate::date::Day;
 use crate::day::Threads;
+use crate::follow::Attempt;
 use crate::ingest::{self, IngestError};
 use crate::progress::{Event, Progress};
 use crate::source::{Source, SourceConfig, SourceError};
@@ -110,6 +111,16 @@ pub struct Fetcher {
     on_ingested: Box<dyn Fn(Day) + Send + Sync>,
 }
 
+/// What [`Fetcher::begin`] found.
+enum Begun {
+    /// A new flight, with its slot if one was free.
+    New(Arc<Flight>, Option<OwnedSemaphorePermit>),
+    /// A flight already running.
+    Running(Arc<Flight>),
+    /// The day is stored.
+    Stored,
+}
+
 /// What a request for a day that is not in memory gets.
 pub enum Lookup {
     /// Stored: read it.
@@ -148,6 +159,15 @@ impl Fetcher {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .contains(&day)
+    }
+
+    /// The newest stored day, if any (no database access).
+    pub fn newest(&self) -> Option<Day> {
+        self.known
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .last()
+            .copied()
     }
 
     /// The stored days changed outside this fetcher (another process ingested, or deleted).
@@ -217,46 +237,103 @@ impl Fetcher {
                 format!("{day} is not stored, and this server's store is read-only ({why}): days cannot be fetched"),
             );
         }
-        let (flight, slot) = {
-            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(f) = flights.get(&day) {
-                return Lookup::Fetching(f.clone());
-            }
-            if self.is_known(day) {
-                return Lookup::Stored;
-            }
-            if let Err((status, msg)) = admit() {
-                return Lookup::Unavailable(status, msg);
-            }
-            // Take a free slot now, so fetches start in the order they were asked for.
-            let slot = self.slots.clone().try_acquire_owned().ok();
-            let status = if slot.is_some() {
-                Status::Starting
-            } else {
-                Status::Queued
-            };
-            let flight = Arc::new(Flight {
-                tx: watch::Sender::new(status),
-            });
-            flights.insert(day, flight.clone());
-            (flight, slot)
+        let (flight, slot) = match self.begin(day, Some(admit)) {
+            Ok(Begun::New(flight, slot)) => (flight, slot),
+            Ok(Begun::Running(f)) => return Lookup::Fetching(f),
+            Ok(Begun::Stored) => return Lookup::Stored,
+            Err((status, msg)) => return Lookup::Unavailable(status, msg),
         };
-        tokio::spawn(self.clone().run(day, flight.clone(), slot));
+        let fetcher = self.clone();
+        let running = flight.clone();
+        tokio::spawn(async move {
+            let _ = fetcher.run(day, running, slot).await;
+        });
         Lookup::Fetching(flight)
     }
 
-    /// Runs one fetch to its end and publishes the outcome.
+    /// Joins the running flight of `day`, or starts one (asking `admit` first, when given).
+    fn begin(
+        &self,
+        day: Day,
+        admit: Option<impl FnOnce() -> Result<(), (u16, String)>>,
+    ) -> Result<Begun, (u16, String)> {
+        let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = flights.get(&day) {
+            return Ok(Begun::Running(f.clone()));
+        }
+        if self.is_known(day) {
+            return Ok(Begun::Stored);
+        }
+        if let Some(admit) = admit {
+            admit()?;
+        }
+        // Take a free slot now, so fetches start in the order they were asked for.
+        let slot = self.slots.clone().try_acquire_owned().ok();
+        let status = if slot.is_some() {
+            Status::Starting
+        } else {
+            Status::Queued
+        };
+        let flight = Arc::new(Flight {
+            tx: watch::Sender::new(status),
+        });
+        flights.insert(day, flight.clone());
+        Ok(Begun::New(flight, slot))
+    }
+
+    /// The follower's try of `day` (`--follow`): the same single flight as a browser's fetch
+    /// (joined if one runs), but a remembered 404 does not stop it, and its outcome is typed.
+    pub async fn follow(self: &Arc<Self>, day: Day) -> Attempt {
+        if self.db.read_only().is_some() {
+            return Attempt::Failed("the store is read-only: days cannot be stored".into());
+        }
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&day);
+        // Stored by another process that `watch` has not reported yet: not fetched again.
+        let date = day.to_string();
+        if let Ok(true) = self.db.read(move |s| Ok(s.has_day(&date)?)).await {
+            self.update_known(&[day], &[]);
+            return Attempt::Stored(None);
+        }
+        match self.begin(day, None::<fn() -> Result<(), (u16, String)>>) {
+            Ok(Begun::Stored) => Attempt::Stored(None),
+            // Its own task: the flight ends (and leaves the table) even if this try is dropped.
+            Ok(Begun::New(flight, slot)) => {
+                match tokio::spawn(self.clone().run(day, flight, slot)).await {
+                    Ok(Ok(rows)) => Attempt::Stored(Some(rows)),
+                    Ok(Err(Some(e))) => Attempt::of_error(&e),
+                    _ => Attempt::Failed(format!("fetching {day} was given up or crashed")),
+                }
+            }
+            Ok(Begun::Running(flight)) => {
+                let mut rx = flight.subscribe();
+                let end = rx.wait_for(Status::is_final).await.map(|s| s.clone());
+                match end {
+                    Ok(Status::Done { .. }) => Attempt::Stored(None),
+                    Ok(Status::Failed { status: 404, .. }) => Attempt::NotPublished,
+                    Ok(Status::Failed { error, .. }) => Attempt::Failed(error),
+                    _ => Attempt::Failed(format!("fetching {day} ended without an answer")),
+                }
+            }
+            Err((_, msg)) => Attempt::Failed(msg),
+        }
+    }
+
+    /// Runs one fetch to its end and publishes the outcome; the rows stored, or the ingest's
+    /// error (`None`: given up on a stall, or crashed).
     async fn run(
         self: Arc<Self>,
         day: Day,
         flight: Arc<Flight>,
         slot: Option<OwnedSemaphorePermit>,
-    ) {
+    ) -> Result<u64, Option<IngestError>> {
         let slot = match slot {
             Some(s) => s,
             None => match self.slots.clone().acquire_owned().await {
                 Ok(s) => s,
-                Err(_) => return,
+                Err(_) => return Err(None),
             },
         };
         flight.tx.send_replace(Status::Starting);
@@ -287,7 +364,7 @@ impl Fetcher {
                 }
             }
         };
-        let status = match result {
+        let status = match &result {
             Ok(Ok(report)) => {
                 self.known
                     .write()
@@ -315,6 +392,11 @@ impl Fetcher {
         }
         if !given_up {
             self.finish(day, &flight, status);
+        }
+        match result {
+            Ok(Ok(report)) => Ok(report.rows),
+            Ok(Err(e)) if !given_up => Err(Some(e)),
+            _ => Err(None),
         }
     }
 

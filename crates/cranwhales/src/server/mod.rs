@@ -11,7 +11,7 @@
 //! limit), `db` (store handles on blocking threads), `error` (the one error envelope), `insight` (packages and trends across the stored days, and the caches of
 //! every cross-day answer), `context` (several packages, ranks, top lists, the calendar), `badge`
 //! (README badges), `watch` (days
-//! stored by other processes), `wire` (the API's own shapes; TypeScript types are generated from
+//! stored by other processes), `follow` (`--follow`: new days from the source), `wire` (the API's own shapes; TypeScript types are generated from
 //! them and `crate::summary`).
 
 mod api;
@@ -23,6 +23,7 @@ mod context;
 mod db;
 mod error;
 mod fetch;
+mod follow;
 mod gate;
 mod http;
 mod insight;
@@ -46,6 +47,7 @@ use crate::source::{Source, SourceConfig, DEFAULT_BASE_URL, DEFAULT_CACHE_DIR};
 use crate::store::DEFAULT_DB;
 
 use crate::date::Day;
+use crate::follow::{self as following, FollowArgs};
 
 /// Options of `cranwhales serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -100,6 +102,9 @@ pub struct ServeArgs {
     /// Time between looks for days stored by other processes (`cranwhales ingest`; 10ms to 1m).
     #[arg(long, default_value = "1s", value_parser = store_poll)]
     pub store_poll: Duration,
+    /// Follow mode: new days stored as the source publishes them.
+    #[command(flatten)]
+    pub follow: FollowArgs,
 }
 
 /// `--header-timeout` / `--write-timeout`: 1s to 1h.
@@ -126,6 +131,8 @@ pub struct App {
     days: Arc<cache::Cache<()>>,
     /// Package and trend answers, dropped after each ingest.
     insight: Arc<insight::Insight>,
+    /// Where the follower is (`--follow`), for `/api/days`.
+    follow: Arc<following::Shared>,
 }
 
 /// A server ready to run: routes over an open store, the connection limits, and the watcher of
@@ -136,6 +143,8 @@ pub struct Server {
     stored: usize,
     watch: watch::Watch,
     poll: Duration,
+    /// The follower, when `--follow` is on.
+    follower: Option<(follow::Server, following::Schedule, Arc<following::Shared>)>,
 }
 
 impl Server {
@@ -163,7 +172,7 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
     } else if !args.no_sample {
         ingest_samples(&db, args).await?;
     }
-    let (router, stored, watch) = app(db, args).await?;
+    let (router, stored, watch, follower) = app(db, args).await?;
     let limits = http::Limits {
         max_connections: args.max_connections,
         header_timeout: args.header_timeout,
@@ -177,6 +186,7 @@ pub async fn open(args: &ServeArgs) -> anyhow::Result<Server> {
         stored,
         watch,
         poll: args.store_poll,
+        follower,
     })
 }
 
@@ -196,8 +206,25 @@ pub async fn run(
         );
     };
     let watching = tokio::spawn(server.watch.run(server.poll));
+    // Its own task: a day being stored never holds up a request (readers keep answering).
+    let following = server.follower.map(|(target, schedule, shared)| {
+        tracing::info!(
+            "following the source: a look every {}, errors back off up to {}",
+            grammar::duration::format(schedule.every),
+            grammar::duration::format(schedule.cap)
+        );
+        tokio::spawn(following::run(
+            target,
+            schedule,
+            shared,
+            std::future::pending(),
+        ))
+    });
     let drained = http::serve(listener, server.router, server.limits, shutdown).await;
     watching.abort();
+    if let Some(f) = following {
+        f.abort();
+    }
     if drained.cut > 0 {
         tracing::warn!(
             "drain timeout: cut {} of {} open connections",
@@ -210,12 +237,29 @@ pub async fn run(
     Ok(())
 }
 
-/// Builds the router and state; returns it with the number of stored days and the store's watcher.
-async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize, watch::Watch)> {
+/// What [`app`] builds: the routes, the days stored, the store's watcher, the follower.
+type Built = (
+    Router,
+    usize,
+    watch::Watch,
+    Option<(follow::Server, following::Schedule, Arc<following::Shared>)>,
+);
+
+/// Builds the router and state; returns it with the number of stored days, the store's watcher
+/// and the follower (`--follow`).
+async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<Built> {
     let stored = db.read(|s| Ok(s.days()?)).await?;
     let known = stored.iter().filter_map(|d| Day::parse(&d.date)).collect();
     let days = Arc::new(cache::Cache::new(16 << 20));
     let days2 = days.clone();
+    let days3 = days.clone();
+    let follow_on = args.follow.follow && db.read_only().is_none();
+    let shared = following::Shared::new(
+        follow_on,
+        Box::new(move || {
+            days3.remove(&());
+        }),
+    );
     let insight = Arc::new(insight::Insight::new());
     let insight2 = insight.clone();
     let source = SourceConfig {
@@ -250,6 +294,13 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         whales: cache::Cache::new(256 << 20),
         days,
         insight,
+        follow: shared.clone(),
+    });
+    let follower = follow_on.then(|| {
+        let target = follow::Server {
+            fetcher: state.fetcher.clone(),
+        };
+        (target, args.follow.schedule(), shared)
     });
     let watch = watch::Watch::new(state.clone())?;
     let router = Router::new()
@@ -271,7 +322,7 @@ async fn app(db: Arc<db::Db>, args: &ServeArgs) -> anyhow::Result<(Router, usize
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(assets::serve)
         .with_state(state);
-    Ok((router, stored.len(), watch))
+    Ok((router, stored.len(), watch, follower))
 }
 
 /// On an empty store, ingests the bundled sample days so the app has something to show offline.

@@ -1,11 +1,26 @@
-//! The shapes only the API sends, beyond the day summaries of `crate::summary`: the 202 answer
-//! for a day being fetched and the one error envelope. Together with `summary` and
+//! The shapes only the API sends, beyond the day summaries of `crate::summary`: the day list,
+//! the 202 answer for a day being fetched and the one error envelope. Together with `summary` and
 //! [`super::fetch::Status`] they are the whole vocabulary of the API; a test generates the UI's
 //! TypeScript types from them (`web/src/app/api.gen.ts`) and fails if the committed file differs.
 
 use serde::Serialize;
 
 use super::fetch::Status;
+use crate::follow::FollowStatus;
+use crate::summary::DayInfo;
+
+/// `GET /api/days`: the stored days and how fresh they are.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct DayList {
+    /// Every stored day with its totals, oldest first.
+    pub days: Vec<DayInfo>,
+    /// When the newest day was stored (UTC, `YYYY-MM-DDTHH:MM:SSZ`); null for an empty store.
+    pub ingested_at: Option<String>,
+    /// The follower (`--follow`): whether it is on, the newest day the source had, when it last
+    /// looked.
+    pub follow: FollowStatus,
+}
 
 /// `GET /api/days/{date}` for a day not stored yet: 202 and where to follow the fetch.
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +70,8 @@ mod tests {
             Whale::decl(),
             DaySummary::decl(),
             DayInfo::decl(),
+            FollowStatus::decl(),
+            DayList::decl(),
             Download::decl(),
             WhaleDetail::decl(),
             PackageDay::decl(),
@@ -81,7 +98,7 @@ mod tests {
         ts_types::check(
             &path,
             "// Generated from the Rust types (crates/cranwhales/src/summary.rs, context.rs,\n\
-             // server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
+             // follow.rs, server/wire.rs, server/fetch.rs) by `CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire`. Do not edit.\n\n",
             &decls,
             "CRANWHALES_WRITE_TS",
             "CRANWHALES_WRITE_TS=1 cargo test -p cranwhales wire",

@@ -278,6 +278,20 @@ impl Store {
         q().map_err(sql(&self.path))
     }
 
+    /// When the newest stored day (by date) was stored (UTC, `YYYY-MM-DDTHH:MM:SSZ`), if any:
+    /// how fresh the store is, for `GET /api/days`.
+    pub fn newest_ingested_at(&self) -> Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT ingested_at FROM days ORDER BY date DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql(&self.path))
+    }
+
     /// SQLite's `PRAGMA data_version`: it changes when another connection (this process's or
     /// another's) committed since this connection last asked; this connection's own commits do not
     /// change it. In WAL mode a read of shared memory, no file I/O: cheap enough to poll.

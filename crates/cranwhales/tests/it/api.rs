@@ -102,7 +102,7 @@ async fn whale_detail_and_day_list() {
     let unstored = get(server.addr, "/api/days/2014-05-01/whales/1", &[]).await;
     assert_eq!(unstored.status, 404);
 
-    let days = get(server.addr, "/api/days", &[]).await.json();
+    let days = get(server.addr, "/api/days", &[]).await.json()["days"].clone();
     let dates: Vec<&str> = days
         .as_array()
         .unwrap()
@@ -198,7 +198,7 @@ async fn missing_day_is_404() {
     }
     assert_eq!(source.hits("2012-09-30") + source.hits("2999-01-01"), 0);
     assert_eq!(
-        get(server.addr, "/api/days", &[]).await.json(),
+        get(server.addr, "/api/days", &[]).await.json()["days"],
         serde_json::json!([])
     );
 }
@@ -326,7 +326,7 @@ async fn api_matches_cli_json() {
         );
     }
     assert_eq!(
-        get(server.addr, "/api/days", &[]).await.json(),
+        get(server.addr, "/api/days", &[]).await.json()["days"],
         cli(&["days", "--json"])
     );
 }

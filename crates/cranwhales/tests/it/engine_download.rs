@@ -252,7 +252,7 @@ fn a_download_that_stops_half_way_is_never_used() {
         ..SourceConfig::default()
     };
     match ingest_date(&db, "2012-10-16", &cfg, &Silent) {
-        Err(IngestError::Source(SourceError::Download { url, reason })) => {
+        Err(IngestError::Source(SourceError::Incomplete { url, reason })) => {
             assert!(url.ends_with("/2012/2012-10-16.csv.gz"));
             assert!(
                 reason.contains("stopped after") || reason.contains("closed"),

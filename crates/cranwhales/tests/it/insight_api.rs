@@ -229,7 +229,10 @@ async fn days_ingested_by_another_process_show_up() {
     let a = server.addr;
     let pkg = "ggplot2";
     // Every answer cached with one day.
-    assert_eq!(ok(a, "/api/days").await.as_array().unwrap().len(), 1);
+    assert_eq!(
+        ok(a, "/api/days").await["days"].as_array().unwrap().len(),
+        1
+    );
     assert_eq!(
         ok(a, "/api/trends").await["days"].as_array().unwrap().len(),
         1
@@ -247,7 +250,8 @@ async fn days_ingested_by_another_process_show_up() {
         ],
     );
     let r = &recount(&["2014-12-21"], Some(&[pkg]))[0];
-    let days = until(a, "/api/days", |v| v.as_array().unwrap().len() == 2).await;
+    let days =
+        until(a, "/api/days", |v| v["days"].as_array().unwrap().len() == 2).await["days"].clone();
     assert_eq!(days[1]["date"], "2014-12-21");
     assert_eq!(days[1]["totals"]["downloads"], r["downloads"]);
     assert_eq!(days[1]["totals"]["downloaders"], r["downloaders"]);
@@ -307,7 +311,7 @@ async fn days_ingested_by_another_process_show_up() {
     .await;
     assert_eq!(s["totals"]["downloads"], r["downloads"]);
     assert_eq!(s["totals"]["downloaders"], r["downloaders"]);
-    let days = ok(a, "/api/days").await;
+    let days = ok(a, "/api/days").await["days"].clone();
     assert_eq!(days[0]["totals"]["downloads"], r["downloads"]);
     let t = ok(a, "/api/trends").await;
     assert_eq!(t["days"][0]["top1"], r["top_downloads"]["1"]);

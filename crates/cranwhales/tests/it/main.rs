@@ -13,6 +13,7 @@ mod engine_crash;
 mod engine_download;
 mod engine_support;
 mod faults;
+mod follow;
 mod filters_recount;
 mod ingest_support;
 mod insight_api;

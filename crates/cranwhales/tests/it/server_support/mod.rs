@@ -401,6 +401,12 @@ pub enum Behaviour {
     Hold,
     /// Headers and the first half, then the connection closes.
     Die,
+    /// 404, as for a day not published yet.
+    Missing,
+    /// 500 with an error body.
+    Fail,
+    /// A whole response of the file's first half (Content-Length says so): a half-written file.
+    Truncated,
 }
 
 #[derive(Default)]
@@ -552,10 +558,20 @@ fn serve_one(
         .get(&date)
         .copied()
         .unwrap_or(Behaviour::Serve);
+    let half = data.len() / 2;
+    let early: Option<Vec<u8>> = match b {
+        Behaviour::Missing => Some(b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found".to_vec()),
+        Behaviour::Fail => Some(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\nConnection: close\r\n\r\nerror".to_vec()),
+        Behaviour::Truncated => Some([format!("HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {half}\r\nConnection: close\r\n\r\n").as_bytes(), &data[..half]].concat()),
+        _ => None,
+    };
+    if let Some(answer) = early {
+        let _ = conn.write_all(&answer);
+        return;
+    }
     let _ = conn.write_all(
         format!("HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", data.len()).as_bytes(),
     );
-    let half = data.len() / 2;
     match b {
         Behaviour::Serve => {
             let _ = conn.write_all(&data);
@@ -582,6 +598,7 @@ fn serve_one(
         Behaviour::Die => {
             let _ = conn.write_all(&data[..half]);
         }
+        Behaviour::Missing | Behaviour::Fail | Behaviour::Truncated => {}
     }
 }
 

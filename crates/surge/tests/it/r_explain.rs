@@ -58,6 +58,20 @@ fn r_log(path: &Path) -> Vec<(String, String, f64)> {
         .collect()
 }
 
+/// R's log once it has at least `n` lines (R writes a line after it sent the output, so it may
+/// trail the message surge got), or as it is after 20 s.
+fn wait_log(path: &Path, n: usize) -> Vec<(String, String, f64)> {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = r_log(path);
+        if v.len() >= n || std::time::Instant::now() > until {
+            return v;
+        }
+        // why: R appends to a plain file; there is no event to wait on.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 #[ignore = "needs R shiny and the manifold binary: make test-surge-explain-r"]
 fn explain_names_the_first_plot_and_agrees_with_r() {
@@ -67,6 +81,12 @@ fn explain_names_the_first_plot_and_agrees_with_r() {
     let (_manifold, url) = start_manifold(&fixture, &log);
     let out = dir.join("out");
     let rec = fixture.join("recording.log");
+    // One session first, as a deployed app has had: the R process's first plot pays for loading
+    // the graphics device (here 824 ms alone against 430 ms of R code, cold), which is not the
+    // output's cost.
+    crate::common::replay_in_process(&rec, &url, 1, &dir.join("warm"), &["--think-time", "none"]);
+    let warm = wait_log(&log, 3).len();
+    assert_eq!(warm, 3, "the warm-up session's three outputs");
     let a = crate::common::explain_args(&[
         rec.to_str().unwrap(),
         &url,
@@ -84,15 +104,17 @@ fn explain_names_the_first_plot_and_agrees_with_r() {
         "{}",
         surge::capacity::explain::rank::table(&e.rows, e.users)
     );
-    assert_eq!(e.sessions, [1, 3], "every session completed: {e:#?}");
+    assert_eq!(e.sessions[0], 1, "the one alone completed: {e:#?}");
+    assert!(e.sessions[1] >= 3, "the loaded sessions completed: {e:#?}");
     let top = &e.rows[0];
     assert!(
         top.label.contains("allTraffic") && !top.label.contains("whales"),
         "the first plot is the costliest: {:#?}",
         e.rows
     );
-    // The R log's first session is the one alone (explain runs it before the loaded run).
-    let logged = r_log(&log);
+    // After the warm-up, R's first session is the one alone (explain runs it before the loaded
+    // run).
+    let logged = wait_log(&log, warm + 3 * (1 + e.sessions[1])).split_off(warm);
     let solo_token = &logged.first().expect("R logged its outputs").1;
     let r_ms: Vec<f64> = (logged.iter())
         .filter(|(o, t, _)| o == "allTraffic" && t == solo_token)
@@ -110,7 +132,12 @@ fn explain_names_the_first_plot_and_agrees_with_r() {
         top.solo_ms,
         r_ms[0]
     );
-    // Every session's outputs reached R: 1 alone + 3 loaded, three outputs each.
-    let tokens: std::collections::BTreeSet<&String> = logged.iter().map(|x| &x.1).collect();
-    assert_eq!((tokens.len(), logged.len()), (4, 12), "{logged:?}");
+    // Every session's outputs reached R: the one alone and at least 3 loaded, three outputs
+    // each (a session still open when the run ended may have logged fewer).
+    let mut per: std::collections::BTreeMap<&String, usize> = Default::default();
+    logged
+        .iter()
+        .for_each(|x| *per.entry(&x.1).or_default() += 1);
+    assert!(per.len() >= 4, "{logged:?}");
+    assert!(per.values().filter(|&&n| n == 3).count() >= 4, "{logged:?}");
 }

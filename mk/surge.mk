@@ -28,6 +28,13 @@ TEST_TARGETS += test-surge-capacity-dashboard
 test-surge-capacity-dashboard: build
 	node web/e2e/surge-capacity-dashboard.mjs
 
+# surge explain on a real R Shiny app behind manifold (crates/surge/tests/it/r_explain.rs): the
+# first plot ranked costliest, its time alone within 20% of what R logged for it.
+.PHONY: test-surge-explain-r
+TEST_TARGETS += test-surge-explain-r
+test-surge-explain-r: build
+	$(CARGO) test --workspace $(TEST_FEATURES) --test it -- r_explain:: --ignored --nocapture
+
 # deploy/ checked offline: the Containerfile (COPY sources, stages, the Makefile's commands) and the
 # Kubernetes manifests (API schemas via kubernetes-validate in .venv, cross-references); the Job
 # scripts run as pods would, with the real surge against a Shiny app on loopback, then merged.

@@ -65,7 +65,8 @@ pub struct CapacityResult {
     /// `holds` / `ready_workers`: the users (or sessions/s) one ready worker held.
     #[serde(default)]
     pub per_worker: Option<f64>,
-    /// `--predict`: the knee predicted from one user alone before the search (null without).
+    /// The knee predicted from one user alone before the search (null with --no-predict, --start,
+    /// --open or --workers).
     #[serde(default)]
     #[cfg_attr(test, ts(optional))]
     pub prediction: Option<Prediction>,

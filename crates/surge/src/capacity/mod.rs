@@ -38,6 +38,20 @@ pub struct CapacityPlan {
     rec: crate::report::lines::Lines,
 }
 
+impl CapacityArgs {
+    /// The first step's load: --start, else 1.
+    pub fn start_load(&self) -> f64 {
+        self.start.unwrap_or(1.0)
+    }
+
+    /// Whether the search starts with a prediction: a closed search of one server (not --open
+    /// or --workers) with neither --no-predict nor --start.
+    pub fn predicts(&self) -> bool {
+        self.predict_only
+            || (!self.no_predict && self.start.is_none() && !self.open && self.workers.is_empty())
+    }
+}
+
 impl CapacityPlan {
     /// Checks the flags (numbers, combinations, SLOs against the recording's lines) and reads
     /// the recording; writes nothing.
@@ -69,9 +83,10 @@ pub struct CapacityArgs {
     /// Step the session arrival rate (sessions/s, open model) instead of concurrent users
     #[arg(long)]
     pub open: bool,
-    /// Load of the first step: users, or sessions/s with --open
-    #[arg(long, default_value_t = 1.0)]
-    pub start: f64,
+    /// Load of the first step: users, or sessions/s with --open (default 1). Given, the search
+    /// starts there and doubles (by --growth) without a prediction, as --no-predict
+    #[arg(long, value_name = "LOAD")]
+    pub start: Option<f64>,
     /// Each step multiplies the load by this until a step breaks (at least +1 user)
     #[arg(long, default_value_t = 2.0)]
     pub growth: f64,
@@ -120,16 +135,19 @@ pub struct CapacityArgs {
     /// Live dashboard and Prometheus metrics during the search
     #[command(flatten)]
     pub dashboard: crate::dashboard::DashboardArgs,
-    /// First replay one user alone (solo/), predict the knee from its times and the recording's
-    /// pauses (operational laws), start the search there and step by ±25%; the answer adds the
-    /// prediction vs what was found (closed search only)
-    #[arg(long, conflicts_with = "start")]
+    /// Skip the prediction: no run of one user alone, the search starts at --start and grows by
+    /// --growth (the search before predictions)
+    #[arg(long, conflicts_with = "predict_only")]
+    pub no_predict: bool,
+    /// Accepted for old command lines: predicting is the default (see --no-predict)
+    #[arg(long, hide = true, conflicts_with = "no_predict")]
     pub predict: bool,
     /// Stop after the prediction (no load beyond the one user)
     #[arg(long, conflicts_with = "start")]
     pub predict_only: bool,
-    /// Requests the server works on at once (processes × threads; one R process is one slot),
-    /// for --predict
+    /// Requests the server works on at once, for the prediction: 1 is one single-threaded
+    /// process (an R process); a server with N slots per process, e.g. manifold's --per-worker,
+    /// or N processes, says N
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub slots: u32,
 }

@@ -1,11 +1,12 @@
-//! `--predict`: the knee predicted before the search, from one user alone (the `solo/` run) and
-//! the recording's pauses, by the operational laws of a closed interactive system; the search
-//! then starts there and steps by the prediction's own margin (×1.25) instead of doubling from
-//! `--start`. `--predict-only` stops after the prediction.
+//! The knee predicted before the search (every closed search of one server unless `--no-predict`
+//! or `--start`), from one user alone (the `solo/` run) and the recording's pauses, by the
+//! operational laws of a closed interactive system; the search then starts there and steps by
+//! the prediction's own margin (×1.25) instead of doubling from `--start`. `--predict-only` stops
+//! after the prediction.
 //!
 //! The law. One session alone spends D in requests and outputs (its demand: nothing else is
 //! running, so its response times are its service times) and Z in pauses. The server works on
-//! c requests at once (`--slots`: processes × threads; one R process is one slot), so its
+//! c requests at once (`--slots`, default 1: one single-threaded process, such as one R process), so its
 //! bottleneck demand per session is D_max = D / c. With N users, throughput is at most 1 / D_max
 //! and the response time at least N·D_max − Z (the interactive response time law), so the slots
 //! saturate at N* = (D + Z) / D_max. A latency SLO whose value alone is m grows with the session's
@@ -21,8 +22,12 @@ use super::CapacityArgs;
 use crate::capfile::{CapacityResult, Prediction};
 use crate::replay::{self, ReplayArgs, ReplayPlan};
 use crate::report::{lines::Lines, load};
+use std::path::Path;
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// replay's `--max-users` default (unused by a closed run).
+const REPLAY_MAX_USERS: u32 = 1000;
 
 /// The margin the guided search steps by: the prediction's own ±25%.
 pub const STEP: f64 = 1.25;
@@ -62,6 +67,43 @@ pub async fn replay_sessions(
         .collect::<Result<Vec<_>, _>>()?;
     sessions.sort_by_key(|s| (s.start, s.id));
     Ok((sessions, outcome))
+}
+
+/// The replay flags of a closed run of `users` (a capacity step, the one user alone, explain's
+/// two runs) into `dir`: `loaded` as --loaded-duration (None: each user plays the recording
+/// once), the per-session flags as given, everything else replay's default.
+pub(crate) fn closed_args(
+    (recording, app_url): (&Path, &str),
+    users: u32,
+    loaded: Option<Duration>,
+    dir: &Path,
+    session: &crate::replay::SessionArgs,
+    manifold: Option<String>,
+) -> ReplayArgs {
+    ReplayArgs {
+        recording: recording.to_path_buf(),
+        app_url: vec![app_url.to_string()],
+        target: None,
+        users,
+        start_interval: None,
+        stages: None,
+        arrival_rate: None,
+        max_users: REPLAY_MAX_USERS,
+        loaded_duration: loaded,
+        loaded_duration_minutes: None,
+        segment: None,
+        start_at: None,
+        output_dir: Some(dir.to_path_buf()),
+        overwrite_output: false,
+        max_failure_rate: 0.0,
+        thresholds: Vec::new(),
+        stop_grace: Duration::ZERO,
+        json: false,
+        debug_log: false,
+        log_level: Default::default(),
+        session: session.clone(),
+        manifold,
+    }
 }
 
 /// One user alone, one session: `step` is a capacity step's flags for one user (into `solo/`).
@@ -137,7 +179,11 @@ pub fn line(p: &Prediction) -> String {
          law: {}",
         p.knee.floor().max(1.0),
         p.slots,
-        if p.slots == 1 { "" } else { "s" },
+        if p.slots == 1 {
+            " (one single-threaded process; --slots N for a server working on N at once)"
+        } else {
+            "s"
+        },
         p.per_slot,
         p.limited_by,
         p.demand_ms,
@@ -157,15 +203,18 @@ pub fn below(load: f64) -> Option<f64> {
     (load > 1.0).then(|| (load / STEP).floor().min(load - 1.0).max(1.0))
 }
 
-/// Adds `; predicted 40, found 36 (+11%)` to the answer once the search has one.
+/// Adds `; predicted 40, found 36 (+11%) in 5 steps after one user alone` to the answer once
+/// the search has one.
 pub(super) fn versus_found(res: &mut CapacityResult) {
     let (Some(p), Some(found)) = (&res.prediction, res.holds) else {
         return;
     };
     let predicted = p.knee.floor().max(1.0);
+    let n = res.steps.len();
     res.answer = format!(
-        "{}; predicted {predicted:.0}, found {found:.0} ({:+.0}%)",
+        "{}; predicted {predicted:.0}, found {found:.0} ({:+.0}%) in {n} step{} after one user alone",
         res.answer,
-        (predicted - found) / found * 100.0
+        (predicted - found) / found * 100.0,
+        if n == 1 { "" } else { "s" }
     );
 }

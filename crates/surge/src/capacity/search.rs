@@ -17,8 +17,6 @@ use tokio::sync::watch;
 
 /// Most users an open step may run at once (arrivals beyond are dropped and count as failed).
 const OPEN_MAX_USERS: u32 = 10_000;
-/// replay's `--max-users` default (unused by a closed step).
-const REPLAY_MAX_USERS: u32 = 1000;
 
 /// Why a capacity search could not run. One line each, naming the flag or file.
 #[derive(Debug, thiserror::Error)]
@@ -126,13 +124,15 @@ pub(super) async fn search(
     let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
     // Each step's manifold ready workers (median of its polls), by step.
     let mut ready = Vec::new();
-    let mut load = args.start;
-    if args.predict || args.predict_only {
+    let mut load = args.start_load();
+    if args.predicts() {
         let one = step_args(args, 1.0, &dir.join("solo"));
         let solo = super::predict::solo(one, &plan.rec, stop_rx).await?;
         let Some(p) = super::predict::predict(args, &plan.rec, &solo) else {
             return Err(CapacityError::Usage(
-                "--predict: the one user alone did not complete a session (see solo/)".into(),
+                "the prediction's one user alone did not complete a session (see solo/; \
+                 --no-predict skips it)"
+                    .into(),
             ));
         };
         eprintln!("surge capacity: {}", super::predict::line(&p));
@@ -204,24 +204,26 @@ struct Ctx<'a> {
 /// it (a step is judged against it).
 pub(super) fn check(args: &CapacityArgs) -> Result<lines::Lines, CapacityError> {
     let usage = |m: String| Err(CapacityError::Usage(m));
-    if !(args.start > 0.0 && args.start.is_finite()) || (!args.open && args.start.fract() != 0.0) {
+    let start = args.start_load();
+    if !(start > 0.0 && start.is_finite()) || (!args.open && start.fract() != 0.0) {
         return usage(format!(
-            "--start {}: expected a positive {}",
-            args.start,
+            "--start {start}: expected a positive {}",
             unit_word(args)
         ));
     }
     if !(args.growth > 1.0 && args.growth.is_finite()) {
         return usage(format!("--growth {}: must be above 1", args.growth));
     }
-    if args.max_load.is_nan() || args.max_load < args.start {
+    if args.max_load.is_nan() || args.max_load < start {
         return usage(format!(
-            "--max-load {}: below --start {}",
-            args.max_load, args.start
+            "--max-load {}: below --start {start}",
+            args.max_load
         ));
     }
-    if (args.predict || args.predict_only) && (args.open || !args.workers.is_empty()) {
-        return usage("--predict: a closed search of one server (not --open or --workers)".into());
+    if args.predict_only && (args.open || !args.workers.is_empty()) {
+        return usage(
+            "--predict-only: a closed search of one server (not --open or --workers)".into(),
+        );
     }
     if args.slots == 0 {
         return usage("--slots must be at least 1".into());
@@ -330,38 +332,30 @@ fn middle(args: &CapacityArgs, lo: f64, hi: f64) -> Option<f64> {
 /// search's per-session flags as they are (one struct: none is left behind); everything else is
 /// replay's default. `ReplayPlan::from_args` checks them as it checks a command line's.
 pub(super) fn step_args(args: &CapacityArgs, load: f64, dir: &Path) -> ReplayArgs {
-    let (users, arrival_rate, max_users, loaded) = if args.open {
+    let at = |users, loaded| {
+        super::predict::closed_args(
+            (&args.recording, &args.app_url),
+            users,
+            Some(loaded),
+            dir,
+            &args.session,
+            args.manifold.clone(),
+        )
+    };
+    if args.open {
         let total = (f64::from(args.step_sessions) / 0.9).ceil();
         let secs = (total / load).min(args.step_max.as_secs_f64());
         let ms = Duration::from_millis((secs * 1000.0).ceil() as u64);
-        (1, Some(load), OPEN_MAX_USERS, ms)
+        ReplayArgs {
+            arrival_rate: Some(load),
+            max_users: OPEN_MAX_USERS,
+            ..at(1, ms)
+        }
     } else {
-        let ms = Duration::from_millis(args.step_max.as_millis() as u64);
-        (load as u32, None, REPLAY_MAX_USERS, ms)
-    };
-    ReplayArgs {
-        recording: args.recording.clone(),
-        app_url: vec![args.app_url.clone()],
-        target: None,
-        users,
-        start_interval: None,
-        stages: None,
-        arrival_rate,
-        max_users,
-        loaded_duration: Some(loaded),
-        loaded_duration_minutes: None,
-        segment: None,
-        start_at: None,
-        output_dir: Some(dir.to_path_buf()),
-        overwrite_output: false,
-        max_failure_rate: 0.0,
-        thresholds: Vec::new(),
-        stop_grace: Duration::ZERO,
-        json: false,
-        debug_log: false,
-        log_level: Default::default(),
-        session: args.session.clone(),
-        manifold: args.manifold.clone(),
+        at(
+            load as u32,
+            Duration::from_millis(args.step_max.as_millis() as u64),
+        )
     }
 }
 

@@ -201,10 +201,30 @@ fn fill(
         }
     }
     for (id, s) in sessions.iter().enumerate() {
-        let path = (dir.join("sessions")).join(format!("{id}_{}_{}.csv", s.worker, s.iteration));
+        let name = format!("{id}_{}_{}.csv", s.worker, s.iteration);
+        let path = dir.join("sessions").join(&name);
         std::fs::write(&path, render(id, s)).map_err(io(&path))?;
+        copy_timing(s, &dir.join(crate::timing::TIMING_DIR), &name)?;
     }
     rundir::write_summary(dir, summary).map_err(|(path, err)| MergeError::Io { path, err })
+}
+
+/// The session's `timing/` file (its Server-Timing samples, beside its CSV in the segment), if
+/// it has one, under the session's new name: the report joins them across segments by line.
+fn copy_timing(s: &SessionFile, to: &Path, name: &str) -> Result<(), MergeError> {
+    let (Some(sessions), Some(file)) = (s.path.parent(), s.path.file_name()) else {
+        return Ok(());
+    };
+    let Some(run) = sessions.parent() else {
+        return Ok(());
+    };
+    let src = run.join(crate::timing::TIMING_DIR).join(file);
+    if !src.is_file() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    std::fs::copy(&src, to.join(name)).map_err(io(&src))?;
+    Ok(())
 }
 
 /// A session's CSV under its new id: the segment's `#` lines (the JSON one marked merged), the

@@ -147,3 +147,57 @@ fn a_line_whose_answer_changes_fails_with_kind_content_only() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--expect 2~x"), "{err}");
 }
+
+/// The same check on WebSocket messages, against the real Shiny fixture app (R, the Shiny
+/// protocol over a WebSocket on loopback): the recording's `update` of line 16 sends `${n}` from
+/// `--data`, 7 or 8 by turns, so R answers line 17 with `Result: 49` or `Result: 64`. With
+/// `--expect '17~Result: 49\b'` the sessions that sent 8 fail with kind `content` at line 17;
+/// the others, and a check of line 15's first answer that always holds, pass; nothing else fails.
+#[test]
+fn a_websocket_message_that_changes_fails_with_kind_content_only() {
+    let (_r, port) = start_shiny();
+    let dir = fresh_dir("expect-ws");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shiny-app");
+    let text = std::fs::read_to_string(fixture.join("recording.log")).unwrap();
+    let old = r#"\"n:shiny.number\":7}"#;
+    assert_eq!(text.matches(old).count(), 1, "fixture recording changed");
+    let rec = dir.join("recording.log");
+    std::fs::write(&rec, text.replace(old, r#"\"n:shiny.number\":${n}}"#)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[14].contains("Result: 100") && lines[16].contains("Result: 49"));
+    let data = dir.join("n.csv");
+    std::fs::write(&data, "n\n7\n8\n").unwrap();
+    let run = dir.join("run");
+    replay_in_process(
+        &rec,
+        &format!("http://127.0.0.1:{port}/"),
+        6,
+        &run,
+        &[
+            "--start-interval",
+            "0s",
+            "--think-time",
+            "none",
+            "--data",
+            data.to_str().unwrap(),
+            "--expect",
+            r"17~Result: 49\b",
+            "--expect",
+            "15~Result: 100",
+        ],
+    );
+    let s = summary(&run);
+    assert_eq!(s["sessions"]["started"], 6, "{s}");
+    assert_eq!(s["sessions"]["completed"], 3, "{s}");
+    assert_eq!(s["sessions"]["failed"], 3, "{s}");
+    let kinds = s["failures_by_kind"].as_object().unwrap();
+    assert_eq!(kinds.len(), 1, "only content failures: {kinds:?}");
+    assert_eq!(kinds["content"], 3);
+    let f = &s["failures"][0];
+    assert_eq!(
+        (f["kind"].as_str(), f["line"].as_u64()),
+        (Some("content"), Some(17))
+    );
+    let reason = f["reason"].as_str().unwrap();
+    assert!(reason.contains("Result: 64"), "{reason}");
+}

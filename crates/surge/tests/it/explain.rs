@@ -1,4 +1,4 @@
-//! `surge explain` and `surge capacity --predict` against servers whose costs are known: the
+//! `surge explain` and `surge capacity`'s prediction against servers whose costs are known: the
 //! FIFO-slot servers of `server_timing` and `capacity`, on loopback.
 
 use crate::capacity::{recording as one_request, start_slots};
@@ -123,8 +123,9 @@ fn explain_prints_its_table_and_refuses_zero_users() {
 /// 4 slots × 50 ms, no think time, SLO page_load p95 < 500 ms (the knee test's server, whose knee
 /// is 36 users): one user alone gives D = 50 ms, Z = 0, so N* = 4 and the SLO is predicted to
 /// break at (L·D/m + Z)/D_max = 500/12.5 = 40. The prediction is within ±25% of the knee the
-/// guided search finds, and that search takes no more steps than the unguided one from
-/// `--start 4` (both counted). `--predict-only` stops after the one user.
+/// search finds (predicting is the default), and that search takes no more steps than the
+/// unguided one from `--start 4` (both counted; --start means no prediction). `--predict-only`
+/// stops after the one user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn predicted_knee_is_within_25_percent_and_saves_steps() {
     let _timed = crate::server_timing::TIMED.lock().await;
@@ -174,12 +175,10 @@ async fn predicted_knee_is_within_25_percent_and_saves_steps() {
     );
     assert!(dir.join("only/solo").is_dir() && !dir.join("only/step-01").exists());
 
-    let guided = surge::capacity::run(
-        search("guided", &["--predict", "--slots", "4"]),
-        std::future::pending(),
-    )
-    .await
-    .unwrap();
+    // Predicting is what capacity does without --no-predict or --start.
+    let guided = surge::capacity::run(search("guided", &["--slots", "4"]), std::future::pending())
+        .await
+        .unwrap();
     let found = guided.holds.expect("an answer");
     let predicted = guided.prediction.as_ref().unwrap().knee.floor();
     assert!(
@@ -198,9 +197,17 @@ async fn predicted_knee_is_within_25_percent_and_saves_steps() {
         "{}",
         guided.answer
     );
+    let steps = guided.steps.len();
+    let taken = format!(
+        ") in {steps} step{} after one user alone",
+        if steps == 1 { "" } else { "s" }
+    );
+    assert!(guided.answer.ends_with(&taken), "{}", guided.answer);
+    assert!(dir.join("guided/solo").is_dir());
     let plain = surge::capacity::run(search("plain", &["--start", "4"]), std::future::pending())
         .await
         .unwrap();
+    assert!(plain.prediction.is_none() && !dir.join("plain/solo").exists());
     let (g, u) = (guided.steps.len(), plain.steps.len());
     eprintln!(
         "steps: guided {g} (found {found}), from --start 4: {u} (found {:?})",
@@ -211,4 +218,47 @@ async fn predicted_knee_is_within_25_percent_and_saves_steps() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("guided/capacity.json")).unwrap())
             .unwrap();
     assert_eq!(json["prediction"]["slots"], 4);
+}
+
+/// The prediction's flags: `--predict` (from when it was opt-in) is still accepted; `--no-predict`
+/// with `--predict` or `--predict-only`, and `--predict-only` with `--open`, are one-line usage
+/// errors (exit 2) before anything runs; `--open` and `--start` searches do not predict.
+#[test]
+fn prediction_flags_old_and_new() {
+    let dir = fresh_dir("capacity-predict-flags");
+    let rec = one_request(&dir);
+    let base = |extra: &[&str]| {
+        let mut v = vec![
+            rec.to_str().unwrap().to_string(),
+            "http://127.0.0.1:9/".into(),
+            "--slo".into(),
+            "page_load:p95<500ms".into(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let plan = |extra: &[&str]| {
+        let v = base(extra);
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        capacity_plan(&refs).args
+    };
+    assert!(plan(&[]).predicts());
+    assert!(plan(&["--predict"]).predicts());
+    assert!(!plan(&["--no-predict"]).predicts());
+    assert!(!plan(&["--start", "4"]).predicts());
+    assert!(!plan(&["--open"]).predicts());
+    for (extra, want) in [
+        (&["--no-predict", "--predict"][..], "--predict"),
+        (&["--no-predict", "--predict-only"][..], "--predict-only"),
+        (
+            &["--predict-only", "--open"][..],
+            "--predict-only: a closed search of one server",
+        ),
+    ] {
+        let o = surge().arg("capacity").args(base(extra)).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
 }

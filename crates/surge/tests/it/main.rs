@@ -16,6 +16,7 @@ mod faults;
 mod health;
 mod live;
 mod mix_e2e;
+mod r_explain;
 mod recordings;
 mod report_bad_input;
 mod report_fixtures;

@@ -280,3 +280,79 @@ fn merged_failures_equal_one_run() {
         (Some(false), Some(false))
     );
 }
+
+/// `surge merge` keeps what the server said: an app that sends `Server-Timing` on every answer
+/// (queue 3 ms, app 7 ms), the plan as 2 segments. Every segment's `timing/` file is in the
+/// merged run under its session's new name (one per merged session CSV, rows unchanged), and
+/// the report of the merged run splits every line as the report of the two segments does.
+#[test]
+fn merge_keeps_each_segments_server_timing() {
+    let port = start_http(|_| Some("200 OK\r\nServer-Timing: queue;dur=3, app;dur=7"));
+    let target = format!("http://127.0.0.1:{port}");
+    let tmp = TempDir::new("segments-timing");
+    let rec = write_recording(tmp.path(), false);
+    let d = |n: &str| tmp.path().join(n).to_str().unwrap().to_string();
+    let plan = [
+        "--users",
+        "4",
+        "--start-interval",
+        "0s",
+        "--think-time",
+        "none",
+    ];
+    for (out, seg) in [("s1", "1/2"), ("s2", "2/2")] {
+        let flags = [&plan[..], &["--segment", seg]].concat();
+        let out = d(out);
+        let args = replay(rec.to_str().unwrap(), &target, &out, &flags);
+        assert_eq!(replay_with(&owned(&args[1..])).exit_code(), 0);
+    }
+    let merged = merge_in_process(&[&d("s1"), &d("s2"), "-o", &d("merged")]);
+    assert_eq!(merged.as_ref().ok(), Some(&0), "{merged:?}");
+    let names = |dir: &str, sub: &str| -> BTreeSet<String> {
+        std::fs::read_dir(Path::new(dir).join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".csv"))
+            .collect()
+    };
+    let (m, s1, s2) = (d("merged"), d("s1"), d("s2"));
+    assert_eq!(names(&m, "timing"), names(&m, "sessions"));
+    assert_eq!(
+        names(&m, "timing").len(),
+        names(&s1, "timing").len() + names(&s2, "timing").len()
+    );
+    let rows = |dir: &str| -> Vec<String> {
+        let mut v: Vec<String> = names(dir, "timing")
+            .iter()
+            .flat_map(|n| {
+                let text = std::fs::read_to_string(Path::new(dir).join("timing").join(n)).unwrap();
+                text.lines().skip(1).map(str::to_string).collect::<Vec<_>>()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // What the server said, as it said it (the report cuts it to the measured time).
+    assert!(
+        rows(&m).iter().all(|r| r.ends_with(",3.000,7.000")),
+        "{:?}",
+        rows(&m)
+    );
+    let mut both = [rows(&s1), rows(&s2)].concat();
+    both.sort();
+    assert_eq!(rows(&m), both, "the rows as the segments wrote them");
+    let split = |runs: Vec<std::path::PathBuf>| {
+        let model = report_model(&report_args(runs, &[]));
+        let mut n = std::collections::BTreeMap::new();
+        for run in model["runs"].as_array().unwrap() {
+            for s in run["timing"].as_array().unwrap() {
+                *n.entry(s["line"].as_u64().unwrap()).or_insert(0) += s["n"].as_u64().unwrap();
+            }
+        }
+        n
+    };
+    let merged_split = split(vec![m.clone().into()]);
+    assert_eq!(merged_split.len(), 4, "every line split: {merged_split:?}");
+    assert!(merged_split.values().all(|&n| n == 4), "{merged_split:?}");
+    assert_eq!(merged_split, split(vec![s1.into(), s2.into()]));
+}

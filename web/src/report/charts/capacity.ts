@@ -1,5 +1,6 @@
 // Capacity view (a `surge capacity` directory): each objective's value per step against the
-// step's load, the limit dashed, the knee (the most load that held) as a vertical line.
+// step's load, the limit dashed, the knee (the most load that held) as a vertical line, and the
+// knee the prediction gave (when the search had one) dotted beside it.
 import type { Model } from "../data";
 import { fmtMs } from "../format";
 import { chart, facet, FAIL, niceMax, TOOLTIP_BASE } from "./common";
@@ -10,7 +11,8 @@ export function capacityView(model: Model): void {
   const c = model.capacity;
   if (!c) return;
   const steps = [...c.steps].sort((a, b) => a.load - b.load);
-  const box = facet("capacity", "");
+  // The answer line: with a prediction it says predicted vs found and the steps taken.
+  const box = facet("capacity", c.answer);
   const ch = chart(box, 340);
   const yMax = niceMax(
     Math.max(...c.limits_ms, ...steps.flatMap((s) => s.values.map((v) => v ?? 0))) / 1000,
@@ -34,6 +36,9 @@ export function capacityView(model: Model): void {
         { yAxis: c.limits_ms[i] / 1000 },
         ...(i === 0 && c.holds !== null
           ? [{ xAxis: c.holds, lineStyle: { color: FAIL, type: "solid" as const }, label: { formatter: `knee: holds ${c.holds}`, position: "insideStartTop" as const, color: FAIL } }]
+          : []),
+        ...(i === 0 && c.prediction
+          ? [{ xAxis: Math.max(1, Math.floor(c.prediction.knee)), lineStyle: { color: "#667085", type: "dotted" as const }, label: { formatter: `predicted ${Math.max(1, Math.floor(c.prediction.knee))}`, position: "insideEndBottom" as const, color: "#667085" } }]
           : []),
       ],
     },

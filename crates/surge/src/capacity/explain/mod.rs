@@ -141,31 +141,14 @@ impl Explained {
 
 /// The replay flags of one of the two runs.
 fn run_args(a: &ExplainArgs, users: u32, loaded: Option<Duration>, dir: &Path) -> ReplayArgs {
-    let mut v = vec![
-        "replay".to_string(),
-        a.recording.display().to_string(),
-        a.app_url.clone(),
-    ];
-    v.extend([
-        "--users".into(),
-        users.to_string(),
-        "--output-dir".into(),
-        dir.display().to_string(),
-    ]);
-    if let Some(d) = loaded {
-        v.extend(["--loaded-duration".into(), format!("{}ms", d.as_millis())]);
-    }
-    /// replay's flags as its command line gives them (every default as replay's own).
-    #[derive(clap::Parser)]
-    struct Argv {
-        #[command(flatten)]
-        r: ReplayArgs,
-    }
-    let mut r = <Argv as clap::Parser>::try_parse_from(&v)
-        .expect("explain builds a valid replay command line")
-        .r;
-    r.session = a.session.clone();
-    r
+    crate::capacity::predict::closed_args(
+        (&a.recording, &a.app_url),
+        users,
+        loaded,
+        dir,
+        &a.session,
+        None,
+    )
 }
 
 /// Runs one user alone, then the loaded run, ranks the lines and writes explain.json (in the

@@ -82,7 +82,7 @@ def paired(peer, ours_over_peer=True):
 rows = s["totals"]["downloads"] + s["totals"]["skipped_rows"]
 print(f"\nday: {DAY} ({rows:,} rows, {os.path.getsize(DAY) / 1e6:.1f} MB gzip), {RUNS} interleaved rounds, "
       f"{os.cpu_count()} cores; ratios are medians of per-round ratios")
-print(f"ratio ours / libdeflate-gunzip: {paired('libdeflate-gunzip -c'):.2f}x  (target <= 1.5)")
+print(f"ratio ours / libdeflate-gunzip: {paired('libdeflate-gunzip -c'):.2f}x  (target <= 2.0 with the breakdowns, issue 34)")
 print(f"ratio ours / gzip -dc:          {paired('gzip -dc'):.2f}x")
 print(f"ratio polars / ours:            {paired('polars streaming', False):.2f}x  (target > 1: faster than Polars streaming)")
 print(f"ratio duckdb / ours:            {paired('duckdb', False):.2f}x  (target >= 2.5)")

@@ -201,8 +201,9 @@ def sample(date, rows, packages):
     tables = by_table(db)
     totals = tables.pop("package_totals", 0)
     months = tables.pop("package_months", 0)
-    # The breakdowns (schema 6, issue 34) are per day like the rest: kept in the day's bytes,
-    # and also returned apart so that their share of the projection is printed.
+    # The breakdowns (schema 6, issue 34; by R build in zstd chunks since schema 9) are per day
+    # like the rest: kept in the day's bytes, and also returned apart so that their share of the
+    # projection is printed.
     kinds = tables.get("breakdowns", 0) + tables.get("breakdown_keys", 0)
     os.remove(day)
     return (n, stored_packages, whale_rows, b - totals - months, totals, months,

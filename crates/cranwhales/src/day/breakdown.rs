@@ -12,6 +12,13 @@
 //! `whale_ranks` less their small and repeated ones — exact, and most keys of most packages on a
 //! day with mirrors exist only for them (2015-01-08: 102,790 of 157,013).
 //!
+//! OS, R version and arch are kept together, as the package's R builds (the triple
+//! (`r_os`, `r_version`, `r_arch`), [`Breakdowns::builds`]): one entry where the three fields
+//! took three, and each field's count is the sum of its builds' (exact). Mirrors fetch every
+//! package with ~50 R builds a day, so these entries were most of a package's (schema 9). A
+//! whale is uniform in the build (left out of the builds' entries) only when it is uniform in all
+//! three fields.
+//!
 //! How: one pass over the log finds the uniform whales, one more counts each
 //! (package+version, environment, country, fields left out) with its whale, small and repeated rows in
 //! a hash map (a day has far fewer such keys than rows); these are then spread over the five
@@ -20,7 +27,7 @@
 
 use super::filters::{REPEAT, SMALL};
 use super::rank::Ranking;
-use super::{Dict, FastMap, RowRec, COUNTRY_SHIFT, TOP};
+use super::{Dict, FastMap, RowRec, Threads, COUNTRY_SHIFT, TOP};
 
 /// Downloads of one key of one package on the day.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -120,8 +127,8 @@ impl Without {
     }
 }
 
-/// The dimensions keyed through [`Breakdowns::keys`], in this order in
-/// [`PackageBreakdown::dims`] (versions are apart: they belong to one package).
+/// The dimensions keyed through [`Breakdowns::keys`] (versions are apart: they belong to one
+/// package). The last three are counted together as R builds ([`Breakdowns::builds`]).
 pub const DIMS: [&str; 4] = ["country", "os", "r_version", "arch"];
 
 /// One package's breakdowns on the day.
@@ -129,8 +136,10 @@ pub const DIMS: [&str; 4] = ["country", "os", "r_version", "arch"];
 pub struct PackageBreakdown {
     /// (version, counts); `None`: the version field was missing. By version text.
     pub versions: Vec<(Option<String>, Counts)>,
-    /// Per [`DIMS`] entry: (key index into [`Breakdowns::keys`], counts), by key index.
-    pub dims: [Vec<(u32, Counts)>; 4],
+    /// (key index into [`Breakdowns::keys`] of the country, counts), by key index.
+    pub countries: Vec<(u32, Counts)>,
+    /// (index into [`Breakdowns::builds`], counts), by index: OS, R version and arch at once.
+    pub builds: Vec<(u32, Counts)>,
 }
 
 /// Every package's breakdowns on the day.
@@ -138,8 +147,10 @@ pub struct PackageBreakdown {
 pub struct Breakdowns {
     /// The day's distinct keys of the [`DIMS`]; index 0 stands for a missing field (`None`).
     pub keys: Vec<Option<String>>,
-    /// The uniform whales (module doc): (rank, per [`DIMS`] entry its one key, if it had one),
-    /// ranks ascending. Their clean downloads are not in the packages' entries of those DIMS.
+    /// The day's distinct R builds: the key indexes of their OS, R version and arch (`DIMS[1..]`).
+    pub builds: Vec<[u32; 3]>,
+    /// The uniform whales (module doc): (rank, per [`DIMS`] entry its one key, if it had one;
+    /// OS, R version and arch all three or none), ranks ascending. Their clean downloads are not in the packages' entries of those DIMS.
     pub uniform: Vec<(u32, [Option<u32>; 4])>,
     /// By package index (the order of `DayTables::packages`).
     pub packages: Vec<PackageBreakdown>,
@@ -172,13 +183,15 @@ impl<'a> KeyIndex<'a> {
 
 /// Counts every package's breakdowns in `log`. `pkg_of[pkgver]` is the package of a
 /// package+version id; whales are the ips `ranking` ranks; `flags` is each row's
-/// `filters::Filtered::flags` entry.
+/// `filters::Filtered::flags` entry. On `Threads::Two` the packages are counted in two halves
+/// at once (a hash map entry per row: a quarter of a 10M-row day's ingest on one thread).
 pub(super) fn count(
     log: &[RowRec],
     pkg_of: &[u32],
     ranking: &Ranking,
     dict: &Dict,
     flags: &[u8],
+    threads: Threads,
 ) -> Breakdowns {
     let mut keys = KeyIndex::new();
     let country: Vec<u32> = (dict.countries.iter())
@@ -203,56 +216,45 @@ pub(super) fn count(
             arch,
         ]
     };
-    let uniform = uniform_whales(log, ranking, flags, dims_of);
-    // Per rank: bit d set when the whale is uniform in DIMS[d].
+    // env → its build: two spellings of an R build are one build.
+    let mut build_ix: FastMap<[u32; 3], u32> = FastMap::default();
+    let mut builds = Vec::new();
+    let build_of: Vec<u32> = (env.iter())
+        .map(|&e| {
+            *build_ix.entry(e).or_insert_with(|| {
+                builds.push(e);
+                builds.len() as u32 - 1
+            })
+        })
+        .collect();
+    let mut uniform = uniform_whales(log, ranking, flags, dims_of);
+    // A whale's rows are left out of the builds only when it is uniform in all three fields.
+    for (_, k) in &mut uniform {
+        if k[1..].iter().any(Option::is_none) {
+            k[1..].iter_mut().for_each(|x| *x = None);
+        }
+    }
+    uniform.retain(|(_, k)| k.iter().any(Option::is_some));
+    // Per rank: bit 0 set when the whale is uniform in country, bit 1 in the build.
     let mut mask = [0u8; 256];
     for (rank, k) in &uniform {
-        mask[*rank as usize] = (0..4).fold(0, |m, d| m | u8::from(k[d].is_some()) << d);
+        mask[*rank as usize] = u8::from(k[0].is_some()) | u8::from(k[1].is_some()) << 1;
     }
-    // (pkgver, env, country, DIMS its row is left out of) → counts.
-    let mut quads: FastMap<(u32, u32, u32, u8), [u32; 6]> = FastMap::default();
-    for (r, &flag) in log.iter().zip(flags) {
-        let rank = ranking.of(r.ip);
-        let whale = u32::from(rank != 0);
-        let left_out = if flag == 0 {
-            mask[usize::from(rank)]
-        } else {
-            0
-        };
-        let c = (quads.entry((r.pkgver, r.env, r.time_country >> COUNTRY_SHIFT, left_out)))
-            .or_default();
-        let (small, repeat) = (u32::from(flag == SMALL), u32::from(flag == REPEAT));
-        c[0] += 1;
-        c[1] += whale;
-        c[2] += small;
-        c[3] += repeat;
-        c[4] += small * whale;
-        c[5] += repeat * whale;
-    }
-    // (package, dimension: 0 version else DIMS + 1, key, counts)
-    let mut parts: Vec<(u32, u8, u32, Counts)> = Vec::with_capacity(quads.len() * 5);
-    for ((pv, e, c, left_out), n) in quads {
-        let p = pkg_of[pv as usize];
-        let counts = Counts::of(n);
-        parts.push((p, 0, pv, counts));
-        let [os, rv, arch] = env[e as usize];
-        for (d, key) in [country[c as usize], os, rv, arch].into_iter().enumerate() {
-            if left_out & (1 << d) == 0 {
-                parts.push((p, d as u8 + 1, key, counts));
-            }
-        }
-    }
-    parts.sort_unstable_by_key(|&(p, dim, key, _)| (p, dim, key));
+    let pass = Pass {
+        log,
+        flags,
+        pkg_of,
+        ranking,
+        dict,
+        mask,
+        build_of: &build_of,
+        country: &country,
+    };
+    // Each package's rows are counted whole by one of the two threads (its index's parity).
+    let (even, odd) = threads.join(|| pass.count(0), || pass.count(1));
     let mut packages = vec![PackageBreakdown::default(); dict.packages.len()];
-    for group in parts.chunk_by(|a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2)) {
-        let (p, dim, key, _) = group[0];
-        let mut sum = Counts::default();
-        group.iter().for_each(|g| sum.add(g.3));
-        let b = &mut packages[p as usize];
-        match dim {
-            0 => b.versions.push((dict.pkgvers[key as usize].1.clone(), sum)),
-            d => b.dims[usize::from(d) - 1].push((key, sum)),
-        }
+    for (p, b) in even.into_iter().chain(odd) {
+        packages[p as usize] = b;
     }
     // Two spellings of a version (quoted or not) are two package+version ids: merged by text.
     for b in &mut packages {
@@ -267,9 +269,106 @@ pub(super) fn count(
     }
     Breakdowns {
         keys: keys.keys.iter().map(|k| k.map(str::to_owned)).collect(),
+        builds,
         uniform,
         packages,
     }
+}
+
+/// One counting pass over the log (`count`'s second), for the packages of one parity.
+struct Pass<'a> {
+    log: &'a [RowRec],
+    flags: &'a [u8],
+    pkg_of: &'a [u32],
+    ranking: &'a Ranking,
+    dict: &'a Dict,
+    /// Per rank: bit 0 set when the whale is uniform in country, bit 1 in the build.
+    mask: [u8; 256],
+    /// Per env: its build.
+    build_of: &'a [u32],
+    /// Per country id: its key.
+    country: &'a [u32],
+}
+
+impl Pass<'_> {
+    /// The breakdowns of the packages whose index is `half` modulo 2, by package index.
+    fn count(&self, half: u32) -> Vec<(u32, PackageBreakdown)> {
+        // (pkgver, build, country, dimensions its row is left out of) → counts, the key packed
+        // into one integer (one hash write a row, not four).
+        let mut quads: FastMap<u128, [u32; 6]> = FastMap::default();
+        for (r, &flag) in self.log.iter().zip(self.flags) {
+            if self.pkg_of[r.pkgver as usize] & 1 != half {
+                continue;
+            }
+            let rank = self.ranking.of(r.ip);
+            let whale = u32::from(rank != 0);
+            let left_out = if flag == 0 {
+                self.mask[usize::from(rank)]
+            } else {
+                0
+            };
+            let key = quad(
+                r.pkgver,
+                self.build_of[r.env as usize],
+                r.time_country >> COUNTRY_SHIFT,
+                left_out,
+            );
+            let c = quads.entry(key).or_default();
+            let (small, repeat) = (u32::from(flag == SMALL), u32::from(flag == REPEAT));
+            c[0] += 1;
+            c[1] += whale;
+            c[2] += small;
+            c[3] += repeat;
+            c[4] += small * whale;
+            c[5] += repeat * whale;
+        }
+        // (package, dimension: 0 version, 1 country, 2 build, key, counts)
+        let mut parts: Vec<(u32, u8, u32, Counts)> = Vec::with_capacity(quads.len() * 3);
+        for (key, n) in quads {
+            let (pv, build, c, left_out) = unquad(key);
+            let p = self.pkg_of[pv as usize];
+            let counts = Counts::of(n);
+            parts.push((p, 0, pv, counts));
+            let keys = [self.country[c as usize], build];
+            for (d, key) in keys.into_iter().enumerate() {
+                if left_out & (1 << d) == 0 {
+                    parts.push((p, d as u8 + 1, key, counts));
+                }
+            }
+        }
+        parts.sort_unstable_by_key(|&(p, dim, key, _)| (p, dim, key));
+        let mut out: Vec<(u32, PackageBreakdown)> = Vec::new();
+        for group in parts.chunk_by(|a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2)) {
+            let (p, dim, key, _) = group[0];
+            let mut sum = Counts::default();
+            group.iter().for_each(|g| sum.add(g.3));
+            if out.last().is_none_or(|l| l.0 != p) {
+                out.push((p, PackageBreakdown::default()));
+            }
+            let b = &mut out.last_mut().expect("pushed above").1;
+            match dim {
+                0 => b
+                    .versions
+                    .push((self.dict.pkgvers[key as usize].1.clone(), sum)),
+                1 => b.countries.push((key, sum)),
+                _ => b.builds.push((key, sum)),
+            }
+        }
+        out
+    }
+}
+
+/// (package+version, build, country, left out) as one hash key.
+fn quad(pkgver: u32, build: u32, country: u32, left_out: u8) -> u128 {
+    u128::from(pkgver) << 96
+        | u128::from(build) << 64
+        | u128::from(country) << 8
+        | u128::from(left_out)
+}
+
+/// [`quad`] undone.
+fn unquad(k: u128) -> (u32, u32, u32, u8) {
+    ((k >> 96) as u32, (k >> 64) as u32, (k >> 8) as u32, k as u8)
 }
 
 /// The whales uniform in some of the [`DIMS`]: (rank, per DIMS entry the key of every clean row

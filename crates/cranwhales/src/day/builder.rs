@@ -385,8 +385,14 @@ impl DayBuilder {
             },
             || filters::count(&self.log, &pkg_of, &pkg_downloads, &ranking),
         );
-        let breakdowns =
-            breakdown::count(&self.log, &pkg_of, &ranking, &self.dict, &filtered.flags);
+        let breakdowns = breakdown::count(
+            &self.log,
+            &pkg_of,
+            &ranking,
+            &self.dict,
+            &filtered.flags,
+            threads,
+        );
         // Freeing ~200 MB of rows takes tens of ms of unmapping: done beside the rest.
         let log = self.log;
         std::thread::spawn(move || drop(log));

@@ -24,13 +24,16 @@ use super::migrate::{self, Step};
 /// keys once a day instead of in every package they fetched (`store::breakdown`); the format
 /// extends version 6's, so version-6 rows stay as they are and read the same (they cannot be
 /// re-encoded: which whale made which key is not in them), without the small and repeats split
-/// (the API names such days in `days_without_filters`).
+/// (the API names such days in `days_without_filters`). 9: breakdowns by R build (OS, R version
+/// and arch as one key per package) in zstd chunks of 512 packages (`store::breakdown`); older
+/// days' rows stay as they are and read the same (their OS, R version and arch were counted
+/// apart: the builds cannot be made from them), so the step changes no row.
 ///
 /// There is deliberately no index on `packages (package, date)`: a day adds a row for almost every
 /// package, so such an index has its every leaf page rewritten by each day (78 days: ~5x the
 /// page writes of the whole ingest). A package over the stored days is instead one rowid seek
 /// per day (`store::insight`), ~80 seeks for 78 days.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 9;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS days (
@@ -236,8 +239,14 @@ pub fn create_or_migrate(
                 conn.execute_batch(breakdown::TABLES)?;
             }
             5 => conn.execute_batch(breakdown::TABLES)?,
-            6 => {}
+            6..=8 => {}
             _ => return Ok(found),
+        }
+        if found < 9 {
+            // Breakdowns by R build (version 9): a day's `breakdown_keys` row says which form
+            // its rows are in, so version 6 and 7 rows are left as they are; only the tables
+            // must be there (they are since version 6).
+            conn.execute_batch(breakdown::TABLES)?;
         }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))?;
         Ok(found)

@@ -444,7 +444,8 @@ fn older_days_are_named_as_without_breakdowns_until_ingested_again() {
     assert_eq!(r.days, 1);
     assert_eq!(r.days_without_breakdowns, [days[0]]);
     assert!(r.total > 0);
-    assert!(rows(&db) > 10, "{} chunks", rows(&db));
+    // Version 9 fills a page per chunk: a few chunks a day (version 7 wrote one per 128 ids).
+    assert!(rows(&db) >= 2, "{} chunks", rows(&db));
 
     assert!(store.remove_day(days[1]).unwrap());
     assert_eq!(rows(&db), 0);

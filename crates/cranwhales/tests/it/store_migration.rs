@@ -360,7 +360,7 @@ fn a_version_4_store_migrates_to_the_same_facts() {
         dates
     );
     assert_eq!(steps.last().unwrap().done, dates.len());
-    assert_eq!(user_version(&old_db), (7, true));
+    assert_eq!(user_version(&old_db), (9, true));
     assert!(store.integrity_ok().unwrap());
     let (a, b) = (month_rows(&old_db), month_rows(&fresh_db));
     assert!(a.len() > 20_000, "{} month rows", a.len());
@@ -413,8 +413,66 @@ fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(user_version(&db), (7, true));
+    assert_eq!(user_version(&db), (9, true));
     assert!(month_rows(&db) == month_rows(&fresh_db));
+}
+
+/// Version 7 → 9 (breakdowns by R build): a store whose breakdown rows are version 7's
+/// (`legacy_support::v7`: OS, R version and arch counted apart) opens at version 9 with those
+/// rows as they were, and every package's breakdown by each field with each `without` reads the
+/// same as from the same days in version 9's form.
+#[test]
+fn version_7_breakdowns_read_the_same_under_version_9() {
+    use cranwhales::day::breakdown::Without;
+    use cranwhales::store::breakdown::By;
+    let dir = tempfile::tempdir().unwrap();
+    let (old_db, fresh_db) = (dir.path().join("v7.db"), dir.path().join("fresh.db"));
+    let dates = ["2014-12-31", "2015-01-08"];
+    old_and_fresh(&old_db, &fresh_db, &dates);
+    legacy_support::v7::breakdowns_to_v7(&old_db);
+    let rows = |db: &Path| -> Vec<(i64, Vec<u8>)> {
+        let c = Connection::open(db).unwrap();
+        let mut st = c.prepare("SELECT * FROM breakdowns ORDER BY 1").unwrap();
+        let r = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)));
+        r.unwrap().map(Result::unwrap).collect()
+    };
+    let old_rows = rows(&old_db);
+    assert_eq!(user_version(&old_db).0, 7);
+    assert!(
+        old_rows.len() > 2 * rows(&fresh_db).len(),
+        "128 packages a chunk"
+    );
+    let (store, fresh) = (
+        Store::open(&old_db).unwrap(),
+        Store::open(&fresh_db).unwrap(),
+    );
+    assert_eq!(user_version(&old_db).0, 9);
+    assert!(
+        rows(&old_db) == old_rows,
+        "the migration changes no breakdown row"
+    );
+    let range = cranwhales::date::Range::parse(Some(dates[0]), Some(dates[1])).unwrap();
+    let list = fresh.packages(dates[1], 1_000_000).unwrap();
+    assert!(list.len() > 6_000);
+    let (mut keys, mut seen) = (0, std::collections::HashSet::new());
+    for p in list.iter().take(150).chain(list.iter().step_by(40)) {
+        for by in ["version", "country", "os", "r_version", "arch"] {
+            for w in ["", "whales", "small,repeats", "whales,small,repeats"] {
+                let (by, w) = (By::parse(by).unwrap(), Without::parse(w).unwrap());
+                let a = store.breakdown(&p.package, range, by, w).unwrap().unwrap();
+                let b = fresh.breakdown(&p.package, range, by, w).unwrap().unwrap();
+                assert_eq!(a, b, "{} by {}", p.package, by.name());
+                assert_eq!(a.days, 2);
+                keys += a.rows.len();
+                seen.extend(a.rows.iter().map(|r| r.key.clone()));
+            }
+        }
+    }
+    assert!(
+        keys > 10_000 && seen.len() > 200,
+        "{keys} rows, {} keys",
+        seen.len()
+    );
 }
 
 fn cli_migrate(db: &Path, pause_ms: u64) -> std::process::Child {

@@ -3,6 +3,8 @@
 //! so the migration tests start from the old encoding without an old binary.
 #![allow(dead_code)]
 
+pub mod v7;
+
 use std::path::Path;
 
 use cranwhales::blob;

@@ -5,6 +5,11 @@
 # /api/days, one package over all days, the trends of all days, and any of PATHS (more read APIs:
 # top lists over a year, the calendar; a path the server answers 404 is reported and skipped).
 # Prints p99 per path (target < 20 ms) and the server's peak RSS (VmHWM, target <= 500 MB).
+# First, a package over all days on a cold cache (issue 34 item 5, target <= 100 ms): for each of
+# COLD_PACKAGES, the server restarted and the store file's pages dropped from the page cache
+# (posix_fadvise DONTNEED on the file and its WAL; all caches with DROP_CACHES=1, as root), the
+# first answer timed; with COLD_BEFORE=1 also as before version 10 (the packed months of
+# store::history marked unpacked for that run, then restored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,9 +19,11 @@ CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
 NDAYS=${NDAYS:-5200}
 SHARED=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}/cranlogs
-DATA=$ROOT/target/bench-data
+DATA=${BENCH_DATA:-$ROOT/target/bench-data}
 STORE=$DATA/history-$NDAYS.db
-PATHS=${PATHS:-"/api/top?from=2024-01-01&to=2024-12-31 /api/calendar"}
+BD=/api/packages/${PACKAGE:-ggplot2}
+PATHS=${PATHS:-"/api/top?from=2024-01-01&to=2024-12-31 /api/calendar $BD/breakdown?by=version $BD/breakdown?by=country $BD/breakdown?by=os $BD/breakdown?by=r_version $BD/breakdown?by=arch $BD/releases"}
+COLD_PACKAGES=${COLD_PACKAGES:-"ggplot2 dplyr MASS"}
 
 for tool in wrk nginx curl; do
   command -v "$tool" >/dev/null || { echo "bench-serve: $tool not found (apt-get install wrk nginx-light curl)" >&2; exit 1; }
@@ -34,17 +41,69 @@ fi
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" serve-history
 chmod 755 "$TMP"
 
-log=$TMP/serve.log
-"$BIN" serve --db "$STORE" --no-sample --cache-dir "$TMP/cache" --addr 127.0.0.1:0 >"$log" 2>&1 &
-SERVER=$!
-PIDS+=($SERVER)
-for _ in $(seq 600); do
-  URL=$(grep -o 'http://[0-9.:]*' "$log" 2>/dev/null | head -1 || true)
-  [ -n "$URL" ] && break
-  sleep 0.1
-done
-[ -n "$URL" ] || { echo "bench-serve: server did not start:" >&2; cat "$log" >&2; exit 1; }
+# Starts the server on the store; sets SERVER, URL.
+start_server() {
+  local log=$TMP/serve.$RANDOM.log
+  "$BIN" serve --db "$STORE" --no-sample --cache-dir "$TMP/cache" --addr 127.0.0.1:0 >"$log" 2>&1 &
+  SERVER=$!
+  PIDS+=($SERVER)
+  URL=
+  for _ in $(seq 600); do
+    URL=$(grep -o 'http://[0-9.:]*' "$log" 2>/dev/null | head -1 || true)
+    [ -n "$URL" ] && break
+    sleep 0.1
+  done
+  [ -n "$URL" ] || { echo "bench-serve: server did not start:" >&2; cat "$log" >&2; exit 1; }
+}
 
+# Drops the store's pages from the page cache (the whole page cache with DROP_CACHES=1).
+drop_cache() {
+  if [ "${DROP_CACHES:-0}" = 1 ]; then
+    sync; echo 1 >/proc/sys/vm/drop_caches
+  else
+    python3 -c 'import os, sys
+for f in sys.argv[1:]:
+    if os.path.exists(f):
+        fd = os.open(f, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$STORE" "$STORE-wal" "$STORE-shm"
+  fi
+}
+
+# Milliseconds of one GET.
+timed_get() {
+  curl -s -o /dev/null -w '%{time_total}' "$1" | awk '{printf "%.0f", $1 * 1000}'
+}
+
+# Marks the packed months unpacked (0) or restores them (1), outside any server.
+set_packed() {
+  python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+if sys.argv[2] == "0":
+    c.execute("CREATE TABLE IF NOT EXISTS bench_was_packed AS SELECT month FROM history_months WHERE valid = 1")
+    c.execute("UPDATE history_months SET valid = 0")
+else:
+    c.execute("UPDATE history_months SET valid = 1 WHERE month IN (SELECT month FROM bench_was_packed)")
+    c.execute("DROP TABLE bench_was_packed")
+c.commit()' "$STORE" "$1"
+}
+
+packed=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM history_months WHERE valid = 1").fetchone()[0])' "$STORE")
+echo "== a package over all days, cold (server restarted, $([ "${DROP_CACHES:-0}" = 1 ] && echo 'all page caches dropped' || echo 'the store file dropped from the page cache: posix_fadvise DONTNEED')), $packed packed months =="
+for mode in ${COLD_BEFORE:+unpacked} packed; do
+  [ "$mode" = unpacked ] && set_packed 0
+  for pkg in $COLD_PACKAGES; do
+    drop_cache
+    start_server
+    cold=$(timed_get "$URL/api/packages/$pkg?whales=6")
+    warm=$(timed_get "$URL/api/packages/$pkg?whales=7")
+    kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+    printf 'ratio: cold /api/packages/%-10s %-8s first answer %5s ms (then another whale count, warm cache: %4s ms) %s\n' \
+      "$pkg" "$mode" "$cold" "$warm" "$(awk -v c="$cold" 'BEGIN{print (c <= 100 ? "ok (<= 100 ms)" : "OVER (target <= 100 ms)")}')"
+  done
+  [ "$mode" = unpacked ] && set_packed 1
+done
+
+start_server
 port=$(free_port)
 mkdir -p "$TMP/nginx" "$TMP/www"
 cat >"$TMP/nginx/nginx.conf" <<EOF

@@ -195,6 +195,12 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     } else {
         batch(&jobs, workers, read, &mut store)
     };
+    // A month whose every day is now stored is packed for reading a package's history
+    // (`store::history`): once a month, not per day.
+    let packed = store.pack_months(true)?;
+    if packed > 0 {
+        eprintln!("packed {packed} whole month(s) of package history");
+    }
     drop(store);
     if failed > 0 {
         bail!(

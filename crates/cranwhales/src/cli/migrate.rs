@@ -34,6 +34,12 @@ pub fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
     // The store error says it all in one line (its cause chain would repeat it).
     let store =
         Store::open_with_progress(&args.db, &mut progress).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // The compaction step of the package history (`store::history`): months closed since.
+    let mut store = store;
+    let packed = store.pack_months(false)?;
+    if packed > 0 {
+        let _ = writeln!(err, "migrate: packed {packed} month(s) of package history");
+    }
     if !args.no_vacuum {
         store.compact()?;
     }

@@ -1,13 +1,15 @@
 //! Reading across days: one package over a date range (with each day's whales taken out), the
 //! stored package names, and the trends of every stored day. Each is a range scan of a
-//! precomputed table: one `packages` rowid seek per stored day for a package, a range of
-//! `days` for trends.
+//! precomputed table: a package's packed months (`store::history`, a few adjacent rows) and
+//! one `packages` rowid seek per stored day of the months not packed, a range of `days` for
+//! trends.
 
 use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::codec::{decode_ranks, Common, WhaleCount, PACKAGE_IDS};
+use super::codec::{day_package, decode_ranks, Common, WhaleCount};
+use super::history::{self, month_of, DayValues};
 use super::{sql, Result, Store};
 use crate::date::Range;
 use crate::numfmt::thousands;
@@ -104,38 +106,62 @@ impl Store {
                 .query_row([package], |r| r.get(0))
                 .optional()?
                 .unwrap_or(0);
-            // One rowid seek per stored day: the day number (unixepoch / 86400) keys it.
-            let mut st = self.conn.prepare_cached(&format!(
-                "SELECT d.date, d.baseline, p.downloads, p.downloaders, p.whale_ranks, d.small,
-                     p.small, p.repeats, d.common_whales
-                 FROM days d LEFT JOIN packages p
-                     ON p.day_package = unixepoch(d.date) / 86400 * {PACKAGE_IDS} + ?1
-                 WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date"
-            ))?;
-            let rows = st.query_map(params![id, from, to], |r| {
-                // Counted on this day (schema 3): a package it did not download has 0 of each.
-                let counted = r.get::<_, Option<u64>>(5)?.is_some();
-                let stored = match r.get::<_, Option<u64>>(2)? {
-                    None => None,
-                    Some(downloads) => Some(Stored {
-                        downloads,
-                        downloaders: r.get(3)?,
-                        ranks: match r.get::<_, Option<Vec<u8>>>(4)? {
-                            Some(b) => {
-                                let common: Option<Vec<u8>> = r.get(8)?;
-                                decode_ranks(&b, Common::from_blob(common.as_deref()))
-                            }
-                            None => Vec::new(),
-                        },
-                        filtered: match (r.get::<_, Option<u64>>(6)?, r.get(7)?) {
-                            (Some(s), Some(rep)) => Some((s, rep)),
-                            _ => None,
-                        },
-                    }),
+            let mut st = self.conn.prepare_cached(
+                "SELECT date, baseline, small, common_whales, unixepoch(date) / 86400 FROM days
+                 WHERE date BETWEEN ?1 AND ?2 ORDER BY date",
+            )?;
+            let days = st
+                .query_map(params![from, to], |r| {
+                    let common: Option<Vec<u8>> = r.get(3)?;
+                    // Counted on this day (schema 3): a package it did not download has 0 of each.
+                    let counted = r.get::<_, Option<u64>>(2)?.is_some();
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get(1)?,
+                        counted,
+                        common,
+                        r.get(4)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<(String, Option<u64>, bool, _, i64)>>>()?;
+            let (Some(first), Some(last)) = (days.first(), days.last()) else {
+                return Ok(Vec::new());
+            };
+            // Packed months first (a few rows of `package_history`), then one `packages` rowid
+            // seek per day of the months not packed (the open month, or one changed since).
+            let (packed, mut values) =
+                history::read(&self.conn, id, month_of(first.4), month_of(last.4))?;
+            let mut seek = self.conn.prepare_cached(
+                "SELECT downloads, downloaders, whale_ranks, small, repeats FROM packages
+                 WHERE day_package = ?1",
+            )?;
+            let mut out = Vec::with_capacity(days.len());
+            for (date, baseline, counted, common, day) in days {
+                let v = if packed.contains(&month_of(day)) {
+                    values.remove(&day)
+                } else {
+                    seek.query_row([day_package(day, id)], |r| {
+                        Ok(DayValues {
+                            downloads: r.get(0)?,
+                            downloaders: r.get(1)?,
+                            ranks: r.get(2)?,
+                            small: r.get(3)?,
+                            repeats: r.get(4)?,
+                        })
+                    })
+                    .optional()?
                 };
-                Ok(package_day(r.get(0)?, stored, r.get(1)?, whales, counted))
-            })?;
-            rows.collect()
+                let stored = v.map(|v| Stored {
+                    downloads: v.downloads,
+                    downloaders: v.downloaders,
+                    ranks: v.ranks.map_or_else(Vec::new, |b| {
+                        decode_ranks(&b, Common::from_blob(common.as_deref()))
+                    }),
+                    filtered: v.small.zip(v.repeats),
+                });
+                out.push(package_day(date, stored, baseline, whales, counted));
+            }
+            Ok(out)
         };
         q().map_err(sql(&self.path))
     }

@@ -17,6 +17,7 @@ pub mod breakdown;
 pub mod codec;
 mod insight;
 mod migrate;
+mod history;
 mod months;
 mod range;
 mod read;

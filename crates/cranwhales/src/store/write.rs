@@ -11,7 +11,7 @@ use super::codec::{
     day_number, day_range, encode_ranks, pack_profile, Common, WhaleCount, PACKAGE_IDS,
 };
 use super::schema::DAY_TABLES;
-use super::{breakdown, months, sql, Result, Store};
+use super::{breakdown, history, months, sql, Result, Store};
 use crate::day::{DayTables, Threads};
 use crate::parse::hms;
 use crate::summary::Behaviour;
@@ -111,6 +111,7 @@ impl Store {
         packages(&tx, packed, day_range(n).0, ids)?;
         breakdown::insert(&tx, day, n, &by_index)?;
         months::add_day(&tx, n)?;
+        history::invalidate(&tx, n)?;
         if replaced {
             months::prune(&tx, n)?;
         }
@@ -142,6 +143,7 @@ impl Store {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let stored = clear_day(&tx, date, n)?;
         months::prune(&tx, n)?;
+        history::invalidate(&tx, n)?;
         tx.prepare_cached("DELETE FROM package_totals WHERE days <= 0")?
             .execute([])?;
         tx.commit()?;

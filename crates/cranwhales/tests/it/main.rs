@@ -24,5 +24,6 @@ mod legacy_support;
 mod server_abuse;
 mod server_drain;
 mod server_support;
+mod store_history;
 mod store_migration;
 mod store_months;

@@ -360,7 +360,7 @@ fn a_version_4_store_migrates_to_the_same_facts() {
         dates
     );
     assert_eq!(steps.last().unwrap().done, dates.len());
-    assert_eq!(user_version(&old_db), (9, true));
+    assert_eq!(user_version(&old_db), (10, true));
     assert!(store.integrity_ok().unwrap());
     let (a, b) = (month_rows(&old_db), month_rows(&fresh_db));
     assert!(a.len() > 20_000, "{} month rows", a.len());
@@ -413,7 +413,7 @@ fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(user_version(&db), (9, true));
+    assert_eq!(user_version(&db), (10, true));
     assert!(month_rows(&db) == month_rows(&fresh_db));
 }
 
@@ -446,7 +446,7 @@ fn version_7_breakdowns_read_the_same_under_version_9() {
         Store::open(&old_db).unwrap(),
         Store::open(&fresh_db).unwrap(),
     );
-    assert_eq!(user_version(&old_db).0, 9);
+    assert_eq!(user_version(&old_db).0, 10);
     assert!(
         rows(&old_db) == old_rows,
         "the migration changes no breakdown row"

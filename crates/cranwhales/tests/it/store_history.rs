@@ -1,0 +1,179 @@
+//! `package_history` (schema 10, `store::history`): a version-7 store of real days migrates to
+//! packed months (every month before the newest stored day's), and a package over the stored
+//! days reads the same from the packed months as from its `packages` rows, for every package
+//! and whale count; a day stored into, replaced in or removed from a packed month makes the
+//! month read from `packages` again (the same answers), until `pack_months` packs it anew.
+
+use crate::engine_support;
+
+use std::path::Path;
+
+use cranwhales::day::Threads;
+use cranwhales::progress::Silent;
+use cranwhales::store::{PackedDay, Store};
+use engine_support::{cut_day, day_file};
+use rusqlite::Connection;
+
+/// Stored days: parts of five months (2015-01 the newest, so left open by the migration).
+const DAYS: [&str; 8] = [
+    "2012-10-01",
+    "2012-10-17",
+    "2013-12-04",
+    "2014-12-25",
+    "2014-12-31",
+    "2015-01-01",
+    "2015-01-08",
+    "2015-01-15",
+];
+
+fn store_day(store: &mut Store, file: &Path, date: &str) {
+    let day = cranwhales::ingest::read_day(file, Some(date), Threads::One, &Silent).unwrap();
+    store
+        .replace_day(&PackedDay::new(day, Threads::One), "test")
+        .unwrap();
+}
+
+/// Packed months (month number) and how many rows each has of its generation.
+fn packed(db: &Path) -> Vec<(i64, i64)> {
+    let c = Connection::open(db).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT m.month, (SELECT count(*) FROM package_history h
+                 WHERE h.month = m.month AND h.generation = m.generation)
+             FROM history_months m WHERE m.valid = 1 ORDER BY 1",
+        )
+        .unwrap();
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// Every `step`th stored package over all stored days, with 0, 1 and 6 whales taken out, as
+/// `store` reads it.
+fn answers(store: &Store, step: usize) -> Vec<String> {
+    let names = store.package_names().unwrap();
+    let mut out = Vec::new();
+    for p in names.iter().step_by(step) {
+        for whales in [0, 1, 6] {
+            let days = store
+                .package_days(&p.package, "2012-10-01", "2015-03-14", whales)
+                .unwrap();
+            out.push(format!("{} {whales} {days:?}", p.package));
+        }
+    }
+    out
+}
+
+/// The same answers read with every month unpacked (from `packages` alone, as before version
+/// 10), the packed months left as they were.
+fn unpacked_answers(db: &Path, store: &Store, step: usize) -> Vec<String> {
+    let c = Connection::open(db).unwrap();
+    c.execute_batch(
+        "CREATE TEMP TABLE was AS SELECT month FROM history_months WHERE valid = 1;
+                     UPDATE history_months SET valid = 0;",
+    )
+    .unwrap();
+    let out = answers(store, step);
+    c.execute_batch("UPDATE history_months SET valid = 1 WHERE month IN (SELECT month FROM was)")
+        .unwrap();
+    out
+}
+
+/// Month number of a `YYYY-MM` month.
+fn month(s: &str) -> i64 {
+    let (y, m) = s.split_once('-').unwrap();
+    (y.parse::<i64>().unwrap() - 1970) * 12 + m.parse::<i64>().unwrap() - 1
+}
+
+#[test]
+fn a_version_7_store_migrates_to_packed_months_that_read_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v7.db");
+    let mut store = Store::open(&db).unwrap();
+    for d in DAYS {
+        store_day(&mut store, &day_file(d), d);
+    }
+    drop(store);
+    // What version 7 was: no history tables.
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch(
+        "DROP TABLE package_history; DROP TABLE history_months; PRAGMA user_version = 7;",
+    )
+    .unwrap();
+    drop(c);
+
+    let store = Store::open(&db).unwrap();
+    let c = Connection::open(&db).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 10);
+    let months = packed(&db);
+    let want = [month("2012-10"), month("2013-12"), month("2014-12")];
+    assert_eq!(months.iter().map(|m| m.0).collect::<Vec<_>>(), want);
+    // A row for every package with a download in the month.
+    for (m, rows) in &months {
+        let n: i64 = c
+            .query_row(
+                "SELECT count(DISTINCT day_package % 1048576) FROM packages
+                 WHERE day_package / 1048576 IN (SELECT unixepoch(date) / 86400 FROM days
+                     WHERE (CAST(strftime('%Y', date) AS INT) - 1970) * 12
+                         + CAST(strftime('%m', date) AS INT) - 1 = ?1)",
+                [m],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            n > 1_000 && *rows == n,
+            "month {m}: {rows} rows, {n} packages"
+        );
+    }
+    assert!(store.integrity_ok().unwrap());
+    let (a, b) = (answers(&store, 3), unpacked_answers(&db, &store, 3));
+    assert!(a.len() > 3_000, "{} answers", a.len());
+    assert!(a == b, "packed and unpacked answers differ");
+    // Some of them have downloads in the packed months (not all zeros).
+    assert!(a
+        .iter()
+        .any(|s| s.contains("2012-10-17") && s.contains("downloads: 1")));
+}
+
+#[test]
+fn a_day_changed_in_a_packed_month_reads_from_packages_until_packed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let mut store = Store::open(&db).unwrap();
+    for d in DAYS {
+        store_day(&mut store, &day_file(d), d);
+    }
+    assert_eq!(packed(&db), []);
+    assert_eq!(store.pack_months(true).unwrap(), 0, "no whole month");
+    assert_eq!(store.pack_months(false).unwrap(), 3);
+    assert_eq!(packed(&db).len(), 3);
+    assert_eq!(store.pack_months(false).unwrap(), 0, "packed once");
+
+    // Replaced by a cut copy: fewer downloads of some packages, none of others.
+    let cut = dir.path().join("2014-12-25.csv.gz");
+    cut_day(&day_file("2014-12-25"), 2_000, &cut);
+    store_day(&mut store, &cut, "2014-12-25");
+    // Removed: the only stored day of its month... and a day of a packed month.
+    assert!(store.remove_day("2012-10-17").unwrap());
+    // Stored: a new day in a packed month.
+    store_day(&mut store, &day_file("2013-12-17"), "2013-12-17");
+    assert_eq!(packed(&db), [], "every packed month changed");
+    let (a, b) = (answers(&store, 5), unpacked_answers(&db, &store, 5));
+    assert!(a == b, "answers differ before packing again");
+
+    assert_eq!(store.pack_months(false).unwrap(), 3);
+    let c = Connection::open(&db).unwrap();
+    let generations: Vec<i64> = c
+        .prepare("SELECT generation FROM history_months ORDER BY month")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(generations, [2, 2, 2]);
+    let (a2, b2) = (answers(&store, 5), unpacked_answers(&db, &store, 5));
+    assert!(a2 == b2, "answers differ after packing again");
+    assert!(a2 == a, "packing changed an answer");
+}

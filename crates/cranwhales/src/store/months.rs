@@ -2,11 +2,13 @@
 //! date in each day's own transaction (a day stored, replaced or removed adds or takes back its
 //! `packages` rows in its month's rows), so an answer over a range reads its whole months here
 //! (a year: ~12 × 20k rows) and only its partial months' days from `packages` (a year of days
-//! on the synthetic history: ~7M rows, 1.9 s).
+//! on the synthetic history: ~7M rows, 1.9 s). Since version 8 each row also sums what a
+//! filtered count leaves out (`schema::PACKAGE_MONTHS`, read by `store::filtered`).
 
 use rusqlite::Connection;
 
 use super::codec::{day_range, month_package, PACKAGE_IDS};
+use super::filtered;
 use crate::date::{Day, EPOCH};
 
 /// The last day a stored `YYYY-MM-DD` date can name (9999-12-31), as a day number: where a
@@ -50,32 +52,56 @@ fn month_key0(day: i64) -> i64 {
     month_package(EPOCH.plus(day).month(), 0)
 }
 
-/// Adds day `day`'s `packages` rows (already written) to its month's rows.
+/// Adds day `day`'s `packages` rows and whale log (already written) to its month's rows.
 pub fn add_day(conn: &Connection, day: i64) -> rusqlite::Result<()> {
     let (lo, hi) = day_range(day);
     conn.prepare_cached(&format!(
-        "INSERT INTO package_months (month_package, downloads, days)
-         SELECT ?3 + day_package % {PACKAGE_IDS}, downloads, 1 FROM packages
+        "INSERT INTO package_months (month_package, downloads, days, whale_downloads, small,
+             repeats)
+         SELECT ?3 + day_package % {PACKAGE_IDS}, downloads, 1, whale_downloads,
+             coalesce(small, 0), coalesce(repeats, 0) FROM packages
          WHERE day_package BETWEEN ?1 AND ?2
          ON CONFLICT (month_package) DO UPDATE SET downloads = downloads + excluded.downloads,
-             days = days + 1"
+             days = days + 1, whale_downloads = whale_downloads + excluded.whale_downloads,
+             small = small + excluded.small, repeats = repeats + excluded.repeats"
     ))?
     .execute([lo, hi, month_key0(day)])?;
-    Ok(())
+    whale_parts(conn, day, 1)
 }
 
-/// Takes day `day`'s `packages` rows (before they are deleted) back out of its month's rows.
-/// Returns how many month rows changed (none for a day not stored).
+/// Takes day `day`'s `packages` rows and whale log (before they are deleted) back out of its
+/// month's rows. Returns how many month rows changed (none for a day not stored).
 pub fn take_day(conn: &Connection, day: i64) -> rusqlite::Result<usize> {
     let (lo, hi) = day_range(day);
-    conn.prepare_cached(&format!(
-        "UPDATE package_months SET downloads = package_months.downloads - p.downloads,
-             days = package_months.days - 1
-         FROM (SELECT ?3 + day_package % {PACKAGE_IDS} AS k, downloads FROM packages
-               WHERE day_package BETWEEN ?1 AND ?2) AS p
-         WHERE package_months.month_package = p.k"
-    ))?
-    .execute([lo, hi, month_key0(day)])
+    let n = conn
+        .prepare_cached(&format!(
+            "UPDATE package_months SET downloads = package_months.downloads - p.downloads,
+                 days = package_months.days - 1,
+                 whale_downloads = package_months.whale_downloads - p.whale_downloads,
+                 small = package_months.small - p.small,
+                 repeats = package_months.repeats - p.repeats
+             FROM (SELECT ?3 + day_package % {PACKAGE_IDS} AS k, downloads, whale_downloads,
+                       coalesce(small, 0) AS small, coalesce(repeats, 0) AS repeats
+                   FROM packages WHERE day_package BETWEEN ?1 AND ?2) AS p
+             WHERE package_months.month_package = p.k"
+        ))?
+        .execute([lo, hi, month_key0(day)])?;
+    whale_parts(conn, day, -1)?;
+    Ok(n)
+}
+
+/// Adds `sign` × day `day`'s whales' small and filtered downloads per package
+/// (`filtered::whale_parts`) to its month's rows.
+fn whale_parts(conn: &Connection, day: i64, sign: i64) -> rusqlite::Result<()> {
+    let k0 = month_key0(day);
+    let mut st = conn.prepare_cached(
+        "UPDATE package_months SET whale_filtered = whale_filtered + ?2,
+             whale_small = whale_small + ?3 WHERE month_package = ?1",
+    )?;
+    for (id, p) in filtered::whale_parts(conn, day)? {
+        st.execute([k0 + id, sign * p.filtered as i64, sign * p.small as i64])?;
+    }
+    Ok(())
 }
 
 /// Deletes the rows of day `day`'s month that no stored day has any more.

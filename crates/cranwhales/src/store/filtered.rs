@@ -3,95 +3,23 @@
 //! filters are on (as packageRank ranks on filtered counts). A range's whole months are read from
 //! `package_months` (version 8 keeps there the sums each filter takes out), its other days from
 //! `packages` (and, for the whales' own small and repeated downloads, each day's `whale_ranks`
-//! and whale log, `whale_parts`). Days stored before small and repeats were counted (schema 3)
+//! and whale log, `months::whale_parts`). Days stored before small and repeats were counted (schema 3)
 //! cannot be filtered: with `small` or `repeats` asked they are left out and named
 //! (`RangeTotals::days_without_filters`), and their months are read day by day.
 //!
 //! Each download is taken out once, as `day::breakdown::Counts::without` does: the left count is
 //! `downloads − whales − small − repeats + whales' small + whales' repeats` for the kinds asked.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::params;
 
-use super::codec::{day_number, day_range, decode_ranks, month_package, Common, PACKAGE_IDS};
-use super::{months, sql, Result, Store};
-use crate::blob::daylog;
+use super::codec::{day_number, day_range, month_package, PACKAGE_IDS};
+use super::months::{self, corrupt, whale_parts, WhaleParts};
+use super::{sql, Result, Store};
 use crate::context::RangeTotals;
 use crate::date::{Range, EPOCH};
 use crate::day::breakdown::Without;
-use crate::day::filters::SMALL_BYTES;
-
-/// A package's top-100 whales' downloads on a day that the filters also take out.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct WhaleParts {
-    /// Small and repeated together (`whale_ranks`' third number, summed over the whales).
-    pub filtered: u64,
-    /// Small (under `SMALL_BYTES`), from the day's whale log.
-    pub small: u64,
-}
-
-/// A stored row that cannot be read: the read (or the migration, rolled back) stops naming it.
-fn corrupt(what: String) -> rusqlite::Error {
-    let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT);
-    rusqlite::Error::SqliteFailure(code, Some(what))
-}
-
-/// Per package id, day `day`'s [`WhaleParts`] (packages with none left out); empty for a day not
-/// stored or stored before small and repeats were counted.
-pub fn whale_parts(conn: &Connection, day: i64) -> rusqlite::Result<Vec<(i64, WhaleParts)>> {
-    let date = EPOCH.plus(day).to_string();
-    let found: Option<(bool, Option<Vec<u8>>)> = conn
-        .prepare_cached("SELECT small IS NOT NULL, common_whales FROM days WHERE date = ?1")?
-        .query_row([&date], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let Some((true, common)) = found else {
-        return Ok(Vec::new());
-    };
-    let common = Common::from_blob(common.as_deref());
-    let mut out: BTreeMap<i64, WhaleParts> = BTreeMap::new();
-    let (lo, hi) = day_range(day);
-    let mut st = conn.prepare_cached(
-        "SELECT day_package, whale_ranks FROM packages
-         WHERE day_package BETWEEN ?1 AND ?2 AND whale_ranks IS NOT NULL",
-    )?;
-    let mut rows = st.query([lo, hi])?;
-    while let Some(r) = rows.next()? {
-        let f: u64 = (decode_ranks(&r.get::<_, Vec<u8>>(1)?, common).iter())
-            .map(|c| c.2)
-            .sum();
-        if f > 0 {
-            out.entry(r.get::<_, i64>(0)? % PACKAGE_IDS)
-                .or_default()
-                .filtered = f;
-        }
-    }
-    let log: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT log FROM whale_log WHERE date = ?1")?
-        .query_row([&date], |r| r.get(0))
-        .optional()?;
-    let whales = match log {
-        Some(b) => daylog::unpack_all(&b)
-            .ok_or_else(|| corrupt(format!("corrupt whale_log blob ({date})")))?,
-        None => Vec::new(),
-    };
-    let mut small: HashMap<&str, u64> = HashMap::new();
-    for d in whales.iter().flat_map(|w| &w.1) {
-        if d.size < SMALL_BYTES {
-            *small.entry(d.package.as_str()).or_default() += 1;
-        }
-    }
-    let mut id_of = conn.prepare_cached("SELECT id FROM package_totals WHERE package = ?1")?;
-    for (package, n) in small {
-        let id: i64 = id_of.query_row([package], |r| r.get(0)).map_err(|_| {
-            corrupt(format!(
-                "{date}: whale log names '{package}', not a stored package"
-            ))
-        })?;
-        out.entry(id).or_default().small = n;
-    }
-    Ok(out.into_iter().collect())
-}
 
 /// The downloads left of one count (`[downloads, whales, small, repeats, whales' filtered,
 /// whales' small]`) without the kinds `w` names, each download taken out once.

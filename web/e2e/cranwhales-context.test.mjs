@@ -188,7 +188,8 @@ test("trending with repeats off: the listed package most made of repeats drops, 
     const share = k.repeats / k.raw;
     if (!pick || share > pick.share) pick = { package: t.package, share };
   }
-  assert.ok(pick.share > 0.5, `${pick.package}: ${pick.share} of its downloads are repeats`);
+  // On these days the most is about a third (stargazer, 2015-01-09).
+  assert.ok(pick.share > 0.25, `${pick.package}: ${pick.share} of its downloads are repeats`);
   const filtered = await api(`/api/top?${range}&limit=20&without=repeats`);
   const at = (list) => (list.includes(pick.package) ? list.indexOf(pick.package) : Infinity);
   await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&${range}&without=`);

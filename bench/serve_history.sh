@@ -22,7 +22,10 @@ SHARED=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}/cranlogs
 DATA=${BENCH_DATA:-$ROOT/target/bench-data}
 STORE=$DATA/history-$NDAYS.db
 BD=/api/packages/${PACKAGE:-ggplot2}
-PATHS=${PATHS:-"/api/top?from=2024-01-01&to=2024-12-31 /api/calendar $BD/breakdown?by=version $BD/breakdown?by=country $BD/breakdown?by=os $BD/breakdown?by=r_version $BD/breakdown?by=arch $BD/releases"}
+# The year's top list counted every download and without whales, small and repeats (issue 31:
+# the filtered list reads the same month rows' other columns).
+TOP="/api/top?from=2024-01-01&to=2024-12-31"
+PATHS=${PATHS:-"$TOP $TOP&without=whales,small,repeats /api/calendar $BD/breakdown?by=version $BD/breakdown?by=country $BD/breakdown?by=os $BD/breakdown?by=r_version $BD/breakdown?by=arch $BD/releases"}
 COLD_PACKAGES=${COLD_PACKAGES:-"ggplot2 dplyr MASS"}
 
 for tool in wrk nginx curl; do

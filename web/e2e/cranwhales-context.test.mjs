@@ -176,3 +176,38 @@ test("badge: the package page shows it and its Markdown; its screenshot has the 
   await shot("4-badge");
   assert.deepEqual(page.errors, []);
 });
+
+test("trending with repeats off: the listed package most made of repeats drops, as the API counts it; the URL keeps the choice", async () => {
+  const range = `from=${LATEST}&to=${LATEST}`;
+  const raw = await api(`/api/top?${range}&limit=20`);
+  assert.ok(raw.trending.length > 1, "a trending list to compare");
+  // The listed package with the largest share of repeats, from the API's kinds of each.
+  let pick = null;
+  for (const t of raw.trending) {
+    const k = await api(`/api/packages/${encodeURIComponent(t.package)}/kinds?${range}`);
+    const share = k.repeats / k.raw;
+    if (!pick || share > pick.share) pick = { package: t.package, share };
+  }
+  // On these days the most is about a third (stargazer, 2015-01-09).
+  assert.ok(pick.share > 0.25, `${pick.package}: ${pick.share} of its downloads are repeats`);
+  const filtered = await api(`/api/top?${range}&limit=20&without=repeats`);
+  const at = (list) => (list.includes(pick.package) ? list.indexOf(pick.package) : Infinity);
+  await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&${range}&without=`);
+  await page.waitForFunction(() => document.body.dataset.top === "ready" && document.body.dataset.packages === "ready");
+  const rows = () => page.$$eval("#trending-table tbody tr td:first-child", (tds) => tds.map((t) => t.textContent));
+  const before = await rows();
+  assert.deepEqual(before, raw.trending.map((t) => t.package));
+  await page.evaluate(() => (document.body.dataset.top = ""));
+  await page.check("#pkg-no-repeats");
+  await page.click('#pkg-form button[type="submit"]');
+  await page.waitForFunction(() => document.body.dataset.top === "ready");
+  const after = await rows();
+  assert.deepEqual(after, filtered.trending.map((t) => t.package));
+  assert.ok(at(after) > at(before), `${pick.package}: row ${at(before)} → ${at(after)}`);
+  assert.match(await page.textContent("#top-filter-note"), /^Counted without repeats\./);
+  assert.equal(new URL(page.url()).searchParams.get("without"), "repeats");
+  // The rank line is counted the same way.
+  assert.match(await page.textContent("#pkg-ranks"), /without repeats/);
+  await shot("trending-without-repeats");
+  assert.deepEqual(page.errors, []);
+});

@@ -23,8 +23,13 @@ pub struct RangeTotals {
     packages: Vec<(String, u64)>,
     /// Position in `packages` by name.
     index: HashMap<String, usize>,
-    /// Stored days in the range.
+    /// Stored days in the range counted.
     pub days: u32,
+    /// What each count leaves out (`without=`), in the order whales, small, repeats.
+    pub without: Vec<&'static str>,
+    /// Stored days in the range left out: stored before small and repeated downloads were
+    /// counted, when a filtered count asks to leave those out (`store::filtered`).
+    pub days_without_filters: Vec<String>,
 }
 
 impl RangeTotals {
@@ -38,6 +43,8 @@ impl RangeTotals {
             packages,
             index,
             days,
+            without: Vec::new(),
+            days_without_filters: Vec::new(),
         }
     }
 
@@ -73,16 +80,23 @@ impl RangeTotals {
         let fewer = of - self.packages.partition_point(|p| p.1 >= downloads) as u64;
         // Rounded half up in integers, so an independent recount gets the same digit.
         let percentile = ((2000 * fewer + of) / (2 * of)) as f64 / 10.0;
+        let filtered = if self.without.is_empty() {
+            String::new()
+        } else {
+            format!(", without {}", self.without.join(", "))
+        };
         Some(Rank {
             rank: more + 1,
             of,
             percentile,
             downloads,
             text: format!(
-                "{} of {}, {percentile:.1} percentile",
+                "{} of {}, {percentile:.1} percentile{filtered}",
                 thousands(more + 1),
                 thousands(of)
             ),
+            without: self.without.iter().map(|w| (*w).to_owned()).collect(),
+            days_without_filters: self.days_without_filters.clone(),
         })
     }
 
@@ -297,6 +311,15 @@ pub struct TopList {
     pub trending: Vec<TrendingPackage>,
     /// What trending means, in a sentence (shown on the page).
     pub rule: String,
+    /// What every count of both lists leaves out (`without=`: whales, small, repeats, in this
+    /// order; whales are each day's top 100 downloaders); empty: every download.
+    #[serde(default)]
+    pub without: Vec<String>,
+    /// Stored days of the range or of the period before it not counted: stored before small and
+    /// repeated downloads were counted, when those are left out (`days` and `before_days` count
+    /// the others).
+    #[serde(default)]
+    pub days_without_filters: Vec<String>,
 }
 
 impl TopList {

@@ -492,8 +492,17 @@ pub struct Rank {
     /// Its downloads over the range (the number ranked).
     #[cfg_attr(test, ts(type = "number"))]
     pub downloads: u64,
-    /// `"1,204 of 6,891, 82.5 percentile"`: shown as is by the UI and the CLI.
+    /// `"1,204 of 6,891, 82.5 percentile"` (then `", without whales, repeats"` when filtered):
+    /// shown as is by the UI and the CLI.
     pub text: String,
+    /// What every package's count leaves out (`without=`: whales, small, repeats), as
+    /// packageRank ranks on filtered counts; empty: every download.
+    #[serde(default)]
+    pub without: Vec<String>,
+    /// Stored days of the range not counted: stored before small and repeated downloads were
+    /// counted, when those are left out.
+    #[serde(default)]
+    pub days_without_filters: Vec<String>,
 }
 
 /// A histogram of all packages' downloads over a range on log-spaced buckets: bucket `i` holds

@@ -440,9 +440,20 @@ percentile: number,
  */
 downloads: number, 
 /**
- * `"1,204 of 6,891, 82.5 percentile"`: shown as is by the UI and the CLI.
+ * `"1,204 of 6,891, 82.5 percentile"` (then `", without whales, repeats"` when filtered):
+ * shown as is by the UI and the CLI.
  */
-text: string, };
+text: string, 
+/**
+ * What every package's count leaves out (`without=`: whales, small, repeats), as
+ * packageRank ranks on filtered counts; empty: every download.
+ */
+without: Array<string>, 
+/**
+ * Stored days of the range not counted: stored before small and repeated downloads were
+ * counted, when those are left out.
+ */
+days_without_filters: Array<string>, };
 
 export type Distribution = { 
 /**
@@ -615,7 +626,18 @@ trending: Array<TrendingPackage>,
 /**
  * What trending means, in a sentence (shown on the page).
  */
-rule: string, };
+rule: string, 
+/**
+ * What every count of both lists leaves out (`without=`: whales, small, repeats, in this
+ * order; whales are each day's top 100 downloaders); empty: every download.
+ */
+without: Array<string>, 
+/**
+ * Stored days of the range or of the period before it not counted: stored before small and
+ * repeated downloads were counted, when those are left out (`days` and `before_days` count
+ * the others).
+ */
+days_without_filters: Array<string>, };
 
 export type CalendarDay = { 
 /**

@@ -107,6 +107,8 @@ export interface PackageQuery {
   whales: number;
   bin: Bin;
   cumulative: boolean;
+  /** What the ranks and the distribution leave out (`whales,small,repeats`, any of them). */
+  without?: string;
 }
 
 /** One or several packages (`/api/packages/a,b,c`), always as a list of reports. */
@@ -116,14 +118,15 @@ export async function getPackages(p: PackageQuery): Promise<Result<PackageReport
   if (p.to) q.set("to", p.to);
   if (p.bin !== "day") q.set("bin", p.bin);
   if (p.cumulative) q.set("cumulative", "true");
+  if (p.without) q.set("without", p.without);
   const r = await result<PackageReport | PackageComparison>(`/api/packages/${p.names.map(encodeURIComponent).join(",")}?${q}`);
   if (!r.ok) return r;
   return { ok: true, value: "packages" in r.value ? r.value.packages : [r.value] };
 }
 
-/** The top and trending lists; `without` (the page's filters) is sent as is: a server that
- * does not take it answers 400 or leaves it out of the list's `without`. */
-export function getTop(from: string, to: string, limit: number, without = ""): Promise<Result<TopList & { without?: string[] }>> {
+/** The top and trending lists, counted without `without` (the page's filters, any of
+ * `whales,small,repeats`). */
+export function getTop(from: string, to: string, limit: number, without = ""): Promise<Result<TopList>> {
   const q = new URLSearchParams({ limit: String(limit) });
   if (from) q.set("from", from);
   if (to) q.set("to", to);

@@ -130,8 +130,9 @@ export class PackagesTab {
       this.clear();
       return;
     }
-    // Average and log scale are drawn from the same report: not part of what is fetched.
-    const key = JSON.stringify({ ...this.st, avg: false, log: false, without: "", by: "" });
+    // Average and log scale are drawn from the same report: not part of what is fetched (the
+    // filters are: the ranks are counted without them).
+    const key = JSON.stringify({ ...this.st, avg: false, log: false, without: filtersOf(this.st.without).join(","), by: "" });
     if (this.reports && key === this.shownKey) {
       this.draw(this.reports);
       return;
@@ -146,17 +147,13 @@ export class PackagesTab {
     const key = `${this.st.from}|${this.st.to}|${without}`;
     if (key === this.topKey) return;
     this.topKey = key;
-    let r = await getTop(this.st.from, this.st.to, 20, without);
+    const r = await getTop(this.st.from, this.st.to, 20, without);
+    // The lists are counted with the page's filters; days that cannot be filtered are named.
     let note = "";
-    // The lists with the page's filters; a server that cannot filter them (yet) says so in a 400
-    // (the lists are then shown unfiltered) or leaves the filters out of its answer.
-    if (!r.ok && r.status === 400 && without) {
-      note = `These lists count every download: ${r.error}`;
-      r = await getTop(this.st.from, this.st.to, 20);
-    } else if (r.ok && without && !(r.value.without ?? []).length) {
-      note = `These lists count every download: this server does not leave out ${without.replace(/,/g, ", ")} from them yet.`;
-    } else if (r.ok && without) {
-      note = `Counted without ${(r.value.without ?? []).join(", ")}.`;
+    if (r.ok && r.value.without.length) {
+      note = `Counted without ${r.value.without.join(", ")}${r.value.without.includes("whales") ? " (each day's top 100 downloaders)" : ""}.`;
+      const left = r.value.days_without_filters;
+      if (left.length) note += ` ${left.length} stored day${left.length === 1 ? " was" : "s were"} left out: stored before small and repeated downloads were counted (${left.slice(0, 3).join(", ")}${left.length > 3 ? ", …" : ""}).`;
     }
     if (key !== this.topKey) return;
     $<HTMLDivElement>("pkg-top").innerHTML =
@@ -209,7 +206,7 @@ export class PackagesTab {
     const names = namesOf(st.package);
     const one = names.length === 1 && this.releases?.package !== names[0];
     const [r, rel] = await Promise.all([
-      getPackages({ names, from: st.from, to: st.to, whales: st.whales, bin: st.bin, cumulative: st.cumulative }),
+      getPackages({ names, from: st.from, to: st.to, whales: st.whales, bin: st.bin, cumulative: st.cumulative, without: filtersOf(st.without).join(",") }),
       one ? getReleases(names[0]) : Promise.resolve(null),
     ]);
     if (token !== this.token) return;

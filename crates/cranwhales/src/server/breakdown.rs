@@ -46,7 +46,7 @@ fn by_of(query: Option<&str>) -> Result<By, ApiError> {
 }
 
 /// `without`: any of `whales`, `small`, `repeats`, comma-separated (each counted per key).
-fn without_of(query: Option<&str>) -> Result<Without, ApiError> {
+pub(super) fn without_of(query: Option<&str>) -> Result<Without, ApiError> {
     let v = param(query, "without").unwrap_or_default();
     Without::parse(&v).ok_or_else(|| {
         ApiError::bad_request(format!(

@@ -10,6 +10,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
 use axum::response::Response;
 
+use super::breakdown::without_of;
 use super::cache::{Body, REVALIDATE};
 use super::error::ApiError;
 use super::insight::{param, range_of, totals, unknown_package, whales_of};
@@ -80,7 +81,8 @@ fn cumulative_of(query: Option<&str>) -> Result<bool, ApiError> {
 }
 
 /// `GET /api/packages/{name}` or `/api/packages/a,b,c` with `from`, `to`, `whales`, `bin`,
-/// `cumulative`: one `PackageReport`, or a `PackageComparison` of several.
+/// `cumulative`, `without` (what the ranks and the distribution leave out): one
+/// `PackageReport`, or a `PackageComparison` of several.
 pub async fn packages(
     State(app): State<Arc<App>>,
     list: Result<Path<String>, PathRejection>,
@@ -91,7 +93,8 @@ pub async fn packages(
     let query = req.uri().query();
     let (range, whales) = (range_of(query)?, whales_of(query)?);
     let (bin, cumulative) = (bin_of(query)?, cumulative_of(query)?);
-    let key = (list, range, whales, bin, cumulative);
+    let without = without_of(query)?;
+    let key = (list, range, whales, bin, cumulative, without);
     if let Some(body) = app.insight.packages.get(&key) {
         return Ok(body.respond(req.headers()));
     }
@@ -109,7 +112,7 @@ pub async fn packages(
     if let Some(i) = reports.iter().position(Option::is_none) {
         return Err(unknown_package(&app, &names[i]).await);
     }
-    let all = totals(&app, range).await?;
+    let all = totals(&app, range, without).await?;
     let mut reports: Vec<_> = (reports.into_iter().flatten())
         .map(|r| binned(in_context(r, &all), bin, cumulative))
         .collect();
@@ -144,7 +147,8 @@ fn before(range: Range) -> Option<Range> {
     })
 }
 
-/// `GET /api/top?from=&to=&limit=N`: the most downloaded and the trending packages.
+/// `GET /api/top?from=&to=&limit=N&without=whales,small,repeats`: the most downloaded and the
+/// trending packages, counted without the kinds `without` names (any of them).
 pub async fn top(State(app): State<Arc<App>>, req: Request) -> Result<Response, ApiError> {
     let query = req.uri().query();
     let range = range_of(query)?;
@@ -159,16 +163,23 @@ pub async fn top(State(app): State<Arc<App>>, req: Request) -> Result<Response, 
                 ))
             })?,
     };
-    if let Some(body) = app.insight.top.get(&(range, limit)) {
+    let without = without_of(query)?;
+    let key = (range, limit, without);
+    if let Some(body) = app.insight.top.get(&key) {
         return Ok(body.respond(req.headers()));
     }
     let epoch = app.insight.top.epoch();
-    let now = totals(&app, range).await?;
+    let now = totals(&app, range, without).await?;
     let prior = before(range);
     let then = match prior {
-        Some(r) => Some(totals(&app, r).await?),
+        Some(r) => Some(totals(&app, r, without).await?),
         None => None,
     };
+    let mut left_out = now.days_without_filters.clone();
+    if let Some(t) = &then {
+        left_out.extend(t.days_without_filters.iter().cloned());
+        left_out.sort();
+    }
     let list = TopList {
         from: range.from.to_string(),
         to: range.to.to_string(),
@@ -181,11 +192,13 @@ pub async fn top(State(app): State<Arc<App>>, req: Request) -> Result<Response, 
         before_days: then.as_ref().map_or(0, |t| t.days),
         trending: then.map_or_else(Vec::new, |t| now.trending(&t, limit)),
         rule: TopList::rule(),
+        without: without.names().into_iter().map(str::to_owned).collect(),
+        days_without_filters: left_out,
     };
     Ok(app
         .insight
         .top
-        .insert_at(epoch, (range, limit), Body::json(&list, REVALIDATE))
+        .insert_at(epoch, key, Body::json(&list, REVALIDATE))
         .respond(req.headers()))
 }
 

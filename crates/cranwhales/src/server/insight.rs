@@ -15,6 +15,7 @@ use super::error::ApiError;
 use super::App;
 use crate::context::RangeTotals;
 use crate::date::{Day, Range};
+use crate::day::breakdown::Without;
 use crate::day::TOP;
 use crate::summary::{Bin, PackageName};
 
@@ -26,12 +27,13 @@ const MAX_SUGGESTIONS: usize = 50;
 /// Every stored package name with its downloads, by lowercased name.
 type Names = Arc<Vec<(String, PackageName)>>;
 
-/// What a package answer depends on: the names as asked (`a,b,c`), the range, N, the bin and
-/// whether counts are running sums.
-pub(super) type PackagesKey = (String, Range, u32, Bin, bool);
+/// What a package answer depends on: the names as asked (`a,b,c`), the range, N, the bin,
+/// whether counts are running sums, and what its rank leaves out.
+pub(super) type PackagesKey = (String, Range, u32, Bin, bool, Without);
 
-/// Every package's downloads over a range, kept for the last few ranges asked.
-type TotalsCache = Mutex<Vec<(Range, Arc<RangeTotals>)>>;
+/// Every package's downloads over a range (without the kinds asked), kept for the last few
+/// asked.
+type TotalsCache = Mutex<Vec<((Range, Without), Arc<RangeTotals>)>>;
 
 /// Ranges whose totals are kept (each ~0.5 MB at 15,000 packages).
 const KEPT_TOTALS: usize = 8;
@@ -41,8 +43,8 @@ pub struct Insight {
     /// Package reports and comparisons.
     pub(super) packages: Cache<PackagesKey>,
     trends: Cache<Range>,
-    /// Top and trending lists by (range, limit).
-    pub(super) top: Cache<(Range, usize)>,
+    /// Top and trending lists by (range, limit, what they leave out).
+    pub(super) top: Cache<(Range, usize, Without)>,
     /// The calendar, by the day it was built for (its `last` is yesterday).
     pub(super) calendar: Cache<Day>,
     /// Badges by (package, period, without whales).
@@ -157,12 +159,17 @@ pub(super) async fn unknown_package(app: &Arc<App>, name: &str) -> ApiError {
     )
 }
 
-/// Every package's downloads over `range`: from memory, or read once (one pass over the
-/// range's rows) and kept unless a day came meanwhile.
-pub(super) async fn totals(app: &Arc<App>, range: Range) -> Result<Arc<RangeTotals>, ApiError> {
+/// Every package's downloads over `range` without the kinds `without` names: from memory, or
+/// read once (one pass over the range's rows) and kept unless a day came meanwhile.
+pub(super) async fn totals(
+    app: &Arc<App>,
+    range: Range,
+    without: Without,
+) -> Result<Arc<RangeTotals>, ApiError> {
+    let key = (range, without);
     let kept = |t: &TotalsCache| {
         let t = t.lock().unwrap_or_else(|e| e.into_inner());
-        t.iter().find(|(r, _)| *r == range).map(|(_, v)| v.clone())
+        t.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())
     };
     if let Some(t) = kept(&app.insight.totals) {
         return Ok(t);
@@ -170,17 +177,17 @@ pub(super) async fn totals(app: &Arc<App>, range: Range) -> Result<Arc<RangeTota
     let epoch = app.insight.packages.epoch();
     let read = app
         .db
-        .read(move |s| Ok(s.range_totals(range)?))
+        .read(move |s| Ok(s.filtered_totals(range, without)?))
         .await
         .map_err(ApiError::internal)?;
     let read = Arc::new(read);
     let mut t = app.insight.totals.lock().unwrap_or_else(|e| e.into_inner());
     if app.insight.packages.epoch() == epoch {
-        t.retain(|(r, _)| *r != range);
+        t.retain(|(k, _)| *k != key);
         if t.len() >= KEPT_TOTALS {
             t.remove(0);
         }
-        t.push((range, read.clone()));
+        t.push((key, read.clone()));
     }
     Ok(read)
 }

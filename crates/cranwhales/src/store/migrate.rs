@@ -4,8 +4,9 @@
 //! the table keyed by day number and package id, `whale_ranks` (any version's) re-encoded
 //! against the day's common whales, profiles deflated with the preset dictionary, the whale
 //! log in format 4 (`blob::daylog`). Version 4 → 5 (and every older one): each day's
-//! `packages` rows added to its month's `package_months` rows, as a day's write adds them. Runs
-//! inside
+//! `packages` rows added to its month's `package_months` rows, as a day's write adds them.
+//! Version 5, 6 or 7 → 8: `package_months` emptied and refilled the same way, day by day
+//! (`months`), now with the sums a filtered list needs. Runs inside
 //! `schema::create_or_migrate`'s one transaction, so a crash at any point (even `kill -9`) leaves
 //! the store as it was: wholly the old version.
 
@@ -65,6 +66,29 @@ pub fn rows(
     }
     if found <= 2 {
         conn.execute_batch("DROP TABLE whale_rows")?;
+    }
+    Ok(())
+}
+
+/// Refills `package_months` (version 5, 6 or 7 → 8: the new columns are there, empty) from every
+/// stored day's rows, as a day's write adds them, telling `progress` after each day.
+pub fn months(conn: &Connection, progress: &mut dyn FnMut(&Step)) -> rusqlite::Result<()> {
+    conn.execute_batch("DELETE FROM package_months")?;
+    let dates: Vec<String> = conn
+        .prepare("SELECT date FROM days ORDER BY date")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (i, date) in dates.iter().enumerate() {
+        let day =
+            day_number(date).ok_or_else(|| corrupt(format!("days holds '{date}', not a date")))?;
+        months::add_day(conn, day)?;
+        progress(&Step {
+            done: i + 1,
+            total: dates.len(),
+            date: date.clone(),
+        });
+        #[cfg(feature = "fault-injection")]
+        pause_for_crash_test();
     }
     Ok(())
 }

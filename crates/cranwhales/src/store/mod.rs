@@ -11,10 +11,11 @@
 //! Modules: `schema` (tables, version, migration), `write` (a day's one transaction), `read`
 //! (a day's summary and whales), `insight` (a package over days, trends), `months` (every
 //! package's downloads per month, kept by each day's transaction), `range` (every package over
-//! a range, the calendar).
+//! a range, the calendar), `filtered` (the same without whales, small or repeated downloads).
 
 pub mod breakdown;
 pub mod codec;
+mod filtered;
 mod insight;
 mod migrate;
 mod history;

@@ -25,7 +25,12 @@ use super::migrate::{self, Step};
 /// keys once a day instead of in every package they fetched (`store::breakdown`); the format
 /// extends version 6's, so version-6 rows stay as they are and read the same (they cannot be
 /// re-encoded: which whale made which key is not in them), without the small and repeats split
-/// (the API names such days in `days_without_filters`). 9: breakdowns by R build (OS, R version
+/// (the API names such days in `days_without_filters`). 8: `package_months` with each month's
+/// sums of what a filtered list leaves out (`whale_downloads`: each day's top-100 whales, `small`,
+/// `repeats`, and the whales' own small and repeated downloads), refilled from the stored days by
+/// the migration (`migrate::months`), so top and trending lists and ranks can be counted
+/// `without=whales,small,repeats` (any of them) from whole months (`store::filtered`).
+/// 9: breakdowns by R build (OS, R version
 /// and arch as one key per package) in zstd chunks of 512 packages (`store::breakdown`); older
 /// days' rows stay as they are and read the same (their OS, R version and arch were counted
 /// apart: the builds cannot be made from them), so the step changes no row.
@@ -152,12 +157,30 @@ CREATE TABLE IF NOT EXISTS package_totals (
 /// date in each day's transaction). `month_package` is `codec::month_package`: the month number
 /// (months since 1970-01) times 2^20 plus the package's `package_totals.id`; `days` counts the
 /// month's stored days with a download of it (a row whose days all went is deleted).
+/// Since version 8 the sums a filtered count takes out (`store::filtered`): `whale_downloads`
+/// (each day's top-100 whales), `small` and `repeats` (0 for days stored before version 3, which
+/// a filtered count reads day by day and leaves out), and of the whales' downloads the small ones
+/// (`whale_small`) and the small and repeated ones together (`whale_filtered`).
 const PACKAGE_MONTHS: &str = "
 CREATE TABLE IF NOT EXISTS package_months (
     month_package INTEGER PRIMARY KEY,
     downloads INTEGER NOT NULL,
-    days INTEGER NOT NULL
+    days INTEGER NOT NULL,
+    whale_downloads INTEGER NOT NULL DEFAULT 0,
+    small INTEGER NOT NULL DEFAULT 0,
+    repeats INTEGER NOT NULL DEFAULT 0,
+    whale_filtered INTEGER NOT NULL DEFAULT 0,
+    whale_small INTEGER NOT NULL DEFAULT 0
 );
+";
+
+/// Version 7 → 8, the table's part: the new sums (`migrate::months` fills them).
+const MIGRATE_7_8: &str = "
+ALTER TABLE package_months ADD COLUMN whale_downloads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE package_months ADD COLUMN small INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE package_months ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE package_months ADD COLUMN whale_filtered INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE package_months ADD COLUMN whale_small INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// Version 2 → 3, the tables' part (`migrate` re-encodes the rows between these and the end;
@@ -248,6 +271,11 @@ pub fn create_or_migrate(
             5 => conn.execute_batch(breakdown::TABLES)?,
             6..=9 => {}
             _ => return Ok(found),
+        }
+        // Version 5's `package_months` (1 to 4 made it with version 8's columns above).
+        if (5..8).contains(&found) {
+            conn.execute_batch(MIGRATE_7_8)?;
+            migrate::months(conn, progress)?;
         }
         if found < 9 {
             // Breakdowns by R build (version 9): a day's `breakdown_keys` row says which form

@@ -110,12 +110,13 @@ impl Store {
         by_index.sort_unstable();
         packages(&tx, packed, day_range(n).0, ids)?;
         breakdown::insert(&tx, day, n, &by_index)?;
+        // After the whale log: the month rows sum its small downloads too.
+        whales(&tx, packed)?;
         months::add_day(&tx, n)?;
         history::invalidate(&tx, n)?;
         if replaced {
             months::prune(&tx, n)?;
         }
-        whales(&tx, packed)?;
         #[cfg(feature = "fault-injection")]
         {
             fail_for_test(d)?;

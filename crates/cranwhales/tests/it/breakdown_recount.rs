@@ -20,7 +20,7 @@ use server_support::*;
 
 /// Eight consecutive days (none of the filter tests' days but 2014-12-21), so that releases
 /// have 1- and 7-day windows to show.
-const DAYS: [&str; 8] = [
+pub(crate) const DAYS: [&str; 8] = [
     "2014-12-16",
     "2014-12-17",
     "2014-12-18",
@@ -38,13 +38,14 @@ const MISSING: &str = "\u{0}";
 
 /// A key's counts in the recount: downloads, by whales, small, repeats, small by whales,
 /// repeats by whales.
-type Six = [u64; 6];
+pub(crate) type Six = [u64; 6];
 
 /// day → package → by → key → counts.
-type Recount = BTreeMap<String, HashMap<String, HashMap<String, HashMap<Option<String>, Six>>>>;
+pub(crate) type Recount =
+    BTreeMap<String, HashMap<String, HashMap<String, HashMap<Option<String>, Six>>>>;
 
 /// Every `without` (whales, small, repeats), as the API spells it.
-const WITHOUT: [&str; 8] = [
+pub(crate) const WITHOUT: [&str; 8] = [
     "",
     "whales",
     "small",
@@ -55,7 +56,7 @@ const WITHOUT: [&str; 8] = [
     "whales,small,repeats",
 ];
 
-fn recount() -> Recount {
+pub(crate) fn recount() -> Recount {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/breakdown.py");
     let out = Command::new("python3")
         .arg(script)
@@ -93,7 +94,10 @@ fn recount() -> Recount {
 /// The recount's rows of `keys`: key → downloads without the kinds `without` names (the rows
 /// in none of them: all, less whales', small and repeated ones, plus those taken out twice),
 /// zeros left out as the API leaves them out.
-fn expected(keys: &HashMap<Option<String>, Six>, without: &str) -> HashMap<Option<String>, u64> {
+pub(crate) fn expected(
+    keys: &HashMap<Option<String>, Six>,
+    without: &str,
+) -> HashMap<Option<String>, u64> {
     let has = |w: &str| without.split(',').any(|p| p == w);
     let (w, s, r) = (has("whales"), has("small"), has("repeats"));
     (keys.iter())

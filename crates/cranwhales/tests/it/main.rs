@@ -21,6 +21,7 @@ mod insight_backfill;
 mod insight_engine;
 mod insight_support;
 mod legacy_support;
+mod lists_recount;
 mod server_abuse;
 mod server_drain;
 mod server_support;

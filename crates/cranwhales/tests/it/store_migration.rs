@@ -188,7 +188,7 @@ fn every_real_day_migrates_to_the_same_facts() {
 
 /// `dates` stored in two new stores at `old` and `fresh`: the old store gets them in another
 /// order (other package ids, the same facts).
-fn old_and_fresh(old: &Path, fresh: &Path, dates: &[&str]) {
+pub(crate) fn old_and_fresh(old: &Path, fresh: &Path, dates: &[&str]) {
     let (mut old, mut fresh) = (Store::open(old).unwrap(), Store::open(fresh).unwrap());
     for (k, d) in dates.iter().rev().chain(dates.iter()).enumerate() {
         let f = cranlogs().join(format!("{d}.csv.gz"));
@@ -321,7 +321,7 @@ fn month_rows(db: &Path) -> BTreeMap<(i64, String), (i64, i64)> {
     rows.collect::<Result<_, _>>().unwrap()
 }
 
-fn user_version(db: &Path) -> (i64, bool) {
+pub(crate) fn user_version(db: &Path) -> (i64, bool) {
     let c = Connection::open(db).unwrap();
     let v = c.query_row("PRAGMA user_version", [], |r| r.get(0));
     let months = c.query_row(

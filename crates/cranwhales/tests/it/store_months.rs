@@ -4,9 +4,11 @@
 //! against an independent recount over the raw files of the stored days
 //! (`engine_support::Reference`) and over the `packages` rows (SQL); and the month rows
 //! themselves against a SQL recount by month, after every day stored, a day replaced (a cut
-//! copy) and days removed (one the only stored day of its month).
+//! copy) and days removed (one the only stored day of its month). And version 8's sums for
+//! filtered lists, migrated from a version-7 store.
 
 use crate::engine_support;
+use crate::store_migration::{old_and_fresh, user_version};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -192,5 +194,120 @@ fn range_totals_from_months_equal_the_recount_as_days_are_stored_replaced_and_re
     for (n, (p, d)) in names.iter().zip(&all) {
         let days = refs.values().filter(|r| r.packages.contains_key(p)).count() as u64;
         assert_eq!((&n.package, n.downloads, n.days), (p, *d, days));
+    }
+}
+
+/// Every `package_months` row by month and package name, every column (version 8).
+fn month_sums(db: &Path) -> BTreeMap<(i64, String), [i64; 7]> {
+    let c = Connection::open(db).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT m.month_package / 1048576, t.package, m.downloads, m.days, m.whale_downloads,
+                 m.small, m.repeats, m.whale_filtered, m.whale_small
+             FROM package_months m JOIN package_totals t ON t.id = m.month_package % 1048576",
+        )
+        .unwrap();
+    let rows = st
+        .query_map([], |r| {
+            let mut v = [0i64; 7];
+            for (i, x) in v.iter_mut().enumerate() {
+                *x = r.get(i + 2)?;
+            }
+            Ok(((r.get(0)?, r.get(1)?), v))
+        })
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// Version 7 → 8 (`package_months` with what filtered lists leave out): a version-7 store of
+/// real days migrates, a step per day, to the month rows the same days have when ingested fresh,
+/// and every filtered list (each `without`) over ranges of whole and partial months reads the
+/// same in both, and the same as the sum of its single days (read from `packages` alone).
+#[test]
+fn a_version_7_store_migrates_to_the_same_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old_db, fresh_db) = (dir.path().join("v7.db"), dir.path().join("fresh.db"));
+    let dates = [
+        "2012-10-17",
+        "2014-12-20",
+        "2014-12-21",
+        "2014-12-31",
+        "2015-01-01",
+        "2015-01-08",
+    ];
+    old_and_fresh(&old_db, &fresh_db, &dates);
+    crate::legacy_support::to_v7(&old_db);
+    assert_eq!(user_version(&old_db), (7, true));
+    let mut steps = Vec::new();
+    let store = Store::open_with_progress(&old_db, &mut |s| steps.push(s.clone())).unwrap();
+    let fresh = Store::open(&fresh_db).unwrap();
+    assert_eq!(
+        steps.iter().map(|s| s.date.as_str()).collect::<Vec<_>>(),
+        dates
+    );
+    assert_eq!(user_version(&old_db), (8, true));
+    assert!(store.integrity_ok().unwrap());
+    let (a, b) = (month_sums(&old_db), month_sums(&fresh_db));
+    assert!(a.len() > 10_000, "{} month rows", a.len());
+    assert!(a == b, "migrated and fresh month rows differ");
+    // The sums have something in them: whales, small, repeats, whales' own of both.
+    let col = |i: usize| a.values().map(|v| v[i]).sum::<i64>();
+    assert!(
+        (2..7).all(|i| col(i) > 0),
+        "{:?}",
+        (2..7).map(col).collect::<Vec<_>>()
+    );
+    let whole = |w: cranwhales::day::breakdown::Without| {
+        let r = cranwhales::date::Range::parse(Some("2014-12-01"), Some("2015-01-31")).unwrap();
+        let t = store.filtered_totals(r, w).unwrap();
+        t.top(t.len())
+    };
+    for without in [
+        "",
+        "whales",
+        "small",
+        "repeats",
+        "whales,small",
+        "whales,repeats",
+        "small,repeats",
+        "whales,small,repeats",
+    ] {
+        let w = cranwhales::day::breakdown::Without::parse(without).unwrap();
+        for (from, to) in [
+            ("2012-10-01", "2015-03-14"),
+            ("2014-12-01", "2015-01-31"),
+            ("2014-12-21", "2015-01-08"),
+        ] {
+            let r = cranwhales::date::Range::parse(Some(from), Some(to)).unwrap();
+            let (a, b) = (
+                store.filtered_totals(r, w).unwrap(),
+                fresh.filtered_totals(r, w).unwrap(),
+            );
+            assert_eq!((a.days, a.len(), a.total()), (b.days, b.len(), b.total()));
+            assert_eq!(
+                a.top(a.len()),
+                b.top(b.len()),
+                "{from}..{to} without {without}"
+            );
+        }
+        // Two whole months from the month rows = the sum of their stored days, each read alone.
+        let mut by_day: BTreeMap<String, u64> = BTreeMap::new();
+        for d in [
+            "2014-12-20",
+            "2014-12-21",
+            "2014-12-31",
+            "2015-01-01",
+            "2015-01-08",
+        ] {
+            let r = cranwhales::date::Range::parse(Some(d), Some(d)).unwrap();
+            let t = store.filtered_totals(r, w).unwrap();
+            for p in t.top(t.len()) {
+                *by_day.entry(p.package).or_default() += p.downloads;
+            }
+        }
+        let months: BTreeMap<String, u64> = (whole(w).into_iter())
+            .map(|p| (p.package, p.downloads))
+            .collect();
+        assert!(months == by_day, "months and days differ without {without}");
     }
 }

@@ -261,9 +261,29 @@ pub fn to_v4(db: &Path) {
         .unwrap();
 }
 
+/// Turns a current store back into what version 7 stored: `package_months` with only its
+/// downloads and days (version 8's only change; `DROP COLUMN` rewrites the table as version 7
+/// created it).
+pub fn to_v7(db: &Path) {
+    let c = Connection::open(db).unwrap();
+    let mut sql = String::from("BEGIN;");
+    for col in [
+        "whale_downloads",
+        "small",
+        "repeats",
+        "whale_filtered",
+        "whale_small",
+    ] {
+        sql += &format!("ALTER TABLE package_months DROP COLUMN {col};");
+    }
+    c.execute_batch(&(sql + "PRAGMA user_version = 7; COMMIT;"))
+        .unwrap();
+}
+
 /// Turns a current store back into what version 5 stored: the same tables without the
 /// breakdowns (version 6's only change).
 pub fn to_v5(db: &Path) {
+    to_v7(db);
     let c = Connection::open(db).unwrap();
     c.execute_batch(
         "BEGIN; DROP TABLE breakdowns; DROP TABLE breakdown_keys; PRAGMA user_version = 5; COMMIT;",

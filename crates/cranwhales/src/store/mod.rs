@@ -16,9 +16,9 @@
 pub mod breakdown;
 pub mod codec;
 mod filtered;
+mod history;
 mod insight;
 mod migrate;
-mod history;
 mod months;
 mod range;
 mod read;

@@ -93,7 +93,8 @@ fn a_version_7_store_migrates_to_packed_months_that_read_the_same() {
         store_day(&mut store, &day_file(d), d);
     }
     drop(store);
-    // What version 7 was: no history tables.
+    // What version 7 was: `package_months` without version 8's columns, no history tables.
+    crate::legacy_support::to_v7(&db);
     let c = Connection::open(&db).unwrap();
     c.execute_batch(
         "DROP TABLE package_history; DROP TABLE history_months; PRAGMA user_version = 7;",

@@ -430,6 +430,7 @@ fn version_7_breakdowns_read_the_same_under_version_9() {
     let dates = ["2014-12-31", "2015-01-08"];
     old_and_fresh(&old_db, &fresh_db, &dates);
     legacy_support::v7::breakdowns_to_v7(&old_db);
+    legacy_support::to_v7(&old_db);
     let rows = |db: &Path| -> Vec<(i64, Vec<u8>)> {
         let c = Connection::open(db).unwrap();
         let mut st = c.prepare("SELECT * FROM breakdowns ORDER BY 1").unwrap();

@@ -448,7 +448,8 @@ ready_workers: number | null,
  */
 per_worker: number | null, 
 /**
- * `--predict`: the knee predicted from one user alone before the search (null without).
+ * The knee predicted from one user alone before the search (null with --no-predict, --start,
+ * --open or --workers).
  */
 prediction?: Prediction, };
 

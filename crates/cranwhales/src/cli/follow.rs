@@ -47,7 +47,13 @@ impl Target for Cli {
         let (store, source) = (self.store.clone(), self.source.clone());
         let job = tokio::task::spawn_blocking(move || {
             let read = ingest::read(&Source::Date(day), &source, Threads::Two, &Silent)?;
-            ingest::store_day(&mut lock(&store), &read, &Silent)
+            let mut store = lock(&store);
+            let report = ingest::store_day(&mut store, &read, &Silent)?;
+            // A month this day makes whole is packed for reading a package's history.
+            if let Err(e) = store.pack_months(true) {
+                eprintln!("cranwhales: follow: packing package history: {e}");
+            }
+            Ok(report)
         });
         match job.await {
             Ok(Ok(report)) => Attempt::Stored(Some(report.rows)),

@@ -348,7 +348,15 @@ impl Fetcher {
             let _slot = slot; // the slot is free only when the ingest has really ended
                               // Read in this slot, then stored through the server's one writer.
             let read = ingest::read(&Source::Date(day), &source, Threads::Two, rep.as_ref())?;
-            db.write(|store| ingest::store_day(store, &read, rep.as_ref()))?
+            db.write(|store| {
+                let report = ingest::store_day(store, &read, rep.as_ref())?;
+                // A month this day makes whole is packed for reading a package's history
+                // (`store::history`); the day is stored either way.
+                if let Err(e) = store.pack_months(true) {
+                    tracing::warn!(%day, "packing package history: {e}");
+                }
+                Ok(report)
+            })?
         });
         let mut given_up = false;
         let result = loop {
@@ -387,8 +395,15 @@ impl Fetcher {
                 error: format!("ingest of {day} crashed: {e}"),
             },
         };
-        if let Status::Failed { error, .. } = &status {
-            tracing::warn!(%day, "{}", grammar::echo::Escaped(error));
+        match &status {
+            // Not published yet (what `--follow` hears every hour until a day is out): no warning.
+            Status::Failed { status: 404, error } => {
+                tracing::info!(%day, "{}", grammar::echo::Escaped(error));
+            }
+            Status::Failed { error, .. } => {
+                tracing::warn!(%day, "{}", grammar::echo::Escaped(error))
+            }
+            _ => {}
         }
         if !given_up {
             self.finish(day, &flight, status);

@@ -178,3 +178,43 @@ fn a_day_changed_in_a_packed_month_reads_from_packages_until_packed_again() {
     assert!(a2 == b2, "answers differ after packing again");
     assert!(a2 == a, "packing changed an answer");
 }
+
+/// A month the server completes by fetching its last day is packed at once (a package over all
+/// days then reads it as one row), not left until `cranwhales migrate`; the days before leave it
+/// unpacked. February 2015 here is 28 re-dated cuts of a real day put in the server's download
+/// cache (a cached day is read, not downloaded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_month_the_server_completes_is_packed() {
+    use crate::server_support::{fetch_day, App};
+    let app = App::start(&["2015-01-08"], &["--fetch-burst", "30"]).await;
+    let cache = app.dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let text = engine_support::gunzip(&day_file("2015-01-08"));
+    let rows: Vec<String> = (text.split_inclusive(|&b| b == b'\n').take(301))
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect();
+    let dates: Vec<String> = (1..=28).map(|d| format!("2015-02-{d:02}")).collect();
+    for date in &dates {
+        let redated: String = (rows.iter())
+            .map(|r| r.replacen("\"2015-01-08\"", &format!("\"{date}\""), 1))
+            .collect();
+        engine_support::gzip_to(&cache.join(format!("{date}.csv.gz")), redated.as_bytes());
+    }
+    let february = (2015 - 1970) * 12 + 1;
+    for date in &dates[..27] {
+        fetch_day(app.addr, date, 10).await;
+    }
+    assert!(
+        !packed(&app.db()).iter().any(|(m, _)| *m == february),
+        "packed before its last day: {:?}",
+        packed(&app.db())
+    );
+    fetch_day(app.addr, &dates[27], 10).await;
+    let rows = packed(&app.db());
+    let feb = rows.iter().find(|(m, _)| *m == february);
+    assert!(
+        feb.is_some_and(|(_, n)| *n > 0),
+        "February not packed: {rows:?}"
+    );
+    app.stop().await;
+}

@@ -128,9 +128,12 @@ test("three packages in one chart, each with its rank as the API says; distribut
     const field = k % 2 ? "without_whales" : "downloads";
     assert.deepEqual(s.data.filter((p) => dates.has(p[0])), r.days.map((d) => [d.date, d[field]]));
   });
+  // The ranks are counted with the page's filters (issue 31: as packageRank does): ask the API the same.
+  const without = await page.evaluate(() => ["whales", "small", "repeats"].filter((f) => document.getElementById(`pkg-no-${f}`)?.checked).join(","));
+  const cw = await api(`/api/packages/${PACKAGES.join(",")}?whales=6&without=${without}`);
   const ranks = await page.$$eval("#pkg-ranks .rank-text", (els) => els.map((e) => e.textContent));
-  assert.deepEqual(ranks, c.packages.map((p) => p.rank.text));
-  assert.match(ranks[0], /^[\d,]+ of [\d,]+, \d+\.\d percentile$/);
+  assert.deepEqual(ranks, cw.packages.map((p) => p.rank.text));
+  assert.match(ranks[0], /^[\d,]+ of [\d,]+, \d+\.\d percentile(, without [a-z, ]+)?$/);
   const marks = await page.evaluate(() => window.cranwhales.charts.get("chart-distribution").getOption().series[0].markLine.data.map((d) => d.name));
   assert.deepEqual(marks, PACKAGES);
   assert.match(page.url(), /package=ggplot2%2CDBI%2Cmemoise/);

@@ -82,13 +82,19 @@ pub fn r_sessions(log: &Path) -> Vec<RSession> {
     for l in text.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
         match f.as_slice() {
-            ["start", pid, token, version, time] => out.push(RSession {
-                pid: pid.parse().unwrap(),
-                token: token.to_string(),
-                version: version.to_string(),
-                start: time.parse().unwrap(),
-                ended: false,
-            }),
+            // A worker killed in the middle of its `cat` leaves a cut line, which the next
+            // process's line continues: such a line is no session's start.
+            ["start", pid, token, version, time] => {
+                if let (Ok(pid), Ok(start)) = (pid.parse(), time.parse()) {
+                    out.push(RSession {
+                        pid,
+                        token: token.to_string(),
+                        version: version.to_string(),
+                        start,
+                        ended: false,
+                    })
+                }
+            }
             ["end", _, token, ..] => {
                 if let Some(s) = out.iter_mut().find(|s| s.token == *token) {
                     s.ended = true;

@@ -2,8 +2,8 @@
 //! OS, R version or arch; with `step=` also per day, week, month or year, for a chart over
 //! time), `/api/packages/{pkg}/releases` (each version's first day and shares) and
 //! `/api/packages/{pkg}/kinds` (whales, small, repeats and the rest, adding up to the raw
-//! count). Each is read from the store per request (a rowid seek per stored day); nothing is
-//! cached, so an answer never outlives a day's change.
+//! count). Each is read from the store once (a rowid seek per stored day) and kept in memory
+//! (`Insight::who`) until a day is added or replaced, when every cross-day answer is dropped.
 
 use std::sync::Arc;
 
@@ -151,12 +151,14 @@ fn steps(
     }))
 }
 
-/// What every handler here does: read `package`'s answer on a blocking thread and send it as
-/// JSON, or a 404 naming a near name when the package was never stored.
+/// What every handler here does: send `package`'s answer from memory, or read it on a
+/// blocking thread, keep it (under `what`: the endpoint and its parsed parameters) and send it
+/// as JSON; a 404 naming a near name when the package was never stored.
 async fn answer<T, F>(
     app: Arc<App>,
     name: Result<Path<String>, PathRejection>,
     headers: &HeaderMap,
+    what: String,
     read: F,
 ) -> Result<Response, ApiError>
 where
@@ -164,13 +166,21 @@ where
     F: FnOnce(&Store, &str) -> crate::store::Result<Option<T>> + Send + 'static,
 {
     let Path(name) = name.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    let key = (name.clone(), what);
+    if let Some(body) = app.insight.who.get(&key) {
+        return Ok(body.respond(headers));
+    }
+    let epoch = app.insight.who.epoch();
     let asked = name.clone();
     let report = (app.db)
         .read(move |s| Ok(read(s, &asked)?))
         .await
         .map_err(ApiError::internal)?;
     match report {
-        Some(r) => Ok(Body::json(&r, REVALIDATE).respond(headers)),
+        Some(r) => {
+            let body = Body::json(&r, REVALIDATE);
+            Ok(app.insight.who.insert_at(epoch, key, body).respond(headers))
+        }
         None => Err(unknown_package(&app, &name).await),
     }
 }
@@ -185,7 +195,8 @@ pub async fn breakdown(
     let (range, by, without) = (range_of(query)?, by_of(query)?, without_of(query)?);
     match step_of(query)? {
         None => {
-            answer(app, name, req.headers(), move |s, p| {
+            let what = format!("breakdown {range:?} {by:?} {without:?}");
+            answer(app, name, req.headers(), what, move |s, p| {
                 s.breakdown(p, range, by, without)
             })
             .await
@@ -199,7 +210,8 @@ pub async fn breakdown(
                     range.from, range.to
                 )));
             }
-            answer(app, name, req.headers(), move |s, p| {
+            let what = format!("breakdown {range:?} {by:?} {without:?} {step:?}");
+            answer(app, name, req.headers(), what, move |s, p| {
                 steps(s, p, range, by, without, step)
             })
             .await
@@ -213,7 +225,8 @@ pub async fn releases(
     name: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    answer(app, name, req.headers(), |s, p| s.releases(p)).await
+    let what = "releases".to_owned();
+    answer(app, name, req.headers(), what, |s, p| s.releases(p)).await
 }
 
 /// `GET /api/packages/{pkg}/kinds?from=&to=&whales=N`.
@@ -224,7 +237,8 @@ pub async fn kinds(
 ) -> Result<Response, ApiError> {
     let query = req.uri().query();
     let (range, whales) = (range_of(query)?, whales_of(query)?);
-    answer(app, name, req.headers(), move |s, p| {
+    let what = format!("kinds {range:?} {whales}");
+    answer(app, name, req.headers(), what, move |s, p| {
         s.kinds(p, range, whales)
     })
     .await

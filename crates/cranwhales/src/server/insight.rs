@@ -49,6 +49,9 @@ pub struct Insight {
     pub(super) calendar: Cache<Day>,
     /// Badges by (package, period, without whales).
     pub(super) badges: Cache<(String, &'static str, bool)>,
+    /// A package's breakdowns, releases and kinds, by (package, the endpoint and its parsed
+    /// parameters): over all days each reads a blob per stored day (~0.1-0.3 s on 5,200 days).
+    pub(super) who: Cache<(String, String)>,
     totals: TotalsCache,
     /// Every stored package name with its downloads, sorted by lowercased name; built on first
     /// use after each change of the stored days.
@@ -63,6 +66,7 @@ impl Insight {
             top: Cache::new(8 << 20),
             calendar: Cache::new(4 << 20),
             badges: Cache::new(4 << 20),
+            who: Cache::new(16 << 20),
             totals: Mutex::new(Vec::new()),
             names: RwLock::new(None),
         }
@@ -75,6 +79,7 @@ impl Insight {
         self.top.clear();
         self.calendar.clear();
         self.badges.clear();
+        self.who.clear();
         self.totals
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -87,10 +87,31 @@ async fn a_day_published_while_serving_is_stored_once_and_listed() {
     assert!(f["last_error"].is_null() && f["retry_ms"].is_null(), "{f}");
     assert!(before["ingested_at"].is_string(), "{before}");
 
+    // A package's breakdown over all days, asked twice (the second from memory), counts the
+    // one stored day; once the follower stores the next, the kept answer is dropped.
+    let breakdown = || async {
+        let r = get(app.addr, "/api/packages/ggplot2/breakdown?by=version", &[]).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        let n: u64 = (v["rows"].as_array().unwrap().iter())
+            .map(|k| k["downloads"].as_u64().unwrap())
+            .sum();
+        (v["days"].as_u64().unwrap(), n)
+    };
+    let (days_before, n_before) = breakdown().await;
+    assert_eq!(breakdown().await, (days_before, n_before));
+    assert_eq!(days_before, 1);
+
     let asked = source.hits("2012-10-10");
     source.set("2012-10-10", Behaviour::Serve);
     let after = until(&app, |_| {}, |v| has(v, "2012-10-10")).await;
     assert_eq!(dates(&after), ["2012-10-09", "2012-10-10"]);
+    let (days_after, n_after) = breakdown().await;
+    assert_eq!(
+        days_after, 2,
+        "the kept breakdown was dropped when the day came"
+    );
+    assert!(n_after > n_before, "{n_after} after vs {n_before} before");
     let at = after["ingested_at"].as_str().unwrap();
     assert!(at.len() == 20 && at.ends_with('Z'), "{at}");
     // The follower goes on to the next day (404 again); the stored one is never fetched again.

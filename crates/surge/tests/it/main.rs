@@ -12,6 +12,7 @@ mod cranwhales_e2e;
 mod data_e2e;
 mod expect;
 mod explain;
+mod explain_shiny;
 mod faults;
 mod health;
 mod live;

@@ -2,13 +2,16 @@
 //! time with nothing else running, the server's compute), then `--users` at once (`loaded/`);
 //! each request or output is ranked by what it costs a session (its time alone × how often a
 //! session asks for it), with its loaded p50/p95 and the share of that p95 spent waiting behind
-//! other sessions. Printed as a table; `explain.json` in the output directory and in `loaded/`
-//! (so `surge report loaded/` shows the ranking as a chart).
+//! other sessions. A Shiny message that names no output (`frozen`, `custom`, …) hands its wait to
+//! the output message after it in the same step, which is named by its outputs with
+//! "(after frozen)" ([`steps`]: the rule). Printed as a table; `explain.json` in the output
+//! directory and in `loaded/` (so `surge report loaded/` shows the ranking as a chart).
 //!
 //! Flags → plan ([`ExplainPlan::from_args`], checked, no I/O beyond reading the recording) →
 //! [`run`] → [`Explained`].
 
 pub mod rank;
+pub mod steps;
 
 use crate::capacity::predict::{replay_sessions, RunError};
 use crate::replay::{ReplayArgs, ReplayError};

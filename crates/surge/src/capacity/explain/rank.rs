@@ -1,8 +1,10 @@
 //! The ranking `surge explain` prints: each request or output of the recording (its lines grouped
 //! by label, so an output recomputed by several inputs is one row), its time alone, its loaded
 //! p50/p95, the share of that p95 spent waiting (everything above its time alone), and its cost
-//! per session (time alone × how often a session asks for it), costliest first.
+//! per session (time alone × how often a session asks for it), costliest first. A Shiny message
+//! naming no output hands its wait to the output message after it ([`steps`](super::steps)).
 
+use super::steps::Steps;
 use crate::recording::Kind;
 use crate::report::{lines::Lines, load::Session};
 use crate::stats::rank;
@@ -18,6 +20,10 @@ pub struct Row {
     pub kind: String,
     /// The recording lines it stands for.
     pub lines: Vec<u32>,
+    /// Lines naming no output (`frozen`, `custom`, …) whose waits these lines took over: their
+    /// time runs from the start of those waits (see `explain::steps`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<u32>,
     /// Times a session asks for it.
     pub per_session: u32,
     /// Its mean time alone (one user), ms.
@@ -32,12 +38,21 @@ pub struct Row {
     pub cost_ms: f64,
 }
 
-/// Mean successful event time per recording line.
-fn times_by_line(sessions: &[Session]) -> BTreeMap<u32, Vec<i64>> {
+/// Successful event times per recording line; an output line that took waits over (`steps`)
+/// counts from the start of the first of them, and the lines it took are left out.
+fn times_by_line(sessions: &[Session], steps: &Steps) -> BTreeMap<u32, Vec<i64>> {
     let mut by: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
     for s in sessions {
-        for e in s.events.iter().filter(|e| !e.failed) {
-            by.entry(e.line).or_default().push(e.end - e.start);
+        let start: BTreeMap<u32, i64> = s.events.iter().map(|e| (e.line, e.start)).collect();
+        for e in s
+            .events
+            .iter()
+            .filter(|e| !e.failed && !steps.taken(e.line))
+        {
+            let from = (steps.after(e.line).iter())
+                .filter_map(|l| start.get(l).copied())
+                .fold(e.start, i64::min);
+            by.entry(e.line).or_default().push(e.end - from);
         }
     }
     by
@@ -46,13 +61,14 @@ fn times_by_line(sessions: &[Session]) -> BTreeMap<u32, Vec<i64>> {
 /// Ranks the recording's request and output lines by cost per session, from the solo and the
 /// loaded sessions (both paired against `rec`). Lines no solo session reached are left out.
 pub fn rank_lines(rec: &Lines, solo: &[Session], loaded: &[Session]) -> Vec<Row> {
-    let (alone, busy) = (times_by_line(solo), times_by_line(loaded));
+    let steps = Steps::of(rec);
+    let (alone, busy) = (times_by_line(solo, &steps), times_by_line(loaded, &steps));
     let mut groups: BTreeMap<(String, &'static str), Vec<u32>> = BTreeMap::new();
     for l in &rec.lines {
         let timed = l.kind.is_http() || l.kind == Kind::WsRecv;
         if timed && alone.contains_key(&l.line) {
             groups
-                .entry((l.label.clone(), l.kind.name()))
+                .entry((steps.label(l), l.kind.name()))
                 .or_default()
                 .push(l.line);
         }
@@ -85,6 +101,11 @@ pub fn rank_lines(rec: &Lines, solo: &[Session], loaded: &[Session]) -> Vec<Row>
                     }
                 }),
                 cost_ms: solo_ms * lines.len() as f64,
+                after: lines
+                    .iter()
+                    .flat_map(|l| steps.after(*l))
+                    .copied()
+                    .collect(),
                 lines,
             }
         })
@@ -107,7 +128,7 @@ pub fn table(rows: &[Row], users: u32) -> String {
         "cost/session"
     );
     for (i, r) in rows.iter().enumerate() {
-        let label: String = format!("{} {}", r.kind, r.label).chars().take(40).collect();
+        let label = cell(&format!("{} {}", r.kind, r.label), 40);
         let share = r
             .waiting_share
             .map_or("–".into(), |s| format!("{:.0}%", s * 100.0));
@@ -123,4 +144,23 @@ pub fn table(rows: &[Row], users: u32) -> String {
         ));
     }
     t
+}
+
+/// `s` cut to `width` characters for the table; a label that says where its wait ended keeps its
+/// "(after …)" and loses the middle.
+fn cell(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let tail = s
+        .rfind(" (after ")
+        .map(|i| &s[i..])
+        .filter(|t| t.ends_with(')') && t.chars().count() < width / 2);
+    match tail {
+        Some(t) => {
+            let head: String = s.chars().take(width - 1 - t.chars().count()).collect();
+            format!("{head}…{t}")
+        }
+        None => s.chars().take(width).collect(),
+    }
 }

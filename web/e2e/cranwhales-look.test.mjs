@@ -2,7 +2,8 @@
 // than presence: every view (the four day tabs, Packages with partly stored weeks, Trends) at
 // 1400 × 1000 and 390 × 844 is checked for
 // - the calendar: the day cells of each week row share one top coordinate, every day target is at
-//   least 24 × 24 px, the year list opens at the year shown, arrows + Enter open a day;
+//   least 24 × 24 px, the year list opens at the year shown, on a whole row (no row cut by its
+//   top edge, the shown year and month inside it), arrows + Enter open a day;
 // - nothing wider than the screen (no element outside the viewport unless a scroll box holds it);
 // - chart texts (legend, axis names, labels, marks) that do not overlap one another;
 // - axe-core: no serious or critical accessibility violation;
@@ -300,6 +301,70 @@ test("calendar: a day three years back in at most 3 clicks, weeks aligned on a p
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();
+  }
+});
+
+/** The sidebar's year list as it opened: its inner edges, the first row it shows (how far the
+ * list's top edge cuts into it) and the rects of the shown year's row and month button. */
+function yearList() {
+  const list = document.querySelector("#calendar .cal-years");
+  const box = list.getBoundingClientRect();
+  const top = box.top + list.clientTop;
+  const bottom = top + list.clientHeight;
+  const rows = [...list.querySelectorAll(".cal-year")].map((r) => ({ year: r.dataset.year, rect: r.getBoundingClientRect().toJSON() }));
+  const first = rows.find((r) => r.rect.bottom > top + 0.5);
+  const current = list.querySelector(".cal-mon.current");
+  return {
+    top,
+    bottom,
+    scrollTop: list.scrollTop,
+    scrolls: list.scrollHeight > list.clientHeight,
+    atEnd: list.scrollTop >= list.scrollHeight - list.clientHeight - 0.5,
+    first: first.year,
+    cut: top - first.rect.top,
+    rowTops: rows.map((r) => r.rect.top - top + list.scrollTop),
+    year: current?.closest(".cal-year").dataset.year,
+    row: current?.closest(".cal-year").getBoundingClientRect().toJSON(),
+    month: current?.getBoundingClientRect().toJSON(),
+  };
+}
+
+test("calendar: the year list opens on a whole row, the shown year and month inside it", async () => {
+  const cal = await getJson(base, "/api/calendar");
+  const stored = cal.days.map((d) => d.date);
+  // The newest stored day (the page's default), a middle one and the oldest (the list's last
+  // rows: scrolled to its end), on a desk, a shorter desk and a phone (the sidebar opened).
+  const cases = [null, stored[Math.floor(stored.length / 2)], stored[0]];
+  for (const size of [...SIZES, { name: "desk-900", width: 1400, height: 900 }]) {
+    for (const day of cases) {
+      const page = await open(size);
+      try {
+        await page.goto(`${base}/${day ? `?date=${day}&tab=traffic` : ""}`);
+        await page.waitForFunction(() => document.body.dataset.view === "ready");
+        if (size.width < 700) {
+          await page.click("#menu");
+          await page.waitForFunction(() => document.querySelector("#sidebar").getBoundingClientRect().left >= 0);
+        }
+        const g = await page.evaluate(yearList);
+        const what = `${size.width}×${size.height}, ${day ?? "newest"}: ${JSON.stringify(g)}`;
+        const year = (day ?? stored[stored.length - 1]).slice(0, 4);
+        assert.ok(g.scrolls, `the list scrolls: ${what}`);
+        assert.equal(g.year, year, `the shown month is marked: ${what}`);
+        // No row half cut by the list's top edge: it is scrolled to a row's top.
+        assert.ok(g.cut <= 0.5, `first row ${g.first} cut by ${g.cut} px: ${what}`);
+        assert.ok(g.rowTops.some((t) => Math.abs(t - g.scrollTop) <= 0.5), `scrollTop ${g.scrollTop} on no row's top: ${what}`);
+        // The shown year's row and its month button are whole inside the list.
+        for (const [name, r] of [["year row", g.row], ["month", g.month]]) {
+          assert.ok(r.top >= g.top - 0.5 && r.bottom <= g.bottom + 0.5, `${name} [${r.top}, ${r.bottom}] outside the list [${g.top}, ${g.bottom}]: ${what}`);
+        }
+        // The shown year is the first row, unless the list could scroll no further.
+        if (!g.atEnd) assert.equal(g.first, year, `opens at the shown year: ${what}`);
+        await page.locator("#calendar").screenshot({ path: join(root, `artifacts/cranwhales/look-years-${size.width}x${size.height}-${day ?? "newest"}.png`) });
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+      }
+    }
   }
 });
 

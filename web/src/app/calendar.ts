@@ -83,15 +83,24 @@ export class Calendar {
     this.scrollToYear();
   }
 
-  /** Scrolls the year list so the shown day's year is its first row (once per year). */
+  /** Scrolls the year list so the shown day's year is its first row (once per year); a year
+   * among the last rows, where the list cannot scroll that far, is shown by scrolling to its end,
+   * on a row's top too: no row is cut by the list's top edge. */
   private scrollToYear() {
     const year = this.current.slice(0, 4);
     const list = this.root.querySelector<HTMLElement>(".cal-years");
     const row = this.root.querySelector<HTMLElement>(`.cal-year[data-year="${year}"]`);
     if (!list || !row || year === this.scrolledTo || list.clientHeight === 0) return;
     this.scrolledTo = year;
-    // .cal-years is positioned: a row's offsetTop is measured from the list's top.
-    list.scrollTop = row.offsetTop;
+    // .cal-years is positioned: a row's offsetTop is measured from the list's top. Its height is
+    // whole rows (style.css), so its end is a row's top; should it not be (a browser without CSS
+    // round()), the last row top it can reach keeps the top row whole.
+    const end = list.scrollHeight - list.clientHeight;
+    let top = 0;
+    for (const r of list.querySelectorAll<HTMLElement>(".cal-year")) {
+      if (r.offsetTop <= Math.min(row.offsetTop, end)) top = r.offsetTop;
+    }
+    list.scrollTop = top;
   }
 
   /** Shade of a day's downloads among all stored days (log scale). */

@@ -2,11 +2,14 @@
 //! packed months (every month before the newest stored day's), and a package over the stored
 //! days reads the same from the packed months as from its `packages` rows, for every package
 //! and whale count; a day stored into, replaced in or removed from a packed month makes the
-//! month read from `packages` again (the same answers), until `pack_months` packs it anew.
+//! month read from `packages` again (the same answers), until `pack_months` packs it anew; a
+//! month whose last day the server or `ingest --follow` stores is packed at once.
 
 use crate::engine_support;
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use cranwhales::day::Threads;
 use cranwhales::progress::Silent;
@@ -217,4 +220,139 @@ async fn a_month_the_server_completes_is_packed() {
         "February not packed: {rows:?}"
     );
     app.stop().await;
+}
+
+/// `ingest --follow` (a box without cron) packs the month that the day it stores completes, as
+/// the server does: February 2015's first 27 days (slices of a real day, each a different one,
+/// re-dated) stored by `cranwhales ingest` leave it unpacked; the follower downloads the 28th
+/// from a source on loopback, and then February has one packed row per package of the month,
+/// and each package's days read through them equal a recount of the 28 day files.
+#[test]
+fn a_month_ingest_follow_completes_is_packed() {
+    use crate::server_support::Source;
+    use engine_support::Reference;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (db, days) = (dir.path().join("cw.db"), dir.path().join("days"));
+    std::fs::create_dir_all(&days).unwrap();
+    let text = engine_support::gunzip(&day_file("2015-01-08"));
+    let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+    let files: Vec<PathBuf> = (1..=28usize)
+        .map(|d| {
+            let date = format!("2015-02-{d:02}");
+            let mut day = lines[0].to_vec();
+            for row in &lines[1 + 37 * d..1 + 37 * d + 150 + 7 * d] {
+                let row = String::from_utf8_lossy(row);
+                day.extend_from_slice(
+                    row.replacen("\"2015-01-08\"", &format!("\"{date}\""), 1)
+                        .as_bytes(),
+                );
+            }
+            let file = days.join(format!("{date}.csv.gz"));
+            engine_support::gzip_to(&file, &day);
+            file
+        })
+        .collect();
+    let february = month("2015-02");
+    let ingest = std::iter::once(OsStr::new("ingest"));
+    engine_support::cli_ok(&db, ingest.chain(files[..27].iter().map(|f| f.as_os_str())));
+    assert!(
+        !packed(&db).iter().any(|(m, _)| *m == february),
+        "packed before its last day: {:?}",
+        packed(&db)
+    );
+
+    // The source publishes every day of the month (the follower asks only for the 28th) and
+    // nothing of March (404: not published yet, the follower waits).
+    let source = Source::start_in(days.clone());
+    let log = dir.path().join("follow.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args([
+            "ingest",
+            "--follow",
+            "--follow-every",
+            "20ms",
+            "--source-url",
+        ])
+        .arg(&source.url)
+        .arg("--db")
+        .arg(&db)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The line is printed once the day is stored and its month packed.
+    let line = rx.recv_timeout(Duration::from_secs(60));
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        // Paces the look at another process's exit (no event to wait on here).
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let line = line.unwrap_or_else(|e| panic!("no day stored ({e}): {stderr}"));
+    assert!(line.starts_with("follow: 2015-02-28: stored, "), "{line:?}");
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert_eq!(source.hits("2015-02-28"), 1, "downloaded once");
+
+    // The recount: each day file counted by the reference (split on commas, std maps).
+    let mut want: BTreeMap<String, Vec<(String, u64, u64)>> = BTreeMap::new();
+    for (i, file) in files.iter().enumerate() {
+        let r = Reference::of_file(file);
+        for (package, &downloads) in &r.packages {
+            let downloaders = r.ips.values().filter(|ip| ip.packages.contains(package));
+            let day = (
+                format!("2015-02-{:02}", i + 1),
+                downloads,
+                downloaders.count() as u64,
+            );
+            want.entry(package.clone()).or_default().push(day);
+        }
+    }
+    let rows = packed(&db);
+    let feb = rows.iter().find(|(m, _)| *m == february);
+    assert_eq!(
+        feb.map(|r| r.1),
+        Some(want.len() as i64),
+        "February's packed rows, one per package of the month: {rows:?}"
+    );
+    // Read through the packed month (valid, so the reader takes its rows).
+    let store = Store::open(&db).unwrap();
+    for (package, days) in &want {
+        let got: Vec<(String, u64, u64)> =
+            (store.package_days(package, "2015-02-01", "2015-02-28", 0))
+                .unwrap()
+                .into_iter()
+                .filter(|d| d.counts.downloads > 0)
+                .map(|d| (d.date, d.counts.downloads, d.downloaders.unwrap_or(0)))
+                .collect();
+        assert_eq!(&got, days, "{package}");
+    }
+    assert!(want.len() > 100, "{} packages", want.len());
 }

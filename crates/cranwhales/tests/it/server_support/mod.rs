@@ -418,7 +418,7 @@ struct Gates {
 }
 
 /// A real HTTP server on loopback in the `{base}/{YYYY}/{date}.csv.gz` layout, serving
-/// ../shared/data/cranlogs, counting requests per path.
+/// ../shared/data/cranlogs (or another directory of day files), counting requests per path.
 pub struct Source {
     pub url: String,
     pub hits: Arc<Mutex<HashMap<String, u32>>>,
@@ -429,6 +429,11 @@ pub struct Source {
 
 impl Source {
     pub fn start() -> Source {
+        Source::start_in(cranlogs())
+    }
+
+    /// A source publishing the `{date}.csv.gz` files of `dir` (days made for a test).
+    pub fn start_in(dir: PathBuf) -> Source {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let hits = Arc::new(Mutex::new(HashMap::new()));
@@ -443,8 +448,8 @@ impl Source {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (h, b, g) = (h.clone(), b.clone(), g.clone());
-                std::thread::spawn(move || serve_one(conn, &h, &b, &g));
+                let (h, b, g, dir) = (h.clone(), b.clone(), g.clone(), dir.clone());
+                std::thread::spawn(move || serve_one(conn, &dir, &h, &b, &g));
             }
         });
         Source {
@@ -518,6 +523,7 @@ impl Drop for Source {
 
 fn serve_one(
     mut conn: TcpStream,
+    dir: &Path,
     hits: &Mutex<HashMap<String, u32>>,
     behaviour: &Mutex<HashMap<String, Behaviour>>,
     gates: &(Mutex<Gates>, Condvar),
@@ -540,7 +546,7 @@ fn serve_one(
         .trim_end_matches(".csv.gz")
         .to_owned();
     *hits.lock().unwrap().entry(date.clone()).or_insert(0) += 1;
-    let file = cranlogs().join(format!("{date}.csv.gz"));
+    let file = dir.join(format!("{date}.csv.gz"));
     let year_ok = path.split('/').nth(1) == date.get(..4);
     let Ok(data) =
         std::fs::read(&file)

@@ -427,10 +427,24 @@ fn r_preload_command(kind: &str, path: &Path) -> Vec<String> {
         "-e".into(),
         format!(
             "{}\nmanifold_preload('{kind}', {})",
-            include_str!("worker/preload.R"),
+            r_code_only(include_str!("worker/preload.R")),
             r_string(path)
         ),
     ]
+}
+
+/// R source without its comment-only and blank lines: Rscript refuses an `-e` expression longer
+/// than 10,000 bytes once it has encoded it (a space as `~+~`, a newline as `~n~`), and
+/// preload.R's comments alone would pass that.
+fn r_code_only(source: &str) -> String {
+    source
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !t.is_empty() && !t.starts_with('#')
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `Rscript` line that serves a plumber file on `$PORT` (loopback only).

@@ -211,6 +211,12 @@ fn preload_is_a_switch_that_turns_a_preset_into_its_parent() {
     assert!(c.command[2].contains("manifold_preload('plumber', 'api.R')"));
     let c = parse(&["shiny", "app", "--preload"]).unwrap();
     assert!(c.command[2].contains("manifold_preload('shiny', 'app')"));
+    // Rscript truncates an `-e` longer than 10,000 bytes as it encodes it (the parent then fails
+    // to parse): preload.R's comments are left out of the command.
+    let e = &c.command[2];
+    let encoded = e.len() + 2 * e.matches([' ', '\n']).count();
+    assert!(encoded < 10_000, "Rscript -e would be {encoded} bytes");
+    assert!(!e.lines().any(|l| l.trim_start().starts_with('#')), "{e}");
     assert_eq!(c.sticky, Sticky::Cookie, "the preset's settings hold");
     let c = parse(&["--preload=false", "plumber", "api.R"]).unwrap();
     assert!(!c.preload);

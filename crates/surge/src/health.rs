@@ -178,3 +178,54 @@ mod tests {
         assert!(busy.warning().unwrap().contains("saturated"));
     }
 }
+
+/// Files a run keeps for itself beyond its users' connections (stdio, the run directory's
+/// files, a session's CSV while it is written, the dashboard, the manifold poller).
+const FD_RESERVE: u64 = 64;
+
+/// Raises this process's open-file limit to its hard limit (a soft limit of 1,024 is common and
+/// each user holds a connection), and returns the one warning line when `users` connections and
+/// [`FD_RESERVE`] still exceed it: past it connections fail with "Too many open files", which
+/// is the generator's limit, not the app's.
+pub fn open_files_for(users: u64) -> Option<String> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write or read only the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    let allowed = lim.rlim_cur as u64;
+    (users + FD_RESERVE > allowed).then(|| {
+        format!(
+            "surge replay: warning: {users} users need {users} connections and ~{FD_RESERVE} more \
+             open files, but this process may open {allowed} (ulimit -n): connections past it fail \
+             as connect_error (\"Too many open files\"); raise the hard limit or split the users \
+             over processes (surge merge)"
+        )
+    })
+}
+
+#[cfg(test)]
+mod fd_tests {
+    use super::*;
+
+    #[test]
+    fn more_users_than_files_warn_and_few_do_not() {
+        assert!(open_files_for(1).is_none());
+        let line = open_files_for(u64::MAX / 2).expect("warns");
+        assert!(line.contains("ulimit -n") && !line.contains('\n'), "{line}");
+    }
+}

@@ -152,6 +152,10 @@ pub async fn run(
         plan.shape.end(),
         plan.url
     );
+    // Each user of this process holds a connection at a time.
+    if let Some(line) = crate::health::open_files_for(plan.users.len() as u64) {
+        eprintln!("{line}");
+    }
     let start = Start::at(plan.start_at);
     if let Some(line) = start.late_line("users whose start time has passed") {
         eprintln!("{line}");

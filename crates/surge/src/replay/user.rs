@@ -187,7 +187,7 @@ async fn run_session(
             log.failure = Some(failure);
         }
     }
-    let write = log.write(&sh.plan.out_dir, &sh.plan.comment_lines);
+    let write = write_session(&log, sh).await;
     if let Err(e) = &write {
         let path = sh.plan.out_dir.join("sessions").join(log.file_name());
         let mut first = sh.write_error.lock().expect("write error lock");
@@ -218,4 +218,21 @@ async fn run_session(
             .push(log);
     }
     ok
+}
+
+/// Writes a session's CSV; at "too many open files" (every user's connection open at once, at
+/// the process's limit) waits for other sessions to close theirs and tries again, for up to ~3 s,
+/// rather than stopping the run: that error passes, a full disk does not.
+async fn write_session(log: &SessionLog, sh: &Shared) -> std::io::Result<()> {
+    let mut wait = std::time::Duration::from_millis(25);
+    for _ in 0..7 {
+        match log.write(&sh.plan.out_dir, &sh.plan.comment_lines) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            done => return done,
+        }
+    }
+    log.write(&sh.plan.out_dir, &sh.plan.comment_lines)
 }

@@ -113,3 +113,44 @@ fn a_pinned_overloaded_generator_says_so_and_a_calm_one_does_not() {
     report_in_process(&[calm.to_str().unwrap(), "-o", page.to_str().unwrap()]).unwrap();
     assert!(!std::fs::read_to_string(&page).unwrap().contains(BANNER));
 }
+
+/// 300 users in a process that may open 256 files (`ulimit -n 256`, hard: surge cannot raise
+/// it): one warning line names the limit before the run; connections past it fail as
+/// `connect_error`, and a session whose CSV meets "too many open files" is written once others
+/// close theirs instead of stopping the run: every session is written, the run ends normally.
+#[test]
+fn users_past_the_open_file_limit_warn_and_every_session_is_written() {
+    let port = start_http(|_| Some("200 OK"));
+    let dir = fresh_dir("open-files");
+    let rec = recording(&dir, port);
+    let run = dir.join("run");
+    let script = format!(
+        "ulimit -n 256 && exec \"$0\" replay {} --target http://127.0.0.1:{port} --users 300 \
+         --start-interval 0s --think-time none --loaded-duration 2s --output-dir {}",
+        rec.display(),
+        run.display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .arg(surge().get_program())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("ulimit -n")).collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(
+        warned[0].contains("300 users") && warned[0].contains("may open 256"),
+        "{err}"
+    );
+    assert!(!err.contains("stopping the run"), "{err}");
+    let s = summary(&run);
+    let sessions = &s["sessions"];
+    assert_eq!(sessions["unwritten"], 0, "{s}");
+    let files = std::fs::read_dir(run.join("sessions")).unwrap().count() as u64;
+    assert_eq!(files, sessions["started"].as_u64().unwrap(), "{s}");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?} {err}",
+        out.status
+    );
+}

@@ -207,7 +207,7 @@ pub fn open_files_for(users: u64) -> Option<String> {
             }
         }
     }
-    let allowed = lim.rlim_cur as u64;
+    let allowed = lim.rlim_cur;
     (users + FD_RESERVE > allowed).then(|| {
         format!(
             "surge replay: warning: {users} users need {users} connections and ~{FD_RESERVE} more \

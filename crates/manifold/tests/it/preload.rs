@@ -93,6 +93,22 @@ fn forks_serve_with_their_own_pid_and_seed() {
     assert_eq!(draws.len(), 2, "two forks drew the same number: {draws:?}");
 }
 
+/// The parent and its forks run with glibc's mmap threshold fixed at 128 KiB (large blocks
+/// mapped afresh, not served from the parent's freed heap), read from /proc/PID/environ.
+#[test]
+fn the_parent_and_its_forks_keep_mallocs_mmap_threshold() {
+    let (_m, all) = start_preloaded(&[]);
+    for pid in all {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        assert!(
+            vars.contains(&&b"MALLOC_MMAP_THRESHOLD_=131072"[..]),
+            "pid {pid}: {}",
+            String::from_utf8_lossy(&env).replace('\0', " ")
+        );
+    }
+}
+
 /// A fork killed from outside is replaced by a new fork of the same parent.
 #[test]
 fn a_killed_fork_is_replaced_by_a_new_fork() {

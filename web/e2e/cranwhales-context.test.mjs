@@ -185,16 +185,19 @@ test("badge: the package page shows it and its Markdown; its screenshot has the 
   assert.deepEqual(page.errors, []);
 });
 
-/** What a chart with a time axis draws outside where a user can see it: each data point (line
- * symbol or bar, to pixels with `convertToPixel`) that is not wholly inside the grid (its symbol
- * radius or half its bar to spare), each point whose symbol is not drawn, and each release label
- * (markLine) whose turned box is not wholly inside the chart's canvas. Runs in the page. */
-function clipped(id) {
+/** What a chart with a time axis (bins of `binDays`) draws outside where a user can see it: each
+ * data point (line symbol or bar, to pixels with `convertToPixel`) that is not wholly inside the
+ * grid (its symbol radius or half its bar to spare), each point whose symbol is not drawn, each
+ * release label (markLine) whose turned box is not wholly inside the chart's canvas; and ends
+ * padded far more than the marks need (over 24 px and a bin: the data squeezed to the middle).
+ * Runs in the page. */
+function clipped([id, binDays]) {
   const c = window.cranwhales.charts.get(id);
   const out = [];
   const grid = c.getModel().getComponent("grid", 0).coordinateSystem.getRect();
   const [gx0, gx1, gy0, gy1] = [grid.x, grid.x + grid.width, grid.y, grid.y + grid.height];
   const series = c.getOption().series;
+  let [first, last] = [Infinity, -Infinity];
   series.forEach((s, i) => {
     const data = c.getModel().getSeriesByIndex(i).getData();
     for (let k = 0; k < data.count(); k++) {
@@ -211,10 +214,15 @@ function clipped(id) {
         const el = data.getItemGraphicEl(k);
         if (!el || el.ignore || el.invisible) out.push(`${id} ${s.name} ${v[0]}: no symbol drawn`);
       }
+      first = Math.min(first, x - half);
+      last = Math.max(last, x + half);
       if (x - half < gx0 - 0.5 || x + half > gx1 + 0.5) out.push(`${id} ${s.name} ${v[0]}: x ${x.toFixed(1)} ± ${half} outside the grid [${gx0}, ${gx1}]`);
       if (y < gy0 - 0.5 || y > gy1 + 0.5) out.push(`${id} ${s.name} ${v[0]}: y ${y.toFixed(1)} outside the grid [${gy0}, ${gy1}]`);
     }
   });
+  const t0 = Date.parse("2015-01-01");
+  const bin = c.convertToPixel({ xAxisIndex: 0 }, t0 + binDays * 86_400_000) - c.convertToPixel({ xAxisIndex: 0 }, t0);
+  if (first - gx0 > 24 + bin || gx1 - last > 24 + bin) out.push(`${id}: ends padded ${(first - gx0).toFixed(0)} and ${(gx1 - last).toFixed(0)} px (a bin is ${bin.toFixed(1)} px)`);
   // Release labels: every label the option shows is drawn, its box inside the canvas.
   const labels = series.flatMap((s) => (s.markLine?.data ?? []).filter((d) => d.label?.show !== false).map((d) => String(d.label?.formatter ?? d.name)));
   const drawn = new Map();
@@ -240,10 +248,11 @@ function clipped(id) {
 
 test("time axes: the first and last days' points, bars and release labels are wholly inside the chart, desk and phone", async () => {
   const views = [
-    { q: "tab=packages&package=ggplot2&whales=6", ids: ["chart-package", "chart-versions"], who: true, labels: true },
-    { q: "tab=packages&package=ggplot2&whales=6&bin=week", ids: ["chart-package", "chart-versions"], who: true },
-    { q: "tab=packages&package=ggplot2%2CDBI%2Cmemoise&whales=6", ids: ["chart-package"] },
-    { q: "tab=trends", ids: ["chart-trends-traffic", "chart-trends-share", "chart-trends-behaviours"] },
+    // Each chart and its bin in days (the versions chart is per week over a range this long).
+    { q: "tab=packages&package=ggplot2&whales=6", ids: [["chart-package", 1], ["chart-versions", 7]], who: true, labels: true },
+    { q: "tab=packages&package=ggplot2&whales=6&bin=week", ids: [["chart-package", 7], ["chart-versions", 7]], who: true },
+    { q: "tab=packages&package=ggplot2%2CDBI%2Cmemoise&whales=6", ids: [["chart-package", 1]] },
+    { q: "tab=trends", ids: [["chart-trends-traffic", 1], ["chart-trends-share", 1], ["chart-trends-behaviours", 1]] },
   ];
   const found = [];
   try {
@@ -254,13 +263,13 @@ test("time axes: the first and last days' points, bars and release labels are wh
         await page.waitForFunction(
           ({ ids, who }) =>
             (!who || document.body.dataset.who === "ready") &&
-            ids.every((id) => window.cranwhales.charts.get(id)?.getOption()?.series?.length),
+            ids.every(([id]) => window.cranwhales.charts.get(id)?.getOption()?.series?.length),
           v,
           { timeout: 20_000 },
         );
         await settle();
-        for (const id of v.ids) {
-          const r = await page.evaluate(clipped, id);
+        for (const [id, binDays] of v.ids) {
+          const r = await page.evaluate(clipped, [id, binDays]);
           assert.ok(r.points >= 5, `${id}: ${r.points} points`);
           if (v.labels && id === "chart-package") assert.ok(r.labels >= 2, `${v.q}: ${r.labels} release labels`);
           found.push(...r.out.map((o) => `${width} px ${v.q}: ${o}`));

@@ -27,7 +27,7 @@ export function points(dates: string[], values: (number | null)[], bin: Bin = "d
 const HALF_BIN_DAYS: Record<Bin, number> = { day: 0.5, week: 3.5, month: 15.5, year: 183 };
 /** Pixels kept free at each end of the plot: the widest mark drawn at a point (a 16 px bar, a
  * 9 px hollow circle with its stroke) and a little air. */
-const EDGE_PX = 10;
+const EDGE_PX = 12;
 
 /** The time axis' extent over the points `lo`..`hi` (ms): padded by half a bin on each side, or
  * more when the span is long, so that at `plotWidth` px the ends keep at least EDGE_PX free (on
@@ -52,6 +52,10 @@ export function timeAxis(bin: Bin, plotWidth: number, include: string[] = []) {
     type: "time",
     min: (e: { min: number; max: number }) => ends(e)?.[0] ?? null,
     max: (e: { min: number; max: number }) => ends(e)?.[1] ?? null,
+    // ECharts would widen the axis again for bars by half the smallest gap between two bars
+    // (a year and more for weeks stored years apart, pushing the bars to the middle); the
+    // padding above already leaves room for the widest bar.
+    containShape: false,
     axisLabel: { color: "#555", fontSize: 11, hideOverlap: true },
     splitLine: { show: false },
   };

@@ -113,6 +113,7 @@ test("time axis: a gap of two years is as wide as it is long, the line breaks th
   assert.ok(m.c - m.b > 500, `the gap is drawn wide: ${m.c - m.b} px`);
   const i = m.line.findIndex((p) => p[0] === "2012-10-17");
   assert.equal(m.line[i + 1][1], null, "the line breaks after 2012-10-17");
+  await settle();
   await shot("2-trends-time-axis");
 });
 

@@ -36,6 +36,9 @@ after(() => stop(browser, server, work));
 const api = (path) => getJson(base, path);
 const shot = (name) => screenshot(page, `context-${name}`);
 const ready = () => page.waitForFunction(() => document.body.dataset.view === "ready");
+// ECharts draws a chart in over 300 ms (lines revealed left to right); shots and measures are of the
+// settled chart. (A delay on purpose: no event says the entry animation ended.)
+const settle = () => page.waitForTimeout(400);
 
 test("first view: its JS is at most 100 KB gzipped (Chromium transfer sizes), ECharts not among it", async () => {
   await page.goto(`${base}/`);
@@ -110,6 +113,7 @@ test("time axis: a gap of two years is as wide as it is long, the line breaks th
   assert.ok(m.c - m.b > 500, `the gap is drawn wide: ${m.c - m.b} px`);
   const i = m.line.findIndex((p) => p[0] === "2012-10-17");
   assert.equal(m.line[i + 1][1], null, "the line breaks after 2012-10-17");
+  await settle();
   await shot("2-trends-time-axis");
 });
 
@@ -137,6 +141,7 @@ test("three packages in one chart, each with its rank as the API says; distribut
   const marks = await page.evaluate(() => window.cranwhales.charts.get("chart-distribution").getOption().series[0].markLine.data.map((d) => d.name));
   assert.deepEqual(marks, PACKAGES);
   assert.match(page.url(), /package=ggplot2%2CDBI%2Cmemoise/);
+  await settle();
   await page.locator("#chart-package").screenshot({ path: join(root, "artifacts/cranwhales/context-3-packages.png") });
   await shot("3-three-packages");
   // Weekly bins of the same: the URL and the chart follow.
@@ -176,7 +181,107 @@ test("badge: the package page shows it and its Markdown; its screenshot has the 
   assert.ok(near(colours.right, [0x44, 0xcc, 0x11]), `value green: ${colours.right}`);
   // 3 of the 30 days before the newest stored day are stored: the badge says so.
   assert.match(svg, /aria-label="downloads: [\d.]+k?\/month, incomplete: 3 of 30 days"/);
+  await settle();
   await shot("4-badge");
+  assert.deepEqual(page.errors, []);
+});
+
+/** What a chart with a time axis (bins of `binDays`) draws outside where a user can see it: each
+ * data point (line symbol or bar, to pixels with `convertToPixel`) that is not wholly inside the
+ * grid (its symbol radius or half its bar to spare), each point whose symbol is not drawn, each
+ * release label (markLine) whose turned box is not wholly inside the chart's canvas; and ends
+ * padded far more than the marks need (over 24 px and a bin: the data squeezed to the middle).
+ * Runs in the page. */
+function clipped([id, binDays]) {
+  const c = window.cranwhales.charts.get(id);
+  const out = [];
+  const grid = c.getModel().getComponent("grid", 0).coordinateSystem.getRect();
+  const [gx0, gx1, gy0, gy1] = [grid.x, grid.x + grid.width, grid.y, grid.y + grid.height];
+  const series = c.getOption().series;
+  let [first, last] = [Infinity, -Infinity];
+  series.forEach((s, i) => {
+    const data = c.getModel().getSeriesByIndex(i).getData();
+    for (let k = 0; k < data.count(); k++) {
+      const raw = s.data[k];
+      const v = Array.isArray(raw) ? raw : raw?.value;
+      if (!v || v[1] === null || v[1] === undefined) continue;
+      const [x, y] = c.convertToPixel({ seriesIndex: i }, v);
+      let half = 0;
+      if (s.type === "bar") {
+        half = data.getItemLayout(k).width / 2;
+      } else {
+        const size = data.getItemVisual(k, "symbolSize");
+        half = (Array.isArray(size) ? size[0] : size) / 2;
+        const el = data.getItemGraphicEl(k);
+        if (!el || el.ignore || el.invisible) out.push(`${id} ${s.name} ${v[0]}: no symbol drawn`);
+      }
+      first = Math.min(first, x - half);
+      last = Math.max(last, x + half);
+      if (x - half < gx0 - 0.5 || x + half > gx1 + 0.5) out.push(`${id} ${s.name} ${v[0]}: x ${x.toFixed(1)} ± ${half} outside the grid [${gx0}, ${gx1}]`);
+      if (y < gy0 - 0.5 || y > gy1 + 0.5) out.push(`${id} ${s.name} ${v[0]}: y ${y.toFixed(1)} outside the grid [${gy0}, ${gy1}]`);
+    }
+  });
+  const t0 = Date.parse("2015-01-01");
+  const bin = c.convertToPixel({ xAxisIndex: 0 }, t0 + binDays * 86_400_000) - c.convertToPixel({ xAxisIndex: 0 }, t0);
+  if (first - gx0 > 24 + bin || gx1 - last > 24 + bin) out.push(`${id}: ends padded ${(first - gx0).toFixed(0)} and ${(gx1 - last).toFixed(0)} px (a bin is ${bin.toFixed(1)} px)`);
+  // Release labels: every label the option shows is drawn, its box inside the canvas.
+  const labels = series.flatMap((s) => (s.markLine?.data ?? []).filter((d) => d.label?.show !== false).map((d) => String(d.label?.formatter ?? d.name)));
+  const drawn = new Map();
+  for (const el of c.getZr().storage.getDisplayList(true)) {
+    if ((el.type !== "text" && el.type !== "tspan") || el.ignore || el.invisible || !labels.includes(String(el.style?.text))) continue;
+    const b = el.getBoundingRect();
+    const m = el.transform ?? [1, 0, 0, 1, 0, 0];
+    const xs = [], ys = [];
+    for (const [px, py] of [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height], [b.x + b.width, b.y + b.height]]) {
+      xs.push(m[0] * px + m[2] * py + m[4]);
+      ys.push(m[1] * px + m[3] * py + m[5]);
+    }
+    drawn.set(String(el.style.text), [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)]);
+  }
+  for (const l of labels) {
+    const box = drawn.get(l);
+    if (!box) out.push(`${id} release label ${l}: not drawn`);
+    else if (box[0] < 0 || box[1] < 0 || box[2] > c.getWidth() || box[3] > c.getHeight())
+      out.push(`${id} release label ${l}: box [${box.map((n) => n.toFixed(1))}] outside the canvas ${c.getWidth()} × ${c.getHeight()}`);
+  }
+  return { out, points: series.reduce((a, s) => a + s.data.length, 0), labels: labels.length };
+}
+
+test("time axes: the first and last days' points, bars and release labels are wholly inside the chart, desk and phone", async () => {
+  const views = [
+    // Each chart and its bin in days (the versions chart is per week over a range this long).
+    { q: "tab=packages&package=ggplot2&whales=6", ids: [["chart-package", 1], ["chart-versions", 7]], who: true, labels: true },
+    { q: "tab=packages&package=ggplot2&whales=6&bin=week", ids: [["chart-package", 7], ["chart-versions", 7]], who: true },
+    { q: "tab=packages&package=ggplot2%2CDBI%2Cmemoise&whales=6", ids: [["chart-package", 1]] },
+    { q: "tab=trends", ids: [["chart-trends-traffic", 1], ["chart-trends-share", 1], ["chart-trends-behaviours", 1]] },
+  ];
+  const found = [];
+  try {
+    for (const width of [1400, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const v of views) {
+        await page.goto(`${base}/?date=${LATEST}&${v.q}`);
+        await page.waitForFunction(
+          ({ ids, who }) =>
+            (!who || document.body.dataset.who === "ready") &&
+            ids.every(([id]) => window.cranwhales.charts.get(id)?.getOption()?.series?.length),
+          v,
+          { timeout: 20_000 },
+        );
+        await settle();
+        for (const [id, binDays] of v.ids) {
+          const r = await page.evaluate(clipped, [id, binDays]);
+          assert.ok(r.points >= 5, `${id}: ${r.points} points`);
+          if (v.labels && id === "chart-package") assert.ok(r.labels >= 2, `${v.q}: ${r.labels} release labels`);
+          found.push(...r.out.map((o) => `${width} px ${v.q}: ${o}`));
+        }
+        if (width === 1400 && v.labels) await shot("edges-package");
+      }
+    }
+  } finally {
+    await page.setViewportSize({ width: 1400, height: 900 });
+  }
+  assert.deepEqual(found, []);
   assert.deepEqual(page.errors, []);
 });
 

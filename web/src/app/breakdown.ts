@@ -76,6 +76,10 @@ export function keysOption(b: Breakdown, width: number) {
   };
 }
 
+/** The over-time chart's margins: the y axis' labels, the right end. */
+const GRID_LEFT = 70;
+const GRID_RIGHT = 24;
+
 /** The top keys (and "other") per bin, stacked; a bin with missing days drawn faint, its tooltip
  * saying how many of its days are stored; averages per stored day when asked. */
 export function overTimeOption(b: Breakdown, width: number, avg: boolean) {
@@ -109,7 +113,7 @@ export function overTimeOption(b: Breakdown, width: number, avg: boolean) {
     animationDuration: 300,
     title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "break", lineHeight: 18 } },
     legend,
-    grid: { left: 70, right: 24, top: gridTop, bottom: 64 },
+    grid: { left: GRID_LEFT, right: GRID_RIGHT, top: gridTop, bottom: 64 },
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
@@ -120,7 +124,7 @@ export function overTimeOption(b: Breakdown, width: number, avg: boolean) {
         return [head, ...ps.filter((p) => p.value[1] > 0).map((p) => `${p.marker}${esc(p.seriesName)}: <b>${int(p.value[1])}</b>`)].join("<br>");
       },
     },
-    xAxis: timeAxis(),
+    xAxis: timeAxis(b.step ?? "day", width - GRID_LEFT - GRID_RIGHT),
     yAxis: { type: "value", axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) } },
     dataZoom: dataZoom(),
     series,

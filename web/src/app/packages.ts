@@ -9,7 +9,7 @@ import { BYS, WhoSection } from "./breakdown";
 import type { By } from "./breakdown";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
 import { esc, int, pct } from "./format";
-import { clickedDate, dataZoom, points, timeAxis, wrappedLegend } from "./timeaxis";
+import { clickedDate, dataZoom, paddedExtent, points, timeAxis, wrappedLegend } from "./timeaxis";
 
 /** The part of the app state (and URL) this tab owns; `package` is `a,b,c`. */
 export interface PackageState {
@@ -411,15 +411,21 @@ function tooltip(reports: PackageReport[], releases: Release[] = []) {
   };
 }
 
+/** The releases marked: first downloaded inside the range (not already there on its first day). */
+function releasesSeen(r: PackageReport, releases: Release[]): Release[] {
+  return releases.filter((v) => v.after && v.first_day >= r.from && v.first_day <= r.to);
+}
+
 /** Dotted vertical lines at each release inside the stored days (versions already there on the
  * package's first stored day are not releases seen), labelled with the version where the label
  * has room (at least 18 px from the last one labelled). */
 function releaseMarks(r: PackageReport, releases: Release[], width: number) {
-  const seen = releases.filter((v) => v.after && v.first_day >= r.from && v.first_day <= r.to);
+  const seen = releasesSeen(r, releases);
   if (!seen.length || !r.days.length) return undefined;
-  const lo = Date.parse(r.days[0].date);
-  const hi = Math.max(lo + DAY_MS, Date.parse(r.days[r.days.length - 1].date));
-  const px = (d: string) => ((Date.parse(d) - lo) / (hi - lo)) * (width - 102);
+  // Where the time axis puts each date (the same padded ends), to space the labels.
+  const dates = [...r.days.map((d) => Date.parse(d.date)), ...seen.map((v) => Date.parse(v.first_day))];
+  const [lo, hi] = paddedExtent(Math.min(...dates), Math.max(...dates), r.bin, plotWidth(width));
+  const px = (d: string) => ((Date.parse(d) - lo) / (hi - lo)) * plotWidth(width);
   let last = -Infinity;
   const data = seen.map((v) => {
     const x = px(v.first_day);
@@ -447,10 +453,16 @@ function yAxis(name: string, v: View) {
   };
 }
 
+/** The plot's margins: the y axis' labels and name on the left, the right end. */
+const GRID_LEFT = 78;
+const GRID_RIGHT = 24;
+/** How wide the plot is in a chart `width` px wide. */
+const plotWidth = (width: number) => width - GRID_LEFT - GRID_RIGHT;
+
 /** The legend wrapped over the chart's width and the plot below it (never under the legend). */
 function legendAndGrid(names: string[], width: number) {
   const { legend, gridTop } = wrappedLegend(names, width, 6);
-  return { legend, grid: { left: 78, right: 24, top: gridTop, bottom: 70 } };
+  return { legend, grid: { left: GRID_LEFT, right: GRID_RIGHT, top: gridTop, bottom: 70 } };
 }
 
 /** Several packages: each one's downloads (solid) and without its days' top-N whales (dashed,
@@ -478,7 +490,7 @@ export function comparisonOption(reports: PackageReport[], v: View = NO_VIEW) {
     animationDuration: 300,
     ...legendAndGrid(lines.map((l) => l.name), v.width),
     tooltip: tooltip(reports),
-    xAxis: timeAxis(),
+    xAxis: timeAxis(r.bin, plotWidth(v.width)),
     yAxis: yAxis(perWhat(r, v), v),
     dataZoom: dataZoom(),
     series: lines,
@@ -509,7 +521,7 @@ export function packageOption(r: PackageReport, v: View = NO_VIEW) {
     animationDuration: 300,
     ...legendAndGrid(lines.map((l) => l.name), v.width),
     tooltip: tooltip([r], v.releases ?? []),
-    xAxis: timeAxis(),
+    xAxis: timeAxis(r.bin, plotWidth(v.width), releasesSeen(r, v.releases ?? []).map((x) => x.first_day)),
     dataZoom: dataZoom(),
     yAxis: yAxis(`${r.package}: ${perWhat(r, v)}`, v),
     series: lines,

@@ -22,10 +22,40 @@ export function points(dates: string[], values: (number | null)[], bin: Bin = "d
   return out;
 }
 
-/** The x axis of a chart over days. */
-export function timeAxis() {
+/** Half a bin: the least room kept before the first point and after the last, so a bin's point
+ * (or bar) sits inside the plot, not on its edge. */
+const HALF_BIN_DAYS: Record<Bin, number> = { day: 0.5, week: 3.5, month: 15.5, year: 183 };
+/** Pixels kept free at each end of the plot: the widest mark drawn at a point (a 16 px bar, a
+ * 9 px hollow circle with its stroke) and a little air. */
+const EDGE_PX = 12;
+
+/** The time axis' extent over the points `lo`..`hi` (ms): padded by half a bin on each side, or
+ * more when the span is long, so that at `plotWidth` px the ends keep at least EDGE_PX free (on
+ * days spread over years half a day is under a pixel). */
+export function paddedExtent(lo: number, hi: number, bin: Bin, plotWidth: number): [number, number] {
+  const px = Math.max(plotWidth - 2 * EDGE_PX, EDGE_PX);
+  const pad = Math.max(HALF_BIN_DAYS[bin] * DAY_MS, ((hi - lo) * EDGE_PX) / px);
+  return [lo - pad, hi + pad];
+}
+
+/** The x axis of a chart over days, binned by `bin`, whose plot is `plotWidth` px wide: its ends
+ * padded (paddedExtent) so the first and last points are drawn whole, and reaching `include`
+ * (dates of marks, e.g. releases, that must be on it too). */
+export function timeAxis(bin: Bin, plotWidth: number, include: string[] = []) {
+  const extra = include.map((d) => Date.parse(d)).filter(Number.isFinite);
+  const ends = (e: { min: number; max: number }): [number, number] | null => {
+    const lo = Math.min(e.min, ...extra);
+    const hi = Math.max(e.max, ...extra);
+    return Number.isFinite(lo) && Number.isFinite(hi) ? paddedExtent(lo, hi, bin, plotWidth) : null;
+  };
   return {
     type: "time",
+    min: (e: { min: number; max: number }) => ends(e)?.[0] ?? null,
+    max: (e: { min: number; max: number }) => ends(e)?.[1] ?? null,
+    // ECharts would widen the axis again for bars by half the smallest gap between two bars
+    // (a year and more for weeks stored years apart, pushing the bars to the middle); the
+    // padding above already leaves room for the widest bar.
+    containShape: false,
     axisLabel: { color: "#555", fontSize: 11, hideOverlap: true },
     splitLine: { show: false },
   };

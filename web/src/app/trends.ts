@@ -131,7 +131,7 @@ function byDay(title: string, width: number, o: { gridRight: number; tooltip: ob
     grid: { left: 80, right: o.gridRight, top: gridTop, bottom: 64 },
     legend,
     tooltip: o.tooltip,
-    xAxis: timeAxis(),
+    xAxis: timeAxis("day", width - 80 - o.gridRight),
     dataZoom: dataZoom(),
     yAxis: o.yAxis,
     series: o.series,

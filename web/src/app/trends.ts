@@ -124,10 +124,13 @@ const AXIS = { color: "#555", fontSize: 11 };
 /** What the three charts share: a title, a legend wrapped below it over the chart's `width`, a
  * time axis with a zoom. */
 function byDay(title: string, width: number, o: { gridRight: number; tooltip: object; yAxis: unknown; series: { name: string; [k: string]: unknown }[] }) {
-  const { legend, gridTop } = wrappedLegend(o.series.map((s) => s.name), width, 28);
+  // The title wraps on a narrow chart (~7 px a character; a phone cut it mid-word): each extra
+  // line moves the legend and the plot down.
+  const lines = Math.ceil((title.length * 7) / Math.max(100, width - 20));
+  const { legend, gridTop } = wrappedLegend(o.series.map((s) => s.name), width, 28 + 18 * (lines - 1));
   return {
     animationDuration: 300,
-    title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "truncate" } },
+    title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "break", lineHeight: 18 } },
     grid: { left: 80, right: o.gridRight, top: gridTop, bottom: 64 },
     legend,
     tooltip: o.tooltip,

@@ -388,6 +388,7 @@ impl DayBuilder {
         let breakdowns = breakdown::count(
             &self.log,
             &pkg_of,
+            &pkg_downloads,
             &ranking,
             &self.dict,
             &filtered.flags,

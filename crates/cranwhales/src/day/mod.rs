@@ -212,6 +212,18 @@ impl DayTables {
         })
     }
 
+    /// Per package (index into `packages`): the whales' downloads under `filters::SMALL_BYTES`,
+    /// which the stored whale log holds (`store::months` sums them per month).
+    pub fn whale_small(&self) -> Vec<u64> {
+        let mut small = vec![0; self.packages.len()];
+        for r in self.whales.iter().flat_map(|w| &w.rows) {
+            if r.size < filters::SMALL_BYTES {
+                small[self.dict.pkgvers[r.pkgver as usize].0 as usize] += 1;
+            }
+        }
+        small
+    }
+
     /// Rows stored for all whales together.
     pub fn whale_row_count(&self) -> u64 {
         self.whales.iter().map(|w| w.rows.len() as u64).sum()

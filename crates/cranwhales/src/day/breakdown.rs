@@ -265,6 +265,9 @@ pub(super) fn count(
     }
 }
 
+/// A uniform whale: (rank, per [`DIMS`] entry its one key, if it had one).
+type Uniform = (u32, [Option<u32>; 4]);
+
 /// One counting pass over the log (`count`'s second), for a range of packages.
 struct Pass<'a> {
     log: &'a [RowRec],
@@ -425,9 +428,7 @@ impl Dense {
 /// The uniform whales as [`Breakdowns::uniform`] keeps them (uniform in the build only when in
 /// all three of its fields), and per rank which entries leave out its clean rows: bit 0 set
 /// when the whale is uniform in country, bit 1 in the build.
-fn left_out(
-    mut uniform: Vec<(u32, [Option<u32>; 4])>,
-) -> (Vec<(u32, [Option<u32>; 4])>, [u8; 256]) {
+fn left_out(mut uniform: Vec<Uniform>) -> (Vec<Uniform>, [u8; 256]) {
     for (_, k) in &mut uniform {
         if k[1..].iter().any(Option::is_none) {
             k[1..].iter_mut().for_each(|x| *x = None);

@@ -189,6 +189,8 @@ pub struct DayTables {
     pub stats: DayStats,
     /// Each package's downloads by version, country, OS, R version and arch (issue 34).
     pub breakdowns: breakdown::Breakdowns,
+    /// The whales' blob (`pack_log`) when it was packed beside the breakdowns.
+    packed_log: Option<(u64, Vec<u8>)>,
     dict: Dict,
 }
 

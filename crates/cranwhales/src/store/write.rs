@@ -38,9 +38,10 @@ pub struct PackedDay {
 
 impl PackedDay {
     /// Packs `day` for writing, on `threads`.
-    pub fn new(day: DayTables, threads: Threads) -> PackedDay {
+    pub fn new(mut day: DayTables, threads: Threads) -> PackedDay {
+        let packed = day.take_packed_log();
         let (log, profiles) = threads.join(
-            || day.pack_log(),
+            || packed.unwrap_or_else(|| day.pack_log()),
             || {
                 (day.whales.iter())
                     .map(|w| {

@@ -19,13 +19,14 @@
 //! whale is uniform in the build (left out of the builds' entries) only when it is uniform in all
 //! three fields.
 //!
-//! How: one pass over the log finds the uniform whales, one more counts each
-//! (package+version, environment, country, fields left out) with its whale, small and repeated rows in
-//! a hash map (a day has far fewer such keys than rows); these are then spread over the five
-//! dimensions, sorted and merged per package. Keys other than versions are numbered once for
-//! the day ([`Breakdowns::keys`]), so the store writes each string once a day.
+//! How: one pass over the log finds the uniform whales; one more groups the rows by package (a
+//! counting scatter, as `downloaders`; on two threads each takes half of the packages) while
+//! tallying the versions, and then each package's countries and builds are tallied in dense
+//! tables of the day's keys, one increment per row and field by its kind (whale or not, clean,
+//! small or repeat). Keys other than versions are numbered once for the day
+//! ([`Breakdowns::keys`]), so the store writes each string once a day.
 
-use super::filters::{REPEAT, SMALL};
+use super::downloaders;
 use super::rank::Ranking;
 use super::{Dict, FastMap, RowRec, Threads, COUNTRY_SHIFT, TOP};
 
@@ -54,19 +55,6 @@ impl Counts {
         self.repeats += other.repeats;
         self.whale_small += other.whale_small;
         self.whale_repeats += other.whale_repeats;
-    }
-
-    /// From `[downloads, whales, small, repeats, whale_small, whale_repeats]`.
-    fn of(n: [u32; 6]) -> Counts {
-        let [downloads, whales, small, repeats, whale_small, whale_repeats] = n.map(u64::from);
-        Counts {
-            downloads,
-            whales,
-            small,
-            repeats,
-            whale_small,
-            whale_repeats,
-        }
     }
 
     /// The downloads left when the kinds `without` says are taken out (each download once).
@@ -182,12 +170,13 @@ impl<'a> KeyIndex<'a> {
 }
 
 /// Counts every package's breakdowns in `log`. `pkg_of[pkgver]` is the package of a
-/// package+version id; whales are the ips `ranking` ranks; `flags` is each row's
-/// `filters::Filtered::flags` entry. On `Threads::Two` the packages are counted in two halves
-/// at once (a hash map entry per row: a quarter of a 10M-row day's ingest on one thread).
+/// package+version id and `downloads[p]` the rows of package `p`; whales are the ips `ranking`
+/// ranks; `flags` is each row's `filters::Filtered::flags` entry. On `Threads::Two` the packages
+/// are counted in two halves of about equal rows at once.
 pub(super) fn count(
     log: &[RowRec],
     pkg_of: &[u32],
+    downloads: &[u64],
     ranking: &Ranking,
     dict: &Dict,
     flags: &[u8],
@@ -227,35 +216,36 @@ pub(super) fn count(
             })
         })
         .collect();
-    let mut uniform = uniform_whales(log, ranking, flags, dims_of);
-    // A whale's rows are left out of the builds only when it is uniform in all three fields.
-    for (_, k) in &mut uniform {
-        if k[1..].iter().any(Option::is_none) {
-            k[1..].iter_mut().for_each(|x| *x = None);
-        }
-    }
-    uniform.retain(|(_, k)| k.iter().any(Option::is_some));
-    // Per rank: bit 0 set when the whale is uniform in country, bit 1 in the build.
-    let mut mask = [0u8; 256];
-    for (rank, k) in &uniform {
-        mask[*rank as usize] = u8::from(k[0].is_some()) | u8::from(k[1].is_some()) << 1;
+    let (uniform, mask) = left_out(uniform_whales(log, ranking, flags, dims_of));
+    let mut pkgvers = vec![Vec::new(); dict.packages.len()];
+    for (pv, &p) in pkg_of.iter().enumerate() {
+        pkgvers[p as usize].push(pv as u32);
     }
     let pass = Pass {
         log,
         flags,
         pkg_of,
+        downloads,
+        pkgvers: &pkgvers,
         ranking,
         dict,
         mask,
         build_of: &build_of,
         country: &country,
+        keys: keys.keys.len(),
+        builds: builds.len(),
     };
-    // Each package's rows are counted whole by one of the two threads (its index's parity).
-    let (even, odd) = threads.join(|| pass.count(0), || pass.count(1));
-    let mut packages = vec![PackageBreakdown::default(); dict.packages.len()];
-    for (p, b) in even.into_iter().chain(odd) {
-        packages[p as usize] = b;
-    }
+    let n = dict.packages.len();
+    let mut packages = match threads {
+        Threads::One => pass.count(0..n),
+        Threads::Two => {
+            // Two halves of about equal rows, each thread scanning the whole log for its own.
+            let cut = downloaders::half_cut(downloads);
+            let (mut first, second) = threads.join(|| pass.count(0..cut), || pass.count(cut..n));
+            first.extend(second);
+            first
+        }
+    };
     // Two spellings of a version (quoted or not) are two package+version ids: merged by text.
     for b in &mut packages {
         b.versions.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -275,11 +265,18 @@ pub(super) fn count(
     }
 }
 
-/// One counting pass over the log (`count`'s second), for the packages of one parity.
+/// A uniform whale: (rank, per [`DIMS`] entry its one key, if it had one).
+type Uniform = (u32, [Option<u32>; 4]);
+
+/// One counting pass over the log (`count`'s second), for a range of packages.
 struct Pass<'a> {
     log: &'a [RowRec],
     flags: &'a [u8],
     pkg_of: &'a [u32],
+    /// Per package: its rows in the log.
+    downloads: &'a [u64],
+    /// Per package: its package+version ids, ascending.
+    pkgvers: &'a [Vec<u32>],
     ranking: &'a Ranking,
     dict: &'a Dict,
     /// Per rank: bit 0 set when the whale is uniform in country, bit 1 in the build.
@@ -288,87 +285,161 @@ struct Pass<'a> {
     build_of: &'a [u32],
     /// Per country id: its key.
     country: &'a [u32],
+    /// How many keys and builds the day has.
+    keys: usize,
+    builds: usize,
+}
+
+/// A row's tallies by kind (`2 * flag + whale`): clean, clean by a whale, small, small by a
+/// whale, repeat, repeat by a whale. One increment a row; [`Counts`] are sums of them.
+type Tally = [u32; 6];
+
+fn counts_of(t: Tally) -> Counts {
+    let [clean, clean_w, small, small_w, repeat, repeat_w] = t.map(u64::from);
+    Counts {
+        downloads: clean + clean_w + small + small_w + repeat + repeat_w,
+        whales: clean_w + small_w + repeat_w,
+        small: small + small_w,
+        repeats: repeat + repeat_w,
+        whale_small: small_w,
+        whale_repeats: repeat_w,
+    }
+}
+
+/// One row of a package's group: env << 32 | country << 8 | kind << 2 | fields left out.
+/// (A country id has at most 15 bits: `RowRec::time_country`.)
+fn entry(env: u32, country: u32, kind: u8, left_out: u8) -> u64 {
+    u64::from(env) << 32 | u64::from(country) << 8 | u64::from(kind) << 2 | u64::from(left_out)
 }
 
 impl Pass<'_> {
-    /// The breakdowns of the packages whose index is `half` modulo 2, by package index.
-    fn count(&self, half: u32) -> Vec<(u32, PackageBreakdown)> {
-        // (pkgver, build, country, dimensions its row is left out of) → counts, the key packed
-        // into one integer (one hash write a row, not four).
-        let mut quads: FastMap<u128, [u32; 6]> = FastMap::default();
+    /// The breakdowns of the packages in `range`, in order.
+    ///
+    /// perf (10M-row bench day, 2.4M distinct (package+version, build, country, left out)): a
+    /// hash-map entry per row and the sort of their parts took 0.93 s of a 3.7 s ingest, and
+    /// 2 x ~300 MB. Here the rows are grouped by package (a counting scatter, as `downloaders`:
+    /// one pass over the log, each row as 8 bytes) and each package's countries and builds are
+    /// tallied in small dense tables that stay in cache; the versions are tallied during the
+    /// scatter, by package+version id.
+    fn count(&self, range: std::ops::Range<usize>) -> Vec<PackageBreakdown> {
+        let n = range.len();
+        // `next[k]`: where package range.start + k's next row goes in `grouped`; `next[n]` is
+        // the scratch slot at the end, where every other package's rows land (and stay).
+        let mut next: Vec<u32> = Vec::with_capacity(n + 1);
+        let mut at = 0u32;
+        for &d in &self.downloads[range.clone()] {
+            next.push(at);
+            at += d as u32;
+        }
+        next.push(at);
+        let starts = next.clone();
+        // Package+version id → index into `next` (n: not one of ours).
+        let local: Vec<u32> = (self.pkg_of.iter())
+            .map(|&p| match (p as usize).checked_sub(range.start) {
+                Some(k) if k < n => k as u32,
+                _ => n as u32,
+            })
+            .collect();
+        // Per package+version id, the last one a scratch row for other packages' rows.
+        let scratch = self.pkg_of.len();
+        let mut versions: Vec<Tally> = vec![[0; 6]; scratch + 1];
+        let mut grouped = vec![0u64; at as usize + 1];
         for (r, &flag) in self.log.iter().zip(self.flags) {
-            if self.pkg_of[r.pkgver as usize] & 1 != half {
-                continue;
-            }
+            let k = local[r.pkgver as usize] as usize;
             let rank = self.ranking.of(r.ip);
-            let whale = u32::from(rank != 0);
+            let kind = 2 * flag + u8::from(rank != 0);
             let left_out = if flag == 0 {
                 self.mask[usize::from(rank)]
             } else {
                 0
             };
-            let key = quad(
-                r.pkgver,
-                self.build_of[r.env as usize],
-                r.time_country >> COUNTRY_SHIFT,
-                left_out,
-            );
-            let c = quads.entry(key).or_default();
-            let (small, repeat) = (u32::from(flag == SMALL), u32::from(flag == REPEAT));
-            c[0] += 1;
-            c[1] += whale;
-            c[2] += small;
-            c[3] += repeat;
-            c[4] += small * whale;
-            c[5] += repeat * whale;
+            let slot = next[k];
+            grouped[slot as usize] = entry(r.env, r.time_country >> COUNTRY_SHIFT, kind, left_out);
+            next[k] = slot + u32::from(k != n);
+            let pv = if k != n { r.pkgver as usize } else { scratch };
+            versions[pv][usize::from(kind)] += 1;
         }
-        // (package, dimension: 0 version, 1 country, 2 build, key, counts)
-        let mut parts: Vec<(u32, u8, u32, Counts)> = Vec::with_capacity(quads.len() * 3);
-        for (key, n) in quads {
-            let (pv, build, c, left_out) = unquad(key);
-            let p = self.pkg_of[pv as usize];
-            let counts = Counts::of(n);
-            parts.push((p, 0, pv, counts));
-            let keys = [self.country[c as usize], build];
-            for (d, key) in keys.into_iter().enumerate() {
-                if left_out & (1 << d) == 0 {
-                    parts.push((p, d as u8 + 1, key, counts));
+        let mut by_country = Dense::new(self.keys);
+        let mut by_build = Dense::new(self.builds);
+        (0..n)
+            .map(|k| {
+                for &e in &grouped[starts[k] as usize..next[k] as usize] {
+                    let kind = (e >> 2 & 7) as usize;
+                    if e & 1 == 0 {
+                        let c = self.country[(e >> 8 & 0x7fff) as usize];
+                        by_country.add(c, kind);
+                    }
+                    if e & 2 == 0 {
+                        by_build.add(self.build_of[(e >> 32) as usize], kind);
+                    }
                 }
-            }
-        }
-        parts.sort_unstable_by_key(|&(p, dim, key, _)| (p, dim, key));
-        let mut out: Vec<(u32, PackageBreakdown)> = Vec::new();
-        for group in parts.chunk_by(|a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2)) {
-            let (p, dim, key, _) = group[0];
-            let mut sum = Counts::default();
-            group.iter().for_each(|g| sum.add(g.3));
-            if out.last().is_none_or(|l| l.0 != p) {
-                out.push((p, PackageBreakdown::default()));
-            }
-            let b = &mut out.last_mut().expect("pushed above").1;
-            match dim {
-                0 => b
-                    .versions
-                    .push((self.dict.pkgvers[key as usize].1.clone(), sum)),
-                1 => b.countries.push((key, sum)),
-                _ => b.builds.push((key, sum)),
-            }
-        }
-        out
+                let p = range.start + k;
+                PackageBreakdown {
+                    versions: (self.pkgvers[p].iter())
+                        .filter(|&&pv| versions[pv as usize] != [0; 6])
+                        .map(|&pv| {
+                            let counts = counts_of(versions[pv as usize]);
+                            (self.dict.pkgvers[pv as usize].1.clone(), counts)
+                        })
+                        .collect(),
+                    countries: by_country.take(),
+                    builds: by_build.take(),
+                }
+            })
+            .collect()
     }
 }
 
-/// (package+version, build, country, left out) as one hash key.
-fn quad(pkgver: u32, build: u32, country: u32, left_out: u8) -> u128 {
-    u128::from(pkgver) << 96
-        | u128::from(build) << 64
-        | u128::from(country) << 8
-        | u128::from(left_out)
+/// Tallies by key for one package at a time: a slot per key of the day, and the keys touched.
+struct Dense {
+    tallies: Vec<Tally>,
+    touched: Vec<u32>,
 }
 
-/// [`quad`] undone.
-fn unquad(k: u128) -> (u32, u32, u32, u8) {
-    ((k >> 96) as u32, (k >> 64) as u32, (k >> 8) as u32, k as u8)
+impl Dense {
+    fn new(keys: usize) -> Self {
+        Dense {
+            tallies: vec![[0; 6]; keys],
+            touched: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, key: u32, kind: usize) {
+        let t = &mut self.tallies[key as usize];
+        if *t == [0; 6] {
+            self.touched.push(key);
+        }
+        t[kind] += 1;
+    }
+
+    /// The package's (key, counts), by key, and every slot cleared for the next package.
+    fn take(&mut self) -> Vec<(u32, Counts)> {
+        self.touched.sort_unstable();
+        (self.touched.drain(..))
+            .map(|key| {
+                let t = std::mem::take(&mut self.tallies[key as usize]);
+                (key, counts_of(t))
+            })
+            .collect()
+    }
+}
+
+/// The uniform whales as [`Breakdowns::uniform`] keeps them (uniform in the build only when in
+/// all three of its fields), and per rank which entries leave out its clean rows: bit 0 set
+/// when the whale is uniform in country, bit 1 in the build.
+fn left_out(mut uniform: Vec<Uniform>) -> (Vec<Uniform>, [u8; 256]) {
+    for (_, k) in &mut uniform {
+        if k[1..].iter().any(Option::is_none) {
+            k[1..].iter_mut().for_each(|x| *x = None);
+        }
+    }
+    uniform.retain(|(_, k)| k.iter().any(Option::is_some));
+    let mut mask = [0u8; 256];
+    for (rank, k) in &uniform {
+        mask[*rank as usize] = u8::from(k[0].is_some()) | u8::from(k[1].is_some()) << 1;
+    }
+    (uniform, mask)
 }
 
 /// The whales uniform in some of the [`DIMS`]: (rank, per DIMS entry the key of every clean row

@@ -27,19 +27,24 @@ pub(super) fn unique_downloaders(
     if threads == Threads::One {
         return count_range(log, pkg_of, downloads, 0..downloads.len(), slots);
     }
-    let total: u64 = downloads.iter().sum();
-    // First package of the second half: where the running sum passes half the rows.
-    let mut run = 0u64;
-    let cut = (downloads.iter())
-        .position(|&n| {
-            run += n;
-            2 * run > total
-        })
-        .map_or(downloads.len(), |p| p + 1);
+    let cut = half_cut(downloads);
     let half = |lo: usize, hi: usize| count_range(log, pkg_of, downloads, lo..hi, slots);
     let (mut first, second) = threads.join(|| half(0, cut), || half(cut, downloads.len()));
     first.extend(second);
     first
+}
+
+/// The first package of the second half when the packages are cut in two of about equal rows
+/// (`downloads[p]`: package p's rows): where the running sum passes half the rows.
+pub(super) fn half_cut(downloads: &[u64]) -> usize {
+    let total: u64 = downloads.iter().sum();
+    let mut run = 0u64;
+    (downloads.iter())
+        .position(|&n| {
+            run += n;
+            2 * run > total
+        })
+        .map_or(downloads.len(), |p| p + 1)
 }
 
 /// Stamp slots of ip indexes: the index itself when dense, else `dense` + the sparse position.

@@ -189,6 +189,8 @@ pub struct DayTables {
     pub stats: DayStats,
     /// Each package's downloads by version, country, OS, R version and arch (issue 34).
     pub breakdowns: breakdown::Breakdowns,
+    /// The whales' blob (`pack_log`) when it was packed beside the breakdowns.
+    packed_log: Option<(u64, Vec<u8>)>,
     dict: Dict,
 }
 
@@ -210,6 +212,18 @@ impl DayTables {
                 country: self.dict.countries[w.country as usize].as_deref(),
             }
         })
+    }
+
+    /// Per package (index into `packages`): the whales' downloads under `filters::SMALL_BYTES`,
+    /// which the stored whale log holds (`store::months` sums them per month).
+    pub fn whale_small(&self) -> Vec<u64> {
+        let mut small = vec![0; self.packages.len()];
+        for r in self.whales.iter().flat_map(|w| &w.rows) {
+            if r.size < filters::SMALL_BYTES {
+                small[self.dict.pkgvers[r.pkgver as usize].0 as usize] += 1;
+            }
+        }
+        small
     }
 
     /// Rows stored for all whales together.

@@ -10,6 +10,7 @@ use rusqlite::{params, Transaction};
 use super::codec::{
     day_number, day_range, encode_ranks, pack_profile, Common, WhaleCount, PACKAGE_IDS,
 };
+use super::months::WhaleParts;
 use super::schema::DAY_TABLES;
 use super::{breakdown, history, months, sql, Result, Store};
 use crate::day::{DayTables, Threads};
@@ -37,9 +38,10 @@ pub struct PackedDay {
 
 impl PackedDay {
     /// Packs `day` for writing, on `threads`.
-    pub fn new(day: DayTables, threads: Threads) -> PackedDay {
+    pub fn new(mut day: DayTables, threads: Threads) -> PackedDay {
+        let packed = day.take_packed_log();
         let (log, profiles) = threads.join(
-            || day.pack_log(),
+            || packed.unwrap_or_else(|| day.pack_log()),
             || {
                 (day.whales.iter())
                     .map(|w| {
@@ -112,7 +114,7 @@ impl Store {
         breakdown::insert(&tx, day, n, &by_index)?;
         // After the whale log: the month rows sum its small downloads too.
         whales(&tx, packed)?;
-        months::add_day(&tx, n)?;
+        months::add_day_parts(&tx, n, &whale_parts(day, &by_index))?;
         history::invalidate(&tx, n)?;
         if replaced {
             months::prune(&tx, n)?;
@@ -342,6 +344,25 @@ fn whales(tx: &Transaction<'_>, packed: &PackedDay) -> rusqlite::Result<()> {
     tx.prepare_cached("INSERT INTO whale_log (date, rows, log) VALUES (?1, ?2, ?3)")?
         .execute(params![d, n, log])?;
     Ok(())
+}
+
+/// Per package id (`by_index`: (id, index into `day.packages`), by id): the day's whales' small
+/// and filtered downloads, as `months::whale_parts` reads them back from the stored rows.
+fn whale_parts(day: &DayTables, by_index: &[(i64, usize)]) -> Vec<(i64, WhaleParts)> {
+    let small = day.whale_small();
+    (by_index.iter())
+        .map(|&(id, i)| {
+            let filtered = day.packages[i].whale_filtered.iter().map(|w| w.1).sum();
+            (
+                id,
+                WhaleParts {
+                    filtered,
+                    small: small[i],
+                },
+            )
+        })
+        .filter(|(_, p)| p.filtered > 0 || p.small > 0)
+        .collect()
 }
 
 /// A package's whales: (rank, downloads, small + repeated downloads), by rank.

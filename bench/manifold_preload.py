@@ -131,6 +131,18 @@ def worker_start(kind, preload):
     return statistics.median(took)
 
 
+def wait_hello(port, what):
+    """Waits (up to 2 minutes) until the API on `port` answers /hello, or stops the bench."""
+    for _ in range(1200):
+        try:
+            if get(port, "/hello", 5)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{what} did not start")
+
+
 class Valve:
     """valve (https://github.com/JosiahParry/valve) over the plumber API, in its own session."""
 
@@ -144,15 +156,9 @@ class Valve:
                                   start_new_session=True)
 
     def __enter__(self):
-        for _ in range(1200):
-            try:
-                if get(self.port, "/hello", 5)[0] == 200:
-                    time.sleep(2)  # why: valve starts its --n-min workers; let the pool settle idle
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise SystemExit("valve did not start")
+        wait_hello(self.port, "valve")
+        time.sleep(2)  # why: valve starts its --n-min workers; let the pool settle idle
+        return self
 
     def __exit__(self, *exc):
         os.killpg(self.p.pid, signal.SIGTERM)
@@ -203,15 +209,7 @@ class Straight:
 
     def __enter__(self):
         for port in self.ports:
-            for _ in range(1200):
-                try:
-                    if get(port, "/hello", 5)[0] == 200:
-                        break
-                except OSError:
-                    pass
-                time.sleep(0.1)
-            else:
-                raise SystemExit("plumber did not start")
+            wait_hello(port, "plumber")
         time.sleep(2)  # why: settle idle, as the pools do
         return self
 

@@ -182,7 +182,39 @@ def make_day(date, rows, packages, out):
     return written
 
 
-def sample(date, rows, packages):
+def history_ratio(real_db):
+    """Bytes `package_history` takes per byte of the `packages` rows it packs: a closed month's
+    rows are kept twice, by day and packed by package (schema 10), and a single-day store packs
+    nothing. Measured on a copy of the real days' store after `cranwhales migrate` packs every
+    month before the newest day's (the real months hold 14-16 stored days, not 30: a month's
+    per-row costs are spread over fewer days than in a whole month, so this errs high)."""
+    db = os.path.join(WORK, "history-packed.db")
+    for f in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    c = sqlite3.connect(real_db)
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    c.execute("VACUUM INTO ?", (db,))
+    c.close()
+    run(BIN, "migrate", "--db", db)
+    c = sqlite3.connect(db)
+    packed, rows = c.execute(
+        "SELECT sum((day_package >> 20) IN (SELECT day FROM (SELECT unixepoch(date) / 86400 AS day,"
+        " CAST(strftime('%Y', date) AS INT) * 12 + CAST(strftime('%m', date) AS INT) - 1 - 1970 * 12"
+        " AS month FROM days) WHERE month IN (SELECT month FROM history_months))), count(*)"
+        " FROM packages").fetchone()
+    c.close()
+    tables = by_table(db)
+    ratio = tables.get("package_history", 0) / (tables["packages"] * packed / rows)
+    print(f"package_history: {tables.get('package_history', 0):,} bytes for the real days' "
+          f"{packed:,} of {rows:,} packages rows in packed months ({tables['packages']:,} bytes "
+          f"of packages pages in all): {ratio:.2f} bytes per byte of packages, added to every "
+          f"sample day below")
+    os.remove(db)
+    return ratio
+
+
+def sample(date, rows, packages, ratio):
     day = os.path.join(WORK, f"history-{date}.csv.gz")
     n = make_day(date, int(rows), int(packages), day)
     db = os.path.join(WORK, f"history-{date}.db")
@@ -205,8 +237,11 @@ def sample(date, rows, packages):
     # like the rest: kept in the day's bytes, and also returned apart so that their share of the
     # projection is printed.
     kinds = tables.get("breakdowns", 0) + tables.get("breakdown_keys", 0)
+    # The day's rows packed again once its month closes (`history_ratio`).
+    packed = int(ratio * tables.get("packages", 0))
+    tables["package_history"] = tables.get("package_history", 0) + packed
     os.remove(day)
-    return (n, stored_packages, whale_rows, b - totals - months, totals, months,
+    return (n, stored_packages, whale_rows, b - totals - months + packed, totals, months,
             breakdown(tables), kinds)
 
 
@@ -241,6 +276,7 @@ def main():
             print(f"  {d}: {r:,} rows, {p:,} packages: {b:,} bytes added ({b / r:.2f} per row; "
                   f"target <= 1,000,000)")
             print(f"    by table: {breakdown(by_table(base), tables)}")
+    ratio = history_ratio(db)
     pts, gz_per_row = anchors(days)
     rows_at, pk_at = model(pts)
     print(f"growth anchors (real monthly medians; 2021-06-07 published: 40 MB/day at the real "
@@ -251,7 +287,7 @@ def main():
     measured, per_month, once, split = [], [], 0, []
     for s in SAMPLES:
         d = dt.date.fromisoformat(s)
-        n, pk, whales, b, totals, months, tables, kinds = sample(s, rows_at(d), pk_at(d))
+        n, pk, whales, b, totals, months, tables, kinds = sample(s, rows_at(d), pk_at(d), ratio)
         split.append((d, max(kinds, 1)))
         b -= fixed
         measured.append((d, b))

@@ -360,7 +360,7 @@ fn a_version_4_store_migrates_to_the_same_facts() {
         dates
     );
     assert_eq!(steps.last().unwrap().done, dates.len());
-    assert_eq!(user_version(&old_db), (10, true));
+    assert_eq!(user_version(&old_db), (11, true));
     assert!(store.integrity_ok().unwrap());
     let (a, b) = (month_rows(&old_db), month_rows(&fresh_db));
     assert!(a.len() > 20_000, "{} month rows", a.len());
@@ -413,7 +413,7 @@ fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(user_version(&db), (10, true));
+    assert_eq!(user_version(&db), (11, true));
     assert!(month_rows(&db) == month_rows(&fresh_db));
 }
 
@@ -422,34 +422,76 @@ fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
 /// rows as they were, and every package's breakdown by each field with each `without` reads the
 /// same as from the same days in version 9's form.
 #[test]
-fn version_7_breakdowns_read_the_same_under_version_9() {
-    use cranwhales::day::breakdown::Without;
-    use cranwhales::store::breakdown::By;
+fn version_7_breakdowns_read_the_same_under_version_11() {
     let dir = tempfile::tempdir().unwrap();
     let (old_db, fresh_db) = (dir.path().join("v7.db"), dir.path().join("fresh.db"));
     let dates = ["2014-12-31", "2015-01-08"];
     old_and_fresh(&old_db, &fresh_db, &dates);
     legacy_support::v7::breakdowns_to_v7(&old_db);
     legacy_support::to_v7(&old_db);
-    let rows = |db: &Path| -> Vec<(i64, Vec<u8>)> {
-        let c = Connection::open(db).unwrap();
-        let mut st = c.prepare("SELECT * FROM breakdowns ORDER BY 1").unwrap();
-        let r = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)));
-        r.unwrap().map(Result::unwrap).collect()
-    };
-    let old_rows = rows(&old_db);
+    let old_rows = breakdown_rows(&old_db);
     assert_eq!(user_version(&old_db).0, 7);
     assert!(
-        old_rows.len() > 2 * rows(&fresh_db).len(),
+        old_rows.len() > 2 * breakdown_rows(&fresh_db).len(),
         "128 packages a chunk"
     );
-    let (store, fresh) = (
-        Store::open(&old_db).unwrap(),
-        Store::open(&fresh_db).unwrap(),
-    );
+    reads_the_same(&old_db, &fresh_db, &old_rows, dates);
+}
+
+#[test]
+fn version_9_breakdowns_read_the_same_under_version_11() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old_db, fresh_db) = (dir.path().join("v9.db"), dir.path().join("fresh.db"));
+    let dates = ["2014-12-31", "2015-01-08"];
+    old_and_fresh(&old_db, &fresh_db, &dates);
+    let chunks = legacy_support::v7::breakdowns_to_v9(&old_db);
+    let old_rows = breakdown_rows(&old_db);
     assert_eq!(user_version(&old_db).0, 10);
+    let fresh_rows = breakdown_rows(&fresh_db);
+    // Version 11's chunks each fill one 16 KB page: none is over it, and all but each day's
+    // last are filled to ~15.6 KB (by the last chunk's compression ratio).
+    let mut full = Vec::new();
+    for (i, (key, data)) in fresh_rows.iter().enumerate() {
+        assert!(data.len() <= 16_300, "chunk {key}: {} bytes", data.len());
+        if fresh_rows
+            .get(i + 1)
+            .is_some_and(|next| next.0 >> 20 == key >> 20)
+        {
+            full.push(data.len());
+        }
+    }
+    let mean = full.iter().sum::<usize>() / full.len().max(1);
     assert!(
-        rows(&old_db) == old_rows,
+        full.len() >= 10 && mean > 14_500,
+        "{} chunks, {mean} bytes on average",
+        full.len()
+    );
+    assert!(
+        chunks == old_rows.len() && old_rows.len() > fresh_rows.len() + 20,
+        "runs of 128 ids take more chunks than whole pages: {} vs {}",
+        old_rows.len(),
+        fresh_rows.len()
+    );
+    reads_the_same(&old_db, &fresh_db, &old_rows, dates);
+}
+
+/// Every `breakdowns` row of the store at `db`, by key.
+fn breakdown_rows(db: &Path) -> Vec<(i64, Vec<u8>)> {
+    let c = Connection::open(db).unwrap();
+    let mut st = c.prepare("SELECT * FROM breakdowns ORDER BY 1").unwrap();
+    let r = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)));
+    r.unwrap().map(Result::unwrap).collect()
+}
+
+/// Opens the old store at `old_db` (migrating it without changing a breakdown row: `old_rows`)
+/// and checks that it answers every breakdown over `dates` as the store at `fresh_db` does.
+fn reads_the_same(old_db: &Path, fresh_db: &Path, old_rows: &[(i64, Vec<u8>)], dates: [&str; 2]) {
+    use cranwhales::day::breakdown::Without;
+    use cranwhales::store::breakdown::By;
+    let (store, fresh) = (Store::open(old_db).unwrap(), Store::open(fresh_db).unwrap());
+    assert_eq!(user_version(old_db).0, 11);
+    assert!(
+        breakdown_rows(old_db) == old_rows,
         "the migration changes no breakdown row"
     );
     let range = cranwhales::date::Range::parse(Some(dates[0]), Some(dates[1])).unwrap();

@@ -39,6 +39,16 @@
 //!   (the store's page size: a row over a page spills to an overflow page mostly left empty; two
 //!   ~13 KB chunks cannot share a page). A package's part has the varint `id - 128k`. Its chunk is
 //!   the day's last at or before `id / 128`, as a version-7 package's is.
+//!
+//! Since version 11 (version 6 to 9 rows still read as above): the tail's first varint has bit 2
+//! set, and a chunk holds the packages from any id on, as many as keep it within one page, at
+//! `day_chunk` = the `day_package` of its first (day × 2^20 + id, `codec::day_package`); a
+//! package's part has the varint `id - first`. Runs of 128 ids compressed to ~12 KB on the larger
+//! days, so a page held one run and a quarter of the page was empty (the synthetic 2025 day: 211
+//! chunks, 2.50 MB in 3.46 MB of pages; now 162 chunks of 15.3 KB on average). A package's chunk
+//! is the day's last at or before its `day_package`. The two forms' keys of two days meet only
+//! when one day's number is ≥ 128 times the other's (day × 2^13 + k against day × 2^20 + id):
+//! never for dates after 1970-08-23.
 mod read;
 
 pub use read::{BreakdownReport, By, KeyRow, Kinds, Release, Releases, Share, SHARE_WINDOWS};
@@ -66,12 +76,13 @@ CREATE TABLE IF NOT EXISTS breakdowns (
 
 /// Package ids per chunk of a version 6 or 7 day; a version-9 chunk holds runs of this many.
 const CHUNK: i64 = 128;
-/// A version-9 chunk's target size, and the most it may take: one row in one 16 KB page.
+/// A chunk's target size, and the most it may take: one row in one 16 KB page (a chunk of one
+/// package may take more).
 const FILL: (usize, usize) = (15_600, 16_300);
-/// The zstd level of a version-9 chunk: level 19 made 2015-01-08's chunks 3% smaller (187 vs
+/// The zstd level of a chunk (since version 9): level 19 made 2015-01-08's chunks 3% smaller (187 vs
 /// 192 KB) in six times the time (0.30 vs 0.05 s), on the ingest's one writing thread.
 const LEVEL: i32 = 9;
-/// Chunks per day: `day_chunk` = day × `CHUNKS` + id / `CHUNK`.
+/// Chunk keys per day before version 11: `day_chunk` = day × `CHUNKS` + id / `CHUNK`.
 const CHUNKS: i64 = PACKAGE_IDS / CHUNK;
 
 /// Writes day `n`'s breakdowns: `ids` are (package id, index into `day.packages`), in id order.
@@ -86,45 +97,55 @@ pub(super) fn insert(
         .execute(params![n, encode_keys(b)])?;
     let mut st = tx.prepare_cached("INSERT INTO breakdowns (day_chunk, data) VALUES (?1, ?2)")?;
     let compress = |raw: &[u8]| zstd::bulk::compress(raw, LEVEL).expect("compressing in memory");
-    // Runs of 128 ids are added while the chunk's raw bytes, at the last chunk's ratio, fit
-    // FILL.0; a chunk over FILL.1 gives its last run back (the ratio varies a little).
-    let (mut ratio, mut from, mut raw) = (0.5, 0usize, Vec::new());
-    let groups: Vec<&[(i64, usize)]> = ids.chunk_by(|a, b| a.0 / CHUNK == b.0 / CHUNK).collect();
-    let mut g = 0;
-    while g < groups.len() {
-        let first = groups[from][0].0 / CHUNK * CHUNK;
-        let before = raw.len();
-        for &(id, i) in groups[g] {
-            if let Some(p) = b.packages.get(i) {
-                let data = encode(p);
+    // Each package's part, in id order: (id, its bytes with their `id - first` prefix left
+    // for the chunk). A chunk takes parts while its raw bytes, at the last chunk's ratio, fit
+    // FILL.0; one over FILL.1 gives back as many of its last parts as its excess needs (the
+    // ratio varies a little) and is compressed again.
+    let parts: Vec<(i64, Vec<u8>)> = (ids.iter())
+        .filter_map(|&(id, i)| b.packages.get(i).map(|p| (id, encode(p))))
+        .collect();
+    let (mut ratio, mut from) = (0.5, 0usize);
+    while from < parts.len() {
+        let first = parts[from].0;
+        let (mut to, mut size) = (from, 0usize);
+        while to < parts.len() && (size == 0 || (size as f64 * ratio) < FILL.0 as f64) {
+            size += parts[to].1.len() + 6;
+            to += 1;
+        }
+        let chunk = |to: usize| {
+            let mut raw = Vec::with_capacity(size);
+            for (id, data) in &parts[from..to] {
                 varint(&mut raw, (id - first) as u64);
                 varint(&mut raw, data.len() as u64);
-                raw.extend_from_slice(&data);
+                raw.extend_from_slice(data);
             }
-        }
-        let last = g + 1 == groups.len();
-        if !last && (raw.len() as f64 * ratio) < FILL.0 as f64 {
-            g += 1;
-            continue;
-        }
+            raw
+        };
+        let mut raw = chunk(to);
         let mut packed = compress(&raw);
-        if packed.len() > FILL.1 && g > from {
-            raw.truncate(before);
+        while packed.len() > FILL.1 && to > from + 1 {
+            // Give back about the excess, in raw bytes at this chunk's ratio (at least a part).
+            let excess = (packed.len() - FILL.0) as f64 * raw.len() as f64 / packed.len() as f64;
+            let mut dropped = 0.0;
+            while to > from + 1 && dropped < excess {
+                to -= 1;
+                dropped += parts[to].1.len() as f64;
+            }
+            raw = chunk(to);
             packed = compress(&raw);
-        } else {
-            g += 1;
         }
         ratio = packed.len() as f64 / raw.len().max(1) as f64;
-        st.execute(params![n * CHUNKS + first / CHUNK, packed])?;
-        (from, raw) = (g, Vec::new());
+        st.execute(params![n * PACKAGE_IDS + first, packed])?;
+        from = to;
     }
     Ok(())
 }
 
-/// Deletes day `n`'s breakdowns (none is fine).
+/// Deletes day `n`'s breakdowns (none is fine), in either form of chunk key.
 pub(super) fn delete(tx: &Transaction<'_>, n: i64) -> rusqlite::Result<()> {
-    tx.prepare_cached("DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2")?
-        .execute([n * CHUNKS, n * CHUNKS + CHUNKS - 1])?;
+    let mut st = tx.prepare_cached("DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2")?;
+    st.execute([n * CHUNKS, n * CHUNKS + CHUNKS - 1])?;
+    st.execute([n * PACKAGE_IDS, n * PACKAGE_IDS + PACKAGE_IDS - 1])?;
     tx.prepare_cached("DELETE FROM breakdown_keys WHERE day = ?1")?
         .execute([n])?;
     Ok(())
@@ -180,8 +201,9 @@ fn encode_keys(b: &Breakdowns) -> Vec<u8> {
     for k in rest {
         text(&mut out, k.as_deref());
     }
-    // Bit 0: small and repeats per key (version 7); bit 1: R builds (version 9).
-    varint(&mut out, 3);
+    // Bit 0: small and repeats per key (version 7); bit 1: R builds (version 9); bit 2: chunks
+    // keyed by their first package (version 11).
+    varint(&mut out, 7);
     varint(&mut out, b.uniform.len() as u64);
     for (rank, keys) in &b.uniform {
         varint(&mut out, u64::from(*rank));
@@ -210,6 +232,9 @@ pub(super) struct DayKeys {
     /// Version 9: the day's R builds (key numbers of OS, R version, arch); its packages' parts
     /// are in the version-9 form. `None`: a version 6 or 7 day.
     pub builds: Option<Vec<[u32; 3]>>,
+    /// Version 11: the day's chunks are keyed by their first package's `day_package` (else by
+    /// runs of `CHUNK` ids).
+    pub by_first: bool,
 }
 
 /// One package's blob (version 9's format above).
@@ -308,6 +333,7 @@ pub(super) fn decode_keys(b: &[u8]) -> Option<DayKeys> {
     }
     let flags = r.varint()?;
     day.filters = flags & 1 == 1;
+    day.by_first = flags & 4 == 4;
     for _ in 0..r.varint()?.min(256) {
         let (rank, mask) = (u32::try_from(r.varint()?).ok()?, r.varint()?);
         let mut k = [None; 4];
@@ -470,9 +496,13 @@ pub(super) fn day_blobs(
         "SELECT d.date, k.keys, b.day_chunk, b.data, p.whale_ranks, d.common_whales
          FROM days d
          LEFT JOIN breakdown_keys k ON k.day = unixepoch(d.date) / 86400
-         LEFT JOIN breakdowns b ON b.day_chunk = (SELECT max(day_chunk) FROM breakdowns
-             WHERE day_chunk BETWEEN unixepoch(d.date) / 86400 * {CHUNKS}
-             AND unixepoch(d.date) / 86400 * {CHUNKS} + ?1)
+         LEFT JOIN breakdowns b ON b.day_chunk = coalesce(
+             (SELECT max(day_chunk) FROM breakdowns
+              WHERE day_chunk BETWEEN unixepoch(d.date) / 86400 * {PACKAGE_IDS}
+              AND unixepoch(d.date) / 86400 * {PACKAGE_IDS} + ?4),
+             (SELECT max(day_chunk) FROM breakdowns
+              WHERE day_chunk BETWEEN unixepoch(d.date) / 86400 * {CHUNKS}
+              AND unixepoch(d.date) / 86400 * {CHUNKS} + ?1))
          LEFT JOIN packages p ON p.day_package = unixepoch(d.date) / 86400 * {PACKAGE_IDS} + ?4
          WHERE d.date BETWEEN ?2 AND ?3 ORDER BY d.date"
     ))?;
@@ -500,7 +530,12 @@ pub(super) fn day_blobs(
         };
         let keys = decode_keys(&keys).ok_or_else(|| corrupt(&date))?;
         // The package's place in its chunk: its id less the chunk's first.
-        let at = id - chunk.map_or(0, |c| c.rem_euclid(CHUNKS) * CHUNK);
+        let first = match chunk {
+            Some(c) if keys.by_first => c.rem_euclid(PACKAGE_IDS),
+            Some(c) => c.rem_euclid(CHUNKS) * CHUNK,
+            None => 0,
+        };
+        let at = id - first;
         let blob = match (keys.builds.is_some(), data) {
             (false, Some(d)) => part(inflate(&d).as_deref(), at),
             (true, Some(d)) => part(zstd_raw(&d).as_deref(), at),

@@ -1,8 +1,9 @@
-//! A store's breakdowns as version 7 wrote them, made here from version 9's rows with this
-//! file's own codec (no old binary): each package's OS, R version and arch counted apart (the
-//! sums of its R builds' counts), 128 packages a chunk, deflated; the day's `breakdown_keys`
-//! without its builds. The same facts in the old form: what the version 7 → 9 migration must
-//! read the same.
+//! A store's breakdowns as version 7 and version 9 wrote them, made here from version 11's rows
+//! with this file's own codec (no old binary). Version 7: each package's OS, R version and arch
+//! counted apart (the sums of its R builds' counts), 128 packages a chunk, deflated; the day's
+//! `breakdown_keys` without its builds. Version 9: the same parts as version 11, in zstd chunks
+//! of 128 package ids keyed by day × 2^13 + id / 128. The same facts in the old forms: what the
+//! migrations to version 11 must read the same.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,8 +12,10 @@ use std::path::Path;
 use flate2::{write::DeflateEncoder, Compression};
 use rusqlite::{params, Connection};
 
-/// `day_chunk` slots a day.
+/// `day_chunk` slots a day before version 11.
 const SLOTS: i64 = 1 << 13;
+/// `day_chunk` = day × `IDS` + the chunk's first package id, since version 11.
+const IDS: i64 = 1 << 20;
 
 /// [downloads, whales, small, repeats, whale_small, whale_repeats].
 type Counts = [u64; 6];
@@ -108,7 +111,7 @@ fn keys_to_v7(b: &[u8]) -> (Vec<u8>, Vec<[u64; 3]>) {
         r.text();
     }
     let strings_end = r.at;
-    assert_eq!(r.varint(), 3, "a version-9 keys blob");
+    assert_eq!(r.varint(), 7, "a version-11 keys blob");
     let uniform_start = r.at;
     for _ in 0..r.varint() {
         r.varint();
@@ -179,27 +182,10 @@ pub fn breakdowns_to_v7(db: &Path) {
         .collect();
     for (day, keys) in days {
         let (keys7, builds) = keys_to_v7(&keys);
-        let chunks: Vec<(i64, Vec<u8>)> = (tx
-            .prepare("SELECT day_chunk, data FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2")
-            .unwrap())
-        .query_map([day * SLOTS, day * SLOTS + SLOTS - 1], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
         // Package id → its version-7 part.
-        let mut parts = BTreeMap::new();
-        for (slot, data) in chunks {
-            let raw = zstd::stream::decode_all(&data[..]).unwrap();
-            let mut r = Reader { b: &raw, at: 0 };
-            while !r.done() {
-                let (k, len) = (r.varint() as i64, r.varint() as usize);
-                let id = (slot - day * SLOTS) * 128 + k;
-                parts.insert(id, package_to_v7(&raw[r.at..r.at + len], &builds));
-                r.at += len;
-            }
-        }
+        let parts: BTreeMap<i64, Vec<u8>> = (parts_v11(&tx, day).into_iter())
+            .map(|(id, part)| (id, package_to_v7(&part, &builds)))
+            .collect();
         let mut chunks7: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
         for (id, part) in parts {
             let raw = chunks7.entry(id / 128).or_default();
@@ -209,7 +195,7 @@ pub fn breakdowns_to_v7(db: &Path) {
         }
         tx.execute(
             "DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2",
-            [day * SLOTS, day * SLOTS + SLOTS - 1],
+            [day * IDS, day * IDS + IDS - 1],
         )
         .unwrap();
         for (chunk, raw) in chunks7 {
@@ -230,4 +216,87 @@ pub fn breakdowns_to_v7(db: &Path) {
     }
     tx.execute_batch("PRAGMA user_version = 7").unwrap();
     tx.commit().unwrap();
+}
+
+/// Day `day`'s package parts (id → part) of its version-11 chunks.
+fn parts_v11(tx: &rusqlite::Transaction<'_>, day: i64) -> BTreeMap<i64, Vec<u8>> {
+    let chunks: Vec<(i64, Vec<u8>)> = (tx
+        .prepare("SELECT day_chunk, data FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2")
+        .unwrap())
+    .query_map([day * IDS, day * IDS + IDS - 1], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect();
+    let mut parts = BTreeMap::new();
+    for (key, data) in chunks {
+        let raw = zstd::stream::decode_all(&data[..]).unwrap();
+        let mut r = Reader { b: &raw, at: 0 };
+        while !r.done() {
+            let (k, len) = (r.varint() as i64, r.varint() as usize);
+            parts.insert(key - day * IDS + k, raw[r.at..r.at + len].to_vec());
+            r.at += len;
+        }
+    }
+    parts
+}
+
+/// Rewrites every day's breakdowns at `db` in version 9's form (runs of 128 ids a chunk, the
+/// keys blob's tail without bit 2) and sets the store's version to 10 (the last to write them).
+/// Returns the number of chunks written.
+pub fn breakdowns_to_v9(db: &Path) -> usize {
+    let mut c = Connection::open(db).unwrap();
+    let tx = c.transaction().unwrap();
+    let days: Vec<(i64, Vec<u8>)> = (tx.prepare("SELECT day, keys FROM breakdown_keys").unwrap())
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut written = 0;
+    for (day, keys) in days {
+        let mut runs: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
+        for (id, part) in parts_v11(&tx, day) {
+            let raw = runs.entry(id / 128).or_default();
+            varint(raw, (id % 128) as u64);
+            varint(raw, part.len() as u64);
+            raw.extend_from_slice(&part);
+        }
+        tx.execute(
+            "DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2",
+            [day * IDS, day * IDS + IDS - 1],
+        )
+        .unwrap();
+        for (run, raw) in runs {
+            let data = zstd::bulk::compress(&raw, 9).unwrap();
+            tx.execute(
+                "INSERT INTO breakdowns (day_chunk, data) VALUES (?1, ?2)",
+                params![day * SLOTS + run, data],
+            )
+            .unwrap();
+            written += 1;
+        }
+        tx.execute(
+            "UPDATE breakdown_keys SET keys = ?2 WHERE day = ?1",
+            params![day, keys_to_v9(&keys)],
+        )
+        .unwrap();
+    }
+    tx.execute_batch("PRAGMA user_version = 10").unwrap();
+    tx.commit().unwrap();
+    written
+}
+
+/// A version-11 keys blob → version 9's: the same, its flags varint 7 → 3.
+fn keys_to_v9(b: &[u8]) -> Vec<u8> {
+    let mut r = Reader { b, at: 0 };
+    for _ in 0..r.varint() {
+        r.text();
+    }
+    let at = r.at;
+    assert_eq!(r.varint(), 7, "a version-11 keys blob");
+    let mut out = b[..at].to_vec();
+    varint(&mut out, 3);
+    out.extend_from_slice(&b[r.at..]);
+    out
 }

@@ -30,6 +30,7 @@ use crate::pool::{AcquireError, Lease, Pool, Replace};
 use crate::status;
 use crate::upstream::UpBody;
 
+pub mod fault;
 mod inbound;
 mod leased;
 mod outbound;

@@ -1,8 +1,9 @@
 //! Getting a request to a worker: the leased worker's connection (kept-alive or new), one try,
 //! and the cases where a request is sent to a worker once more instead of a 502: a refused
-//! connect, a kept-alive connection that closed before any byte of the request was written
-//! ([`attempt`] states the rule), and a GET or HEAD without a body whose worker died (or closed
-//! the connection) before sending any byte of an answer ([`send_retrying`]).
+//! connect (to another worker), a kept-alive connection that closed before any byte of the
+//! request was written (to the same worker, on a new connection: [`attempt`] states the rule),
+//! and a GET or HEAD without a body whose worker died (or closed the connection) before sending
+//! any byte of an answer (to another worker: [`send_retrying`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use hyper::body::Incoming;
 use hyper::header;
 use hyper::{Method, Request, Response};
 
-use super::{unavailable, within, ProxyBody};
+use super::{fault, unavailable, within, ProxyBody};
 use crate::pool::{Lease, Pool, Replace};
 use crate::upstream::{self, UpBody};
 
@@ -31,9 +32,12 @@ pub(super) enum Attempt {
 ///
 /// The retry rule of a kept-alive connection: when it closed (its worker exited, or closed the
 /// idle connection) before any byte of the request was written, hyper hands the request back,
-/// untouched, body included; it is then sent once more, to a worker picked afresh on a new
-/// connection, as safe as after a refused connect. A request that was written, even in part,
-/// and got no answer is a 502 (the worker may have acted on it, or died of it).
+/// untouched, body included; it is then sent once more, to the same worker on a new
+/// connection, as safe as after a refused connect. The same worker, because it is usually well
+/// (it closed an idle connection) and a sticky session (a Shiny app's) lives only there; if it
+/// refuses the new connection it exited, and the request goes to another worker as after any
+/// refused connect ([`connect_leased`]). A request that was written, even in part, and got no
+/// answer is a 502 (the worker may have acted on it, or died of it).
 pub(super) async fn attempt(
     conn: Result<upstream::Conn, upstream::UpstreamError>,
     req: Request<UpBody>,
@@ -62,6 +66,7 @@ pub(super) async fn connect_leased(
     if let Some(mut c) = pooled {
         // An idle connection the worker closed (or left unusable) is replaced, not a 502.
         if c.ready().await.is_ok() {
+            fault::hold(lease.port, &c).await;
             return Ok((lease, Ok(c), true));
         }
     }
@@ -78,12 +83,14 @@ pub(super) async fn connect_leased(
     }
 }
 
-/// Sends `req` on `conn` (see [`attempt`]) and, at most once, sends it again to a worker picked
-/// afresh, instead of a 502: when none of it was written on a kept-alive
-/// connection, or when it is a GET or HEAD without a body and its worker died (or closed the
-/// connection) before any byte of an answer (that worker is replaced, so the second try goes
-/// to another). Those are idempotent, so a second worker may answer; a request with a body or another method is never sent twice, since the worker may
-/// have acted on it. A request that crashes every worker it reaches kills at most two.
+/// Sends `req` on `conn` (see [`attempt`]) and, at most once, sends it again instead of a 502:
+/// when none of it was written on a kept-alive connection, to the same worker on a new
+/// connection (its session stays there; see [`attempt`]); or, when it is a GET or HEAD without
+/// a body and its worker died (or closed the connection) before any byte of an answer, to a
+/// worker picked afresh (that worker is replaced, so the second try goes to another). Those are
+/// idempotent, so a second worker may answer; a request with a body or another method that was
+/// written is never sent twice, since the worker may have acted on it. A request that crashes
+/// every worker it reaches kills at most two.
 ///
 /// Returns the lease of the worker that answered (or failed), the attempt, and whether it was
 /// sent again (the access log's `retried`).
@@ -96,25 +103,27 @@ pub(super) async fn send_retrying(
     limit: Duration,
 ) -> Result<(Lease, Attempt, bool), Response<ProxyBody>> {
     let again = idempotent_copy(&req);
-    let unsent = match attempt(conn, req, limit).await {
+    let (lease, unsent) = match attempt(conn, req, limit).await {
         Attempt::Failed(e, Some(unsent)) if pooled => {
-            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before the request was written; retrying once");
-            unsent
+            tracing::warn!(worker = lease.worker, error = %e, "kept-alive connection closed before the request was written; retrying once on a new connection to the same worker");
+            pool.count_retry();
+            // The lease's idle connection was taken, so this connects afresh to its worker.
+            (lease, unsent)
         }
         Attempt::Failed(e, _) if again.is_some() => {
             tracing::warn!(worker = lease.worker, error = %e, "worker sent no byte of an answer to a GET/HEAD; retrying once on a worker picked afresh");
             // Dead (its exit may not be noticed yet) or dropping requests: out of rotation, so
             // the second try goes to another worker.
             pool.replace(lease.worker, Replace::NoAnswer);
-            again.expect("checked")
+            pool.count_retry();
+            drop(lease);
+            let l = pool.acquire(None).await.map_err(|e| unavailable(e, 1))?;
+            (l, again.expect("checked"))
         }
         Attempt::Failed(e, _) => return Ok((lease, Attempt::Failed(e, None), false)),
         other => return Ok((lease, other, false)),
     };
-    pool.count_retry();
-    drop(lease);
-    let l = pool.acquire(None).await.map_err(|e| unavailable(e, 1))?;
-    let (l, conn, _) = connect_leased(pool, l, false).await?;
+    let (l, conn, _) = connect_leased(pool, lease, false).await?;
     let sent = match attempt(conn, unsent, limit).await {
         Attempt::Failed(e, _) => Attempt::Failed(e, None),
         other => other,

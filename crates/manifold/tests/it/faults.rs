@@ -1,7 +1,7 @@
 //! Faults of issue 30, each with the real binary or in-process manifold and real Python workers:
 //! silent client connections, `--max` while recycling, a kept-alive worker connection that dies
-//! before answering, the access log under rotation and on a full disk, and `last_error` after a
-//! failed reload.
+//! before answering or is closed before the request is written, the access log under rotation
+//! and on a full disk, and `last_error` after a failed reload.
 
 use crate::common;
 
@@ -180,6 +180,87 @@ fn a_request_written_to_a_kept_alive_connection_is_not_retried() {
     let s = m.status();
     assert_eq!(s["totals"]["connect_retries"], 1, "{s}");
     assert_eq!(s["totals"]["bad_gateway"], 1, "{s}");
+}
+
+/// A sticky session keeps its worker when the worker closed its idle kept-alive connection just
+/// before the session's next request was written on it: the request comes back unsent and goes
+/// once more to the same worker on a new connection (answered with that worker's pid), counted
+/// in `connect_retries` and the access log's `retried`. As in a Shiny app, the session also
+/// holds a WebSocket on its worker, so a worker picked afresh would be the other, idle one (the
+/// old rule's answer). The close is timed by the in-process hook `proxy::fault` (the request
+/// waits after the connection's check) and made by the fixture worker on SIGUSR1.
+#[test]
+fn an_unsent_request_is_retried_on_its_sticky_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.jsonl");
+    let m = InProc::start(&base(&[
+        "--min",
+        "2",
+        "--max",
+        "2",
+        "--sticky",
+        "cookie",
+        "--access-log",
+        log.to_str().unwrap(),
+    ]));
+    let first = m.get("/pid");
+    assert_eq!(first.status, 200, "{}", first.body);
+    let cookie = first.cookie();
+    let pid: u32 = first.body.parse().unwrap();
+    let s = m.status();
+    let worker = workers(&s)
+        .into_iter()
+        .find(|w| w["pid"] == pid)
+        .unwrap_or_else(|| panic!("worker {pid} in {s}"));
+    let (id, port) = (
+        worker["id"].clone(),
+        worker["port"].as_u64().unwrap() as u16,
+    );
+    manifold::proxy::fault::hold_next_kept_alive_send(port);
+    let (addr, c) = (m.addr.clone(), cookie.clone());
+    let next = thread::spawn(move || request(&addr, "GET", "/pid", &[("Cookie", &c)], ""));
+    wait_until("the request held on the kept-alive connection", || {
+        manifold::proxy::fault::held(port)
+    });
+    // The session's WebSocket: its worker, single-threaded, takes it once the kept-alive
+    // connection closes; the new connection of the retry waits for it to end.
+    let mut ws = TcpStream::connect(&m.addr).unwrap();
+    ws.set_read_timeout(Some(DEADLINE)).unwrap();
+    let head = "GET /upgrade HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n";
+    write!(ws, "{head}Cookie: {cookie}\r\n\r\n").unwrap();
+    m.wait_status("the WebSocket on the session's worker", |s| {
+        workers(s).iter().any(|w| w["id"] == id && w["busy"] == 2)
+    });
+    // SAFETY: kill on the pid of a live worker of this manifold.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGUSR1);
+    }
+    let mut b = [0u8; 12];
+    ws.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"HTTP/1.1 101");
+    // The retry has picked its worker once it is counted; then the WebSocket ends.
+    m.wait_status("the retry", |s| s["totals"]["connect_retries"] == 1);
+    drop(ws);
+    let r = next.join().unwrap();
+    assert_eq!((r.status, r.body.as_str()), (200, pid.to_string().as_str()));
+    let s = m.status();
+    assert_eq!(s["totals"]["connect_retries"], 1, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 0, "{s}");
+    wait_until("three access log lines", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() >= 3)
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let retried: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["retried"] == true)
+        .collect();
+    assert_eq!(retried.len(), 1, "{text}");
+    assert_eq!(
+        (&retried[0]["path"], &retried[0]["worker"]),
+        (&"/pid".into(), &id),
+        "{text}"
+    );
 }
 
 /// SIGUSR1 reopens the access log: after `mv access.log access.log.1; kill -USR1`, new lines go

@@ -5,6 +5,7 @@
 //   least 24 × 24 px, the year list opens at the year shown, on a whole row (no row cut by its
 //   top edge, the shown year and month inside it), arrows + Enter open a day;
 // - nothing wider than the screen (no element outside the viewport unless a scroll box holds it);
+//   on a desk, no table that needs a sideways scroll in its box;
 // - chart texts (legend, axis names, labels, marks) that do not overlap one another;
 // - axe-core: no serious or critical accessibility violation;
 // - requests: each API URL asked for at most once per view;
@@ -124,6 +125,18 @@ function overflowing() {
   return out;
 }
 
+/** Shown tables (in their scroll boxes) that need a sideways scroll to read: on a desk every
+ * column fits its box, so none is cut off at the right edge until scrolled. */
+function tablesCut() {
+  const out = [];
+  for (const wrap of document.querySelectorAll(".table-wrap")) {
+    const r = wrap.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || wrap.closest("[hidden]")) continue;
+    if (wrap.scrollWidth > wrap.clientWidth + 1) out.push(`${wrap.getAttribute("aria-label") ?? wrap.id}: ${wrap.scrollWidth} px in ${wrap.clientWidth}`);
+  }
+  return out;
+}
+
 /** Pairs of texts drawn over each other in the charts shown: each text's box, turned as it is
  * drawn (rotated axis labels), tested against the others by separating axes, 1 px of slack. The
  * ECharts charts (canvas) are measured from their own text elements, after hidden-overlap labels
@@ -208,6 +221,7 @@ for (const size of SIZES) {
       try {
         assert.deepEqual(twice(page.requests), [], `asked twice: ${page.requests.join(" ")}`);
         if (size.width < 700) assert.deepEqual(await page.evaluate(overflowing), [], "wider than the screen");
+        else assert.deepEqual(await page.evaluate(tablesCut), [], "a table cut off at its box's right edge");
         assert.deepEqual(await page.evaluate(overprints), [], "chart texts drawn over each other");
         assert.deepEqual(await axe(page), [], "axe-core");
         await screenshot(page, `look-${view.name}-${size.width}`);

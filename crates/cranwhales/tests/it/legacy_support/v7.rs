@@ -173,6 +173,42 @@ fn package_to_v7(b: &[u8], builds: &[[u64; 3]]) -> Vec<u8> {
 
 /// Rewrites every day's breakdowns at `db` in version 7's form and sets the store's version to 7.
 pub fn breakdowns_to_v7(db: &Path) {
+    rewrite(db, 7, |keys, parts| {
+        let (keys7, builds) = keys_to_v7(keys);
+        let parts = (parts.into_iter())
+            .map(|(id, part)| (id, package_to_v7(&part, &builds)))
+            .collect();
+        let chunks = (runs_of_128(parts).into_iter())
+            .map(|(run, raw)| {
+                let mut enc = DeflateEncoder::new(Vec::new(), Compression::new(9));
+                enc.write_all(&raw).unwrap();
+                (run, enc.finish().unwrap())
+            })
+            .collect();
+        (keys7, chunks)
+    });
+}
+
+/// Rewrites every day's breakdowns at `db` in version 9's form (runs of 128 ids a chunk, the
+/// keys blob's tail without bit 2) and sets the store's version to 10 (the last to write them).
+/// Returns the number of chunks written.
+pub fn breakdowns_to_v9(db: &Path) -> usize {
+    rewrite(db, 10, |keys, parts| {
+        let chunks = (runs_of_128(parts).into_iter())
+            .map(|(run, raw)| (run, zstd::bulk::compress(&raw, 9).unwrap()))
+            .collect();
+        (keys_to_v9(keys), chunks)
+    })
+}
+
+/// Rewrites every day's breakdowns at `db` by `form` (the day's keys blob and version-11 parts,
+/// id → part → the old form's keys blob and chunks, run of 128 ids → its compressed bytes), keyed
+/// by runs of 128 ids, and sets the store's version to `version`. Returns the chunks written.
+fn rewrite(
+    db: &Path,
+    version: i64,
+    form: impl Fn(&[u8], BTreeMap<i64, Vec<u8>>) -> (Vec<u8>, BTreeMap<i64, Vec<u8>>),
+) -> usize {
     let mut c = Connection::open(db).unwrap();
     let tx = c.transaction().unwrap();
     let days: Vec<(i64, Vec<u8>)> = (tx.prepare("SELECT day, keys FROM breakdown_keys").unwrap())
@@ -180,42 +216,45 @@ pub fn breakdowns_to_v7(db: &Path) {
         .unwrap()
         .map(Result::unwrap)
         .collect();
+    let mut written = 0;
     for (day, keys) in days {
-        let (keys7, builds) = keys_to_v7(&keys);
-        // Package id → its version-7 part.
-        let parts: BTreeMap<i64, Vec<u8>> = (parts_v11(&tx, day).into_iter())
-            .map(|(id, part)| (id, package_to_v7(&part, &builds)))
-            .collect();
-        let mut chunks7: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
-        for (id, part) in parts {
-            let raw = chunks7.entry(id / 128).or_default();
-            varint(raw, (id % 128) as u64);
-            varint(raw, part.len() as u64);
-            raw.extend_from_slice(&part);
-        }
+        let (keys, chunks) = form(&keys, parts_v11(&tx, day));
         tx.execute(
             "DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2",
             [day * IDS, day * IDS + IDS - 1],
         )
         .unwrap();
-        for (chunk, raw) in chunks7 {
-            let mut enc = DeflateEncoder::new(Vec::new(), Compression::new(9));
-            enc.write_all(&raw).unwrap();
-            let data = enc.finish().unwrap();
+        for (run, data) in chunks {
             tx.execute(
                 "INSERT INTO breakdowns (day_chunk, data) VALUES (?1, ?2)",
-                params![day * SLOTS + chunk, data],
+                params![day * SLOTS + run, data],
             )
             .unwrap();
+            written += 1;
         }
         tx.execute(
             "UPDATE breakdown_keys SET keys = ?2 WHERE day = ?1",
-            params![day, keys7],
+            params![day, keys],
         )
         .unwrap();
     }
-    tx.execute_batch("PRAGMA user_version = 7").unwrap();
+    tx.execute_batch(&format!("PRAGMA user_version = {version}"))
+        .unwrap();
     tx.commit().unwrap();
+    written
+}
+
+/// Parts (id → part) in runs of 128 ids (run → its raw chunk: varint `id % 128`, varint length,
+/// the part).
+fn runs_of_128(parts: BTreeMap<i64, Vec<u8>>) -> BTreeMap<i64, Vec<u8>> {
+    let mut runs: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
+    for (id, part) in parts {
+        let raw = runs.entry(id / 128).or_default();
+        varint(raw, (id % 128) as u64);
+        varint(raw, part.len() as u64);
+        raw.extend_from_slice(&part);
+    }
+    runs
 }
 
 /// Day `day`'s package parts (id → part) of its version-11 chunks.
@@ -240,51 +279,6 @@ fn parts_v11(tx: &rusqlite::Transaction<'_>, day: i64) -> BTreeMap<i64, Vec<u8>>
         }
     }
     parts
-}
-
-/// Rewrites every day's breakdowns at `db` in version 9's form (runs of 128 ids a chunk, the
-/// keys blob's tail without bit 2) and sets the store's version to 10 (the last to write them).
-/// Returns the number of chunks written.
-pub fn breakdowns_to_v9(db: &Path) -> usize {
-    let mut c = Connection::open(db).unwrap();
-    let tx = c.transaction().unwrap();
-    let days: Vec<(i64, Vec<u8>)> = (tx.prepare("SELECT day, keys FROM breakdown_keys").unwrap())
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let mut written = 0;
-    for (day, keys) in days {
-        let mut runs: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
-        for (id, part) in parts_v11(&tx, day) {
-            let raw = runs.entry(id / 128).or_default();
-            varint(raw, (id % 128) as u64);
-            varint(raw, part.len() as u64);
-            raw.extend_from_slice(&part);
-        }
-        tx.execute(
-            "DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2",
-            [day * IDS, day * IDS + IDS - 1],
-        )
-        .unwrap();
-        for (run, raw) in runs {
-            let data = zstd::bulk::compress(&raw, 9).unwrap();
-            tx.execute(
-                "INSERT INTO breakdowns (day_chunk, data) VALUES (?1, ?2)",
-                params![day * SLOTS + run, data],
-            )
-            .unwrap();
-            written += 1;
-        }
-        tx.execute(
-            "UPDATE breakdown_keys SET keys = ?2 WHERE day = ?1",
-            params![day, keys_to_v9(&keys)],
-        )
-        .unwrap();
-    }
-    tx.execute_batch("PRAGMA user_version = 10").unwrap();
-    tx.commit().unwrap();
-    written
 }
 
 /// A version-11 keys blob → version 9's: the same, its flags varint 7 → 3.

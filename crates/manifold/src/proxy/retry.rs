@@ -102,7 +102,7 @@ pub(super) async fn connect_leased(
 /// did not read it), so one that crashes every worker it reaches kills at most two.
 ///
 /// Returns the lease of the worker that answered (or failed), the attempt, and whether it was
-/// sent again (the access log's `retried`, counted once in `connect_retries`).
+/// sent again (the access log's `retried`; counted in `connect_retries`).
 pub(super) async fn send_retrying(
     pool: &Arc<Pool>,
     lease: Lease,
@@ -170,7 +170,7 @@ async fn on_same_worker(
     let sent = attempt(conn, req, limit).await;
     if let Attempt::Failed(e, unsent) = sent {
         if unsent.is_some() || (again.is_some() && reset(&e)) {
-            tracing::warn!(worker, error = %e, "worker reset its new connection before any byte of an answer (it is exiting); replacing it, the request goes to a worker picked afresh");
+            tracing::warn!(worker, error = %e, "worker reset (or closed unused) its new connection before any byte of an answer: it is exiting; replacing it, the request goes to a worker picked afresh");
             // As after a refused connect, which this is in effect (counted above).
             pool.replace(worker, Replace::NoAnswer);
             drop(l);

@@ -62,7 +62,8 @@ pub struct Entry<'a> {
     /// `X-Accel-Buffering: no`, or above --buffer-response); false: buffered, the worker was
     /// freed when it had written it.
     pub streamed: bool,
-    /// The request went to a second worker after the first died before sending any byte.
+    /// The request was sent once more, instead of a 502 (see `proxy::retry`): to the same
+    /// worker on a new connection, or to another worker.
     pub retried: bool,
 }
 

@@ -138,7 +138,7 @@ pub struct Record {
     pub sticky: Option<u64>,
     /// The response streamed, holding its worker (see the access log's `streamed`).
     pub streamed: bool,
-    /// Sent once more to another worker (see the access log's `retried`).
+    /// Sent once more, to the same worker or another (see the access log's `retried`).
     pub retried: bool,
 }
 

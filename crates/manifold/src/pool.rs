@@ -127,7 +127,8 @@ pub enum Replace {
     Unhealthy,
     /// The worker refused a new connection: it is dead or dying.
     Refused,
-    /// The worker sent no byte of an answer to a GET/HEAD it was sent: died, or drops requests.
+    /// The worker sent no byte of an answer to a request it may retry (see `proxy::retry`):
+    /// died (its exit may not be noticed yet), or drops requests.
     NoAnswer,
 }
 
@@ -373,8 +374,8 @@ impl Pool {
         st.queue.len() + st.slots.values().map(|s| s.busy).sum::<usize>()
     }
 
-    /// Counts a request sent to a worker once more (its kept-alive connection closed before
-    /// any answer; see `proxy::retry`).
+    /// Counts a request sent to a worker once more instead of a 502 (see `proxy::retry`; a
+    /// refused connect is counted by [`Pool::replace`]).
     pub fn count_retry(&self) {
         self.lock().totals.connect_retries += 1;
     }
@@ -429,7 +430,7 @@ impl Pool {
                 &mut 0,
             ),
             Replace::NoAnswer => (
-                format!("worker {id} sent no answer to a GET/HEAD; replaced, request retried"),
+                format!("worker {id} sent no byte of an answer; replaced"),
                 &mut 0,
             ),
         };

@@ -10,7 +10,9 @@
 //! Retries: a request goes once more to a worker, instead of a 502, when none of it reached a
 //! worker: its worker refused the connection, or its kept-alive connection closed before any byte
 //! of it was written (hyper hands the request back; see `retry::attempt`); and a GET or HEAD
-//! without a body whose worker died before any byte of an answer (`retry::send_retrying`).
+//! without a body that got no byte of an answer: on a kept-alive connection to the same worker
+//! over a new one (it usually just closed an idle connection), else to another worker
+//! (`retry::send_retrying`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -85,7 +87,7 @@ struct Served {
     upstream: Option<Duration>,
     /// The response streams, holding its worker.
     streamed: bool,
-    /// It went to a second worker.
+    /// It was sent once more (to the same worker on a new connection, or to another worker).
     retried: bool,
 }
 

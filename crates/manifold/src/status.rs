@@ -275,7 +275,7 @@ fn render_counters(o: &mut String, s: &Snapshot) {
         ),
         (
             "manifold_connect_retries_total",
-            "Requests resent to another worker after a refused connect",
+            "Requests sent to a worker once more instead of a 502",
             t.connect_retries,
         ),
         (

@@ -27,7 +27,8 @@ pub struct Totals {
     pub request_timeouts: u64,
     /// Ready workers replaced because they failed the health probe.
     pub health_replacements: u64,
-    /// Requests sent to another worker because theirs refused the connection.
+    /// Requests sent to a worker once more instead of a 502 (a refused connect, a closed
+    /// kept-alive connection, a GET/HEAD without an answer; see `proxy::retry`).
     pub connect_retries: u64,
     /// Workers recycled (--max-requests, --max-lifetime, --max-rss).
     pub recycles: u64,

@@ -1,7 +1,8 @@
 //! Faults of issue 30, each with the real binary or in-process manifold and real Python workers:
 //! silent client connections, `--max` while recycling, a kept-alive worker connection that dies
-//! before answering or is closed before the request is written, the access log under rotation
-//! and on a full disk, and `last_error` after a failed reload.
+//! before answering, is closed before the request is written or is closed by a healthy worker
+//! after reading a GET, a worker that answers no GET at all, the access log under rotation and on
+//! a full disk, and `last_error` after a failed reload.
 
 use crate::common;
 
@@ -165,8 +166,8 @@ fn max_bounds_every_worker_process_while_recycling() {
 
 /// The retry rule's other side: a request with a body that was written to a kept-alive worker
 /// connection and got no byte of answer is not sent again (the worker read it and may have
-/// acted on it): 502. A GET without a body is (issue 32: idempotent), once, after its worker
-/// was replaced: 200 from the replacement, one `connect_retries`.
+/// acted on it): 502. A GET without a body is (issue 32: idempotent), once, to the same worker
+/// on a new connection: 200, one `connect_retries`.
 #[test]
 fn a_request_written_to_a_kept_alive_connection_is_not_retried() {
     let m = InProc::start(&base(&["--min", "1", "--max", "1"]));
@@ -261,6 +262,175 @@ fn an_unsent_request_is_retried_on_its_sticky_worker() {
         (&"/pid".into(), &id),
         "{text}"
     );
+}
+
+/// The access log's lines once there are `n` of them (bounded wait).
+fn log_lines(log: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
+    wait_until(&format!("{n} access log lines"), || {
+        std::fs::read_to_string(log).is_ok_and(|t| t.lines().count() >= n)
+    });
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The status entry of the worker with `pid`, if listed.
+fn worker_with_pid(s: &serde_json::Value, pid: u32) -> Option<serde_json::Value> {
+    workers(s).into_iter().find(|w| w["pid"] == pid)
+}
+
+/// A healthy worker that closes its kept-alive connection after reading the next GET on it,
+/// without a byte of answer (its keep-alive timeout racing manifold's write of the request), is
+/// not taken for dead: the GET goes once more to the same worker on a new connection and is
+/// answered there, so the sticky session keeps its worker. The worker is not replaced (same pid,
+/// alive and ready, no start nor `last_error`), one `connect_retries`, one `retried` log line.
+#[test]
+fn a_get_unanswered_on_a_kept_alive_connection_stays_on_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.jsonl");
+    let m = InProc::start(&base(&[
+        "--min",
+        "2",
+        "--max",
+        "2",
+        "--sticky",
+        "cookie",
+        "--access-log",
+        log.to_str().unwrap(),
+    ]));
+    let first = m.get("/pid");
+    assert_eq!(first.status, 200, "{}", first.body);
+    let cookie = first.cookie();
+    let pid: u32 = first.body.parse().unwrap();
+    let c = [("Cookie", cookie.as_str())];
+    // Answered on the session's kept-alive connection, which the worker then closes after reading
+    // the next request on it.
+    assert_eq!(request(&m.addr, "GET", "/then-drop", &c, "").status, 200);
+    let before = m.status();
+    let id = worker_with_pid(&before, pid).unwrap()["id"].clone();
+    let r = request(&m.addr, "GET", "/pid", &c, "");
+    assert_eq!((r.status, r.body.as_str()), (200, pid.to_string().as_str()));
+    let s = m.status();
+    assert!(alive(pid), "worker {pid} gone: {s}");
+    let w = worker_with_pid(&s, pid).unwrap_or_else(|| panic!("worker {pid} not listed: {s}"));
+    assert_eq!((&w["id"], &w["state"]), (&id, &"ready".into()), "{s}");
+    assert_eq!(
+        s["totals"]["worker_starts"],
+        before["totals"]["worker_starts"]
+    );
+    assert_eq!(s["totals"]["worker_crashes"], 0, "{s}");
+    assert_eq!(s["totals"]["connect_retries"], 1, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 0, "{s}");
+    assert!(s["last_error"].is_null(), "{s}");
+    let lines = log_lines(&log, 3);
+    let retried: Vec<_> = lines.iter().filter(|l| l["retried"] == true).collect();
+    assert_eq!(retried.len(), 1, "{lines:?}");
+    assert_eq!(
+        (&retried[0]["path"], &retried[0]["worker"]),
+        (&"/pid".into(), &id)
+    );
+}
+
+/// A worker that dies on a GET sent on its kept-alive connection is still replaced, and the GET
+/// answered by the other worker: the new connection to it is refused or reset (it exited), which
+/// tells a dead worker from one that closed an idle connection.
+#[test]
+fn a_get_whose_worker_dies_on_a_kept_alive_connection_is_answered_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.jsonl");
+    let m = InProc::start(&base(&[
+        "--min",
+        "2",
+        "--max",
+        "2",
+        "--sticky",
+        "cookie",
+        "--access-log",
+        log.to_str().unwrap(),
+    ]));
+    let first = m.get("/pid");
+    let (cookie, pid) = (first.cookie(), first.body.parse::<u32>().unwrap());
+    let (addr, c) = (m.addr.clone(), cookie.clone());
+    let get = thread::spawn(move || request(&addr, "GET", "/sleep?ms=2000", &[("Cookie", &c)], ""));
+    m.wait_status("the GET on its kept-alive connection", |s| {
+        worker_with_pid(s, pid).is_some_and(|w| w["busy"] == 1)
+    });
+    // SAFETY: kill on the pid of a live worker of this manifold.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
+    let r = get.join().unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_ne!(v["pid"], pid, "{v}");
+    assert_gone(pid);
+    let s = m.status();
+    assert_eq!(s["totals"]["connect_retries"], 1, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 0, "{s}");
+    let lines = log_lines(&log, 2);
+    assert_eq!(
+        (&lines[1]["status"], &lines[1]["retried"]),
+        (&200.into(), &true.into())
+    );
+}
+
+/// A worker that answers no GET at all, on new connections either, gets 502 and at most two
+/// workers are touched: on its kept-alive connection, the GET's second try on a new connection
+/// to the same worker gets no answer either, so that worker is replaced and the other one is
+/// never sent it; on a new connection, the worker is replaced and the one picked afresh gets
+/// the second (last) try.
+#[test]
+fn a_worker_that_answers_no_get_gets_a_502_and_touches_at_most_two() {
+    let m = InProc::start(&base(&["--min", "2", "--max", "2", "--sticky", "cookie"]));
+    let first = m.get("/pid");
+    let (cookie, a) = (first.cookie(), first.body.parse::<u32>().unwrap());
+    let s = m.status();
+    let id = worker_with_pid(&s, a).unwrap()["id"].clone();
+    let b = pids(&s).into_iter().find(|p| *p != a).unwrap();
+    // Kept-alive: two tries on the session's worker, then 502; the other worker untouched.
+    let r = request(&m.addr, "GET", "/no-answer", &[("Cookie", &cookie)], "");
+    assert_eq!(r.status, 502, "{}", r.body);
+    assert!(
+        r.body.starts_with(&format!("manifold: worker {id} failed")),
+        "{}",
+        r.body
+    );
+    assert_gone(a);
+    let s = m.status();
+    let other = worker_with_pid(&s, b).unwrap_or_else(|| panic!("worker {b} not listed: {s}"));
+    assert_eq!(
+        (&other["state"], &other["served"]),
+        (&"ready".into(), &0.into()),
+        "{s}"
+    );
+    assert_eq!(s["totals"]["connect_retries"], 1, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 1, "{s}");
+    // New connections: the first worker replaced, the second try on another, then 502.
+    let s = m.wait_status("two ready workers", |s| ready(s) == 2);
+    let both = pids(&s);
+    let r = request(&m.addr, "GET", "/no-answer", &[], "");
+    assert_eq!(r.status, 502, "{}", r.body);
+    let s = m.wait_status("one of the two replaced", |s| {
+        both.iter()
+            .filter(|p| worker_with_pid(s, **p).is_some_and(|w| w["state"] == "ready"))
+            .count()
+            == 1
+    });
+    assert_eq!(s["totals"]["connect_retries"], 2, "{s}");
+    assert_eq!(s["totals"]["bad_gateway"], 2, "{s}");
+    let y = both
+        .iter()
+        .find_map(|p| worker_with_pid(&s, *p).filter(|w| w["state"] == "ready"))
+        .unwrap();
+    assert_eq!(y["served"], 1, "{s}");
+    // Every worker but those two is new and untouched.
+    for w in workers(&s)
+        .iter()
+        .filter(|w| !both.contains(&(w["pid"].as_u64().unwrap_or(0) as u32)))
+    {
+        assert_eq!(w["served"], 0, "{s}");
+    }
 }
 
 /// SIGUSR1 reopens the access log: after `mv access.log access.log.1; kill -USR1`, new lines go

@@ -92,9 +92,10 @@ fn queue_full_and_queue_timeout_give_503() {
 fn crash_gives_502_and_a_replacement_worker() {
     let m = InProc::start(&base(&["--min", "1", "--max", "1"]));
     let p1: u32 = m.get("/pid").body.parse().unwrap();
-    // A GET that crashes its worker is sent once more, to a replacement (issue 32: a GET whose
-    // worker died before any byte is retried once); it crashes that one too and gets its 502.
-    // It kills two workers, never more.
+    // A GET that crashes its worker on its kept-alive connection is sent once more (issue 32: a
+    // GET that got no byte of answer is retried once): its new connection to the same worker is
+    // refused or reset (the worker exited), so it goes to a replacement; it crashes that one too
+    // and gets its 502. It kills two workers, never more.
     let r = m.get("/crash");
     assert_eq!(r.status, 502, "{}", r.body);
     assert!(
@@ -112,9 +113,11 @@ fn crash_gives_502_and_a_replacement_worker() {
     let p2: u32 = m.get("/pid").body.parse().unwrap();
     assert_ne!(p1, p2);
     let s = m.status();
-    // Worker 1 was taken out of rotation (replaced) for the retry before its exit was noticed;
-    // worker 2 died while ready: one crash, one 502.
-    assert_eq!(s["totals"]["worker_crashes"], 1);
+    // Worker 2 died while ready: a crash. Worker 1 is one too when its exit was noticed before
+    // its new connection's reset, else it was replaced for the retry (a race the test cannot
+    // time). One 502.
+    let crashes = s["totals"]["worker_crashes"].as_u64().unwrap();
+    assert!((1..=2).contains(&crashes), "{s}");
     assert_eq!(s["totals"]["bad_gateway"], 1);
 }
 

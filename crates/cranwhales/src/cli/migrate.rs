@@ -44,8 +44,12 @@ pub fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
         store.compact()?;
     }
     let after = store.file_bytes()?;
+    let schema = match store.schema() {
+        (Some(from), to) => format!("schema migrated from version {from} to {to}"),
+        (None, now) => format!("schema up to date (version {now})"),
+    };
     println!(
-        "{}: schema up to date, {} bytes (was {} bytes)",
+        "{}: {schema}, {} bytes (was {} bytes)",
         args.db.display(),
         thousands(after),
         thousands(before)

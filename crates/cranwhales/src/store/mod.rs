@@ -107,6 +107,8 @@ pub struct Store {
     path: PathBuf,
     /// Why the store can only be read, when it can only be read (see `Store::open`).
     read_only: Option<String>,
+    /// The schema version this open migrated the store from (`None`: new, or already current).
+    migrated_from: Option<i64>,
 }
 
 /// How long opening a store waits out another process creating or migrating it.
@@ -139,10 +141,11 @@ impl Store {
                 source,
             })?;
         }
-        let store = Store {
+        let mut store = Store {
             conn: Connection::open(path).map_err(sql(path))?,
             path: path.to_owned(),
             read_only: None,
+            migrated_from: None,
         };
         let found = store.init_schema(progress).map_err(sql(path))?;
         if found > SCHEMA_VERSION {
@@ -151,6 +154,7 @@ impl Store {
                 found,
             });
         }
+        store.migrated_from = (found > 0 && found < SCHEMA_VERSION).then_some(found);
         Ok(store)
     }
 
@@ -189,7 +193,14 @@ impl Store {
             conn,
             path: path.to_owned(),
             read_only: Some(why),
+            migrated_from: None,
         })
+    }
+
+    /// The schema version this open migrated the store from, if it migrated it (so `migrate`
+    /// can say what it did), and the current one.
+    pub fn schema(&self) -> (Option<i64>, i64) {
+        (self.migrated_from, SCHEMA_VERSION)
     }
 
     /// Why the store can only be read, if it can only be read.

@@ -415,6 +415,18 @@ fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
     );
     assert_eq!(user_version(&db), (11, true));
     assert!(month_rows(&db) == month_rows(&fresh_db));
+    // It says what it did, and a second run that nothing is left to do.
+    let said = |out: std::process::Output| String::from_utf8(out.stdout).unwrap();
+    let first = said(out);
+    assert!(
+        first.contains(": schema migrated from version 4 to 11, "),
+        "{first}"
+    );
+    let again = said(cli_migrate(&db, 0).wait_with_output().unwrap());
+    assert!(
+        again.contains(": schema up to date (version 11), "),
+        "{again}"
+    );
 }
 
 /// Version 7 → 9 (breakdowns by R build): a store whose breakdown rows are version 7's
@@ -598,7 +610,10 @@ fn kill_9_mid_migration_leaves_the_old_store_whole() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("schema up to date"), "{stdout}");
+    assert!(
+        stdout.contains("schema migrated from version 2 to 11"),
+        "{stdout}"
+    );
     let store = Store::open(&db).unwrap();
     for (d, old) in dates.iter().zip(&olds) {
         for (_, ip, rows, _) in &old.whales {

@@ -285,6 +285,37 @@ test("time axes: the first and last days' points, bars and release labels are wh
   assert.deepEqual(page.errors, []);
 });
 
+/** The x axis labels chart `id` draws (its settled display list). */
+function axisLabels(id) {
+  const c = window.cranwhales.charts.get(id);
+  const grid = c.getModel().getComponent("grid", 0).coordinateSystem.getRect();
+  const out = [];
+  for (const el of c.getZr().storage.getDisplayList(true)) {
+    if ((el.type !== "text" && el.type !== "tspan") || el.ignore || el.invisible || !el.style?.text) continue;
+    const b = el.getBoundingRect();
+    const y = (el.transform ?? [1, 0, 0, 1, 0, 0])[5] + b.y;
+    // Under the plot and above the slider: the x axis' labels.
+    if (y > grid.y + grid.height && y < grid.y + grid.height + 24) out.push(String(el.style.text));
+  }
+  return out;
+}
+
+test("time axes over one stored day: day ticks only, no hours (a day's downloads have no time of day)", async () => {
+  const found = [];
+  for (const q of [`tab=packages&package=ggplot2&whales=6&from=${LATEST}&to=${LATEST}`, `tab=packages&package=ggplot2&whales=6&from=2015-01-07&to=2015-01-08`]) {
+    await page.goto(`${base}/?date=${LATEST}&${q}`);
+    await page.waitForFunction(() => document.body.dataset.who === "ready" && window.cranwhales.charts.get("chart-package")?.getOption()?.series?.length && window.cranwhales.charts.get("chart-versions")?.getOption()?.series?.length, null, { timeout: 20_000 });
+    await settle();
+    for (const id of ["chart-package", "chart-versions"]) {
+      const labels = await page.evaluate(axisLabels, id);
+      if (!labels.length) found.push(`${q} ${id}: no axis label drawn`);
+      found.push(...labels.filter((l) => /\d:\d\d/.test(l)).map((l) => `${q} ${id}: label ${l}`));
+    }
+  }
+  assert.deepEqual(found, []);
+  assert.deepEqual(page.errors, []);
+});
+
 test("trending with repeats off: the listed package most made of repeats drops, as the API counts it; the URL keeps the choice", async () => {
   const range = `from=${LATEST}&to=${LATEST}`;
   const raw = await api(`/api/top?${range}&limit=20`);

@@ -56,6 +56,9 @@ export function timeAxis(bin: Bin, plotWidth: number, include: string[] = []) {
     // (a year and more for weeks stored years apart, pushing the bars to the middle); the
     // padding above already leaves room for the widest bar.
     containShape: false,
+    // Points are days: no tick between two midnights (a range of a day or two, padded by half a
+    // day, was labelled 12:00, 16:00, … as if downloads had a time of day).
+    minInterval: DAY_MS,
     axisLabel: { color: "#555", fontSize: 11, hideOverlap: true },
     splitLine: { show: false },
   };

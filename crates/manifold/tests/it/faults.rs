@@ -194,20 +194,7 @@ fn a_request_written_to_a_kept_alive_connection_is_not_retried() {
 fn an_unsent_request_is_retried_on_its_sticky_worker() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.jsonl");
-    let m = InProc::start(&base(&[
-        "--min",
-        "2",
-        "--max",
-        "2",
-        "--sticky",
-        "cookie",
-        "--access-log",
-        log.to_str().unwrap(),
-    ]));
-    let first = m.get("/pid");
-    assert_eq!(first.status, 200, "{}", first.body);
-    let cookie = first.cookie();
-    let pid: u32 = first.body.parse().unwrap();
+    let (m, cookie, pid) = sticky_session(&log);
     let s = m.status();
     let worker = workers(&s)
         .into_iter()
@@ -264,6 +251,25 @@ fn an_unsent_request_is_retried_on_its_sticky_worker() {
     );
 }
 
+/// Two workers, sticky cookies and an access log at `log`, and a session pinned by a first
+/// `/pid`: (manifold, the session's cookie, its worker's pid).
+fn sticky_session(log: &std::path::Path) -> (InProc, String, u32) {
+    let m = InProc::start(&base(&[
+        "--min",
+        "2",
+        "--max",
+        "2",
+        "--sticky",
+        "cookie",
+        "--access-log",
+        log.to_str().unwrap(),
+    ]));
+    let first = m.get("/pid");
+    assert_eq!(first.status, 200, "{}", first.body);
+    let (cookie, pid) = (first.cookie(), first.body.parse::<u32>().unwrap());
+    (m, cookie, pid)
+}
+
 /// The access log's lines once there are `n` of them (bounded wait).
 fn log_lines(log: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
     wait_until(&format!("{n} access log lines"), || {
@@ -289,20 +295,7 @@ fn worker_with_pid(s: &serde_json::Value, pid: u32) -> Option<serde_json::Value>
 fn a_get_unanswered_on_a_kept_alive_connection_stays_on_its_worker() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.jsonl");
-    let m = InProc::start(&base(&[
-        "--min",
-        "2",
-        "--max",
-        "2",
-        "--sticky",
-        "cookie",
-        "--access-log",
-        log.to_str().unwrap(),
-    ]));
-    let first = m.get("/pid");
-    assert_eq!(first.status, 200, "{}", first.body);
-    let cookie = first.cookie();
-    let pid: u32 = first.body.parse().unwrap();
+    let (m, cookie, pid) = sticky_session(&log);
     let c = [("Cookie", cookie.as_str())];
     // Answered on the session's kept-alive connection, which the worker then closes after reading
     // the next request on it.
@@ -339,18 +332,7 @@ fn a_get_unanswered_on_a_kept_alive_connection_stays_on_its_worker() {
 fn a_get_whose_worker_dies_on_a_kept_alive_connection_is_answered_by_another() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.jsonl");
-    let m = InProc::start(&base(&[
-        "--min",
-        "2",
-        "--max",
-        "2",
-        "--sticky",
-        "cookie",
-        "--access-log",
-        log.to_str().unwrap(),
-    ]));
-    let first = m.get("/pid");
-    let (cookie, pid) = (first.cookie(), first.body.parse::<u32>().unwrap());
+    let (m, cookie, pid) = sticky_session(&log);
     let (addr, c) = (m.addr.clone(), cookie.clone());
     let get = thread::spawn(move || request(&addr, "GET", "/sleep?ms=2000", &[("Cookie", &c)], ""));
     m.wait_status("the GET on its kept-alive connection", |s| {

@@ -58,7 +58,7 @@ use std::io::Read;
 use flate2::read::DeflateDecoder;
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::codec::{decode_ranks, Common, WhaleCount, PACKAGE_IDS};
+use super::codec::{day_package, day_range, decode_ranks, Common, WhaleCount, PACKAGE_IDS};
 use crate::day::breakdown::{Breakdowns, Counts, PackageBreakdown, DIMS};
 use crate::day::DayTables;
 
@@ -135,7 +135,7 @@ pub(super) fn insert(
             packed = compress(&raw);
         }
         ratio = packed.len() as f64 / raw.len().max(1) as f64;
-        st.execute(params![n * PACKAGE_IDS + first, packed])?;
+        st.execute(params![day_package(n, first), packed])?;
         from = to;
     }
     Ok(())
@@ -145,7 +145,7 @@ pub(super) fn insert(
 pub(super) fn delete(tx: &Transaction<'_>, n: i64) -> rusqlite::Result<()> {
     let mut st = tx.prepare_cached("DELETE FROM breakdowns WHERE day_chunk BETWEEN ?1 AND ?2")?;
     st.execute([n * CHUNKS, n * CHUNKS + CHUNKS - 1])?;
-    st.execute([n * PACKAGE_IDS, n * PACKAGE_IDS + PACKAGE_IDS - 1])?;
+    st.execute(<[i64; 2]>::from(day_range(n)))?;
     tx.prepare_cached("DELETE FROM breakdown_keys WHERE day = ?1")?
         .execute([n])?;
     Ok(())

@@ -67,12 +67,48 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// One manifold "host": the shiny preset, 2 R workers, a 2 s drain, its own session log.
+/// One manifold "host": the shiny preset, 2 R workers, a 2 s drain, its own session log and
+/// access log (`access_log`: read only to explain a failed count).
 fn start_host(n: u32, dir: &Path) -> (Manifold, PathBuf) {
     let log = dir.join(format!("host{n}.sessions"));
-    let flags = ["--min", "2", "--max", "2", "--drain-timeout", "2s"];
+    let access = access_log(dir, n);
+    let flags = [
+        "--min",
+        "2",
+        "--max",
+        "2",
+        "--drain-timeout",
+        "2s",
+        "--access-log",
+        access.to_str().unwrap(),
+    ];
     let m = common::replay::start_shiny(&fixture("shiny-replay"), &log, &flags);
     (m, log)
+}
+
+fn access_log(dir: &Path, n: u32) -> PathBuf {
+    dir.join(format!("host{n}.access"))
+}
+
+/// What manifold's access log says of host `n`, for a failure message: lines per worker, and
+/// every line that was sent again, moved off its sticky worker, or not a 200/101.
+fn access_summary(dir: &Path, n: u32) -> String {
+    let text = std::fs::read_to_string(access_log(dir, n)).unwrap_or_default();
+    let mut per_worker: BTreeMap<String, u64> = BTreeMap::new();
+    let mut odd = Vec::new();
+    for l in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
+            odd.push(format!("unparsed: {l}"));
+            continue;
+        };
+        *per_worker.entry(v["worker"].to_string()).or_default() += 1;
+        let moved = !v["sticky"].is_null() && v["sticky"] != v["worker"];
+        let status = v["status"].as_u64().unwrap_or(0);
+        if v["retried"] == true || moved || !(status == 200 || status == 101) {
+            odd.push(l.to_string());
+        }
+    }
+    format!("access log of host{n}: per worker {per_worker:?}; notable lines: {odd:#?}")
 }
 
 /// HAProxy with the shipped config, logging to a buffer the test reads.
@@ -294,23 +330,25 @@ fn phase_one(h: &Haproxy, hosts: &[(&Manifold, &Path); 2], dir: &Path) {
         log.iter().filter(|l| l.status == 101).count() == USERS as usize
     });
     // Read after HAProxy has logged every request: manifold counts one when its lease ends (a
-    // WebSocket's when its tunnel closes), and a host may count its last ones a moment after
-    // HAProxy logged them (a CI run once read a host's status 2 requests short). Each host gets
-    // a bounded while to count as many as HAProxy sent it; the per-worker comparison below then
-    // checks the counts exactly, whatever the wait found.
+    // WebSocket's when its tunnel closes), and a worker may count its last ones a moment after
+    // HAProxy logged them (a CI run once read a host's status 2 requests short). Each worker
+    // gets a bounded while to count as many as HAProxy sent it; the comparison below then checks
+    // the counts exactly, whatever the wait found.
+    let sent = |host: &str, worker: &serde_json::Value| {
+        let id = worker["id"].to_string();
+        log.iter()
+            .filter(|l| l.server == host && l.worker() == id)
+            .count() as u64
+    };
     let statuses: Vec<serde_json::Value> = hosts
         .iter()
         .enumerate()
         .map(|(i, (m, _))| {
             let name = format!("host{}", i + 1);
-            let sent = log.iter().filter(|l| l.server == name).count() as u64;
             poll_until(Duration::from_secs(10), || {
-                let s = m.status();
-                let served: u64 = workers(&s)
+                workers(&m.status())
                     .iter()
-                    .filter_map(|w| w["served"].as_u64())
-                    .sum();
-                served >= sent
+                    .all(|w| w["served"].as_u64() >= Some(sent(&name, w)))
             });
             settled(m)
         })
@@ -363,7 +401,11 @@ fn phase_one(h: &Haproxy, hosts: &[(&Manifold, &Path); 2], dir: &Path) {
             assert_eq!(
                 w["served"].as_u64(),
                 Some(reqs),
-                "{key:?}: haproxy vs manifold"
+                "{key:?}: haproxy vs manifold; host status {s}; {}; haproxy lines retried or not 200/101: {:#?}",
+                access_summary(dir, i as u32 + 1),
+                log.iter()
+                    .filter(|l| l.server == name && (l.retries != "0" || !(l.status == 200 || l.status == 101)))
+                    .collect::<Vec<_>>()
             );
             let pid = w["pid"].as_u64().unwrap();
             assert_eq!(

@@ -20,7 +20,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::Config;
-use crate::upstream::Conn;
+use crate::upstream::{Conn, Idle};
 use crate::worker::tmpdir::TempRoot;
 use crate::worker::{OutputSink, Worker};
 
@@ -108,8 +108,8 @@ struct Slot {
     /// Draining and quiet: the last request it must answer before it is stopped is in flight
     /// (see `recycle`).
     barrier: bool,
-    /// Idle keep-alive connections to this worker.
-    conns: Vec<Conn>,
+    /// Idle keep-alive connections to this worker (reused within `upstream::REUSE_WITHIN`).
+    conns: Vec<Idle>,
 }
 
 struct Waiter {
@@ -180,18 +180,18 @@ pub struct Lease {
     /// Worker generation (for the access log).
     pub generation: u64,
     armed: bool,
-    conn: Option<Conn>,
+    conn: Option<Idle>,
 }
 
 impl Lease {
     /// An idle connection to this worker, if the pool holds one.
     pub fn take_conn(&mut self) -> Option<Conn> {
-        self.conn.take()
+        self.conn.take().map(Idle::into_conn)
     }
 
     /// Gives a connection back; it returns to the worker's idle list when the lease drops.
     pub fn put_conn(&mut self, conn: Conn) {
-        self.conn = Some(conn);
+        self.conn = Some(Idle::new(conn));
     }
 }
 
@@ -346,8 +346,8 @@ impl Pool {
     }
 
     fn lease(self: &Arc<Self>, worker: u64, slot: &mut Slot) -> Lease {
-        // Drop connections the worker closed; hand out the most recently used one.
-        slot.conns.retain(|c| !c.is_closed());
+        // Drop (close) connections the worker closed or idle too long; hand out the newest.
+        slot.conns.retain(Idle::usable);
         Lease {
             pool: self.clone(),
             worker,
@@ -450,10 +450,11 @@ impl Pool {
             .is_some_and(|s| matches!(s.state, State::Ready | State::Draining))
     }
 
-    fn release(self: &Arc<Self>, id: u64, conn: Option<Conn>) {
+    fn release(self: &Arc<Self>, id: u64, conn: Option<Idle>) {
         let mut st = self.lock();
         if let Some(slot) = st.slots.get_mut(&id) {
-            if let Some(c) = conn.filter(|c| !c.is_closed()) {
+            // Idle from now: its response may have streamed for long after it was put back.
+            if let Some(c) = conn.and_then(Idle::renewed) {
                 slot.conns.push(c);
             }
             slot.busy = slot.busy.saturating_sub(1);

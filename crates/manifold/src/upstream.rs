@@ -30,6 +30,46 @@ pub type UpBody = BoxBody<Bytes, hyper::Error>;
 /// always gets its next request on the connection it is already reading.
 pub type Conn = http1::SendRequest<UpBody>;
 
+/// How long after its last use an idle worker connection is still reused. Servers close idle
+/// keep-alive connections on their own clock (gunicorn after 2 s, uvicorn and Node after 5 s), and
+/// a request written just as the worker closes one is lost in flight: a GET is sent again
+/// (`proxy::retry`), a POST that was written is a 502. Reusing only connections idle for less than
+/// the shortest of those keeps manifold off the closing ones; a new loopback connection costs tens
+/// of microseconds.
+pub const REUSE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// An idle connection a worker's pool slot keeps, and since when it is idle.
+pub struct Idle {
+    conn: Conn,
+    since: tokio::time::Instant,
+}
+
+impl Idle {
+    /// `conn`, idle from now.
+    pub fn new(conn: Conn) -> Idle {
+        Idle {
+            conn,
+            since: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Worth handing out: still open, and idle for less than [`REUSE_WITHIN`]. One that is not is
+    /// dropped, which closes it.
+    pub fn usable(&self) -> bool {
+        !self.conn.is_closed() && self.since.elapsed() < REUSE_WITHIN
+    }
+
+    /// The same connection idle from now (its request just ended), unless the worker closed it.
+    pub fn renewed(self) -> Option<Idle> {
+        (!self.conn.is_closed()).then(|| Idle::new(self.conn))
+    }
+
+    /// The connection, to send on.
+    pub fn into_conn(self) -> Conn {
+        self.conn
+    }
+}
+
 /// Why a worker could not be reached.
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {

@@ -1,8 +1,8 @@
 //! Faults of issue 30, each with the real binary or in-process manifold and real Python workers:
 //! silent client connections, `--max` while recycling, a kept-alive worker connection that dies
 //! before answering, is closed before the request is written or is closed by a healthy worker
-//! after reading a GET, a worker that answers no GET at all, the access log under rotation and on
-//! a full disk, and `last_error` after a failed reload.
+//! after reading a GET, a worker that answers no GET at all, an idle worker connection too old to
+//! reuse, the access log under rotation and on a full disk, and `last_error` after a failed reload.
 
 use crate::common;
 
@@ -33,6 +33,26 @@ fn closed_by_peer(mut s: &TcpStream, limit: Duration) -> bool {
         Ok(_) => false,
         Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
     }
+}
+
+/// A worker's idle connection is reused only within `upstream::REUSE_WITHIN` (1 s) of its last
+/// use: requests in a row share one connection, one after 1.5 s idle comes on a new one, so
+/// manifold does not write on a connection the worker's own keep-alive timeout may be closing.
+#[test]
+fn an_idle_worker_connection_is_reused_only_within_a_second() {
+    let m = start(&base(&["--min", "1", "--max", "1"]));
+    let peer = || {
+        let r = m.get("/peer");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    };
+    let first = peer();
+    assert_eq!(peer(), first, "the next request reuses the connection");
+    // why: the idle time under test; nothing to wait on but the clock.
+    thread::sleep(Duration::from_millis(1500));
+    let after = peer();
+    assert_ne!(after, first, "after 1.5 s idle, a new connection");
+    assert_eq!(peer(), after, "which is reused in turn");
 }
 
 /// A connection that sends nothing is closed after `--header-timeout` counted from accept, so

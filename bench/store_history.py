@@ -242,7 +242,7 @@ def sample(date, rows, packages, ratio):
     tables["package_history"] = tables.get("package_history", 0) + packed
     os.remove(day)
     return (n, stored_packages, whale_rows, b - totals - months + packed, totals, months,
-            breakdown(tables), kinds)
+            tables, kinds)
 
 
 def main():
@@ -258,6 +258,7 @@ def main():
             os.remove(f)
     run(BIN, "ingest", "--db", fixed_db, os.path.join(SRC, small[0].isoformat() + ".csv.gz"))
     fixed = store_bytes(fixed_db)
+    fixed_tables = by_table(fixed_db)
     print(f"real days: {len(days)} days, {rows:,} rows: {total:,} bytes stored = "
           f"{(total - fixed) / len(days):,.0f} bytes per day beyond the schema's {fixed:,}, "
           f"{(total - fixed) / rows:.2f} bytes per source row")
@@ -284,11 +285,12 @@ def main():
     for d, r, p in pts:
         print(f"  {d}: {r:,.0f} rows, {p:,.0f} packages")
     print("synthetic sample days (real days stitched; rows, packages, whale rows, bytes stored):")
-    measured, per_month, once, split = [], [], 0, []
+    measured, per_month, once, split, per_table = [], [], 0, [], []
     for s in SAMPLES:
         d = dt.date.fromisoformat(s)
         n, pk, whales, b, totals, months, tables, kinds = sample(s, rows_at(d), pk_at(d), ratio)
         split.append((d, max(kinds, 1)))
+        per_table.append((d, tables))
         b -= fixed
         measured.append((d, b))
         # A month's package_months rows: the day's packages, twice (a month has more distinct
@@ -299,7 +301,7 @@ def main():
         print(f"  {s}: {n:,} rows, {pk:,} packages, {whales:,} whale rows: {b:,} bytes "
               f"({b / n:.2f} per row; package_totals {totals:,} and package_months {months:,} "
               f"apart)")
-        print(f"    by table: {tables}")
+        print(f"    by table: {breakdown(tables)}")
     # package_months over the history: a month's rows per month (summed per day / days a month).
     month_rows = project(per_month, None)[0] / DAYS_A_MONTH
     month_flat = project(per_month, PUBLISHED[0])[0] / DAYS_A_MONTH
@@ -309,6 +311,7 @@ def main():
     print(f"breakdowns (breakdowns + breakdown_keys) over the history: {kinds_proj / GB:.2f} GB "
           f"(in the projection below; the days' other tables: "
           f"{(project(measured, None)[0] - kinds_proj) / GB:.2f} GB)")
+    print(f"by table over the history (each projected on its own): {by_table_projected(per_table, fixed_tables)}")
     proj = project(measured, None)
     flat = project(measured, PUBLISHED[0])
     proj = (proj[0] + once + month_rows + fixed, proj[1])
@@ -316,6 +319,24 @@ def main():
     print(f"projection {FIRST}..{YESTERDAY}: {proj[1]:,} days, {proj[0] / GB:.1f} GB growing at the "
           f"2015 -> 2021 rate to the end (target <= 10 GB: {'PASS' if proj[0] <= 10 * GB else 'MISS'}); "
           f"{flat[0] / GB:.1f} GB if days stop growing after {PUBLISHED[0]} (the last published point)")
+
+
+def by_table_projected(per_table, fixed):
+    """`table GB`, largest first: each table's sample-day bytes beyond its pages in the `fixed`
+    store (as the total leaves out the schema's fixed pages), projected over the history like the
+    total (the breakdowns' two tables as one). What a cut to one table would save."""
+    merged = []
+    for d, tables in per_table:
+        t = {name: n - fixed.get(name, 0) for name, n in tables.items()}
+        t["breakdowns"] = t.get("breakdowns", 0) + t.pop("breakdown_keys", 0)
+        merged.append((d, t))
+    names = {name for _, t in merged for name in t}
+    gb = {name: project([(d, max(t.get(name, 0), 1)) for d, t in merged], None)[0] / GB
+          for name in names}
+    big = sorted(((n, v) for n, v in gb.items() if v >= 0.2), key=lambda kv: -kv[1])
+    rest = sum(v for v in gb.values() if v < 0.2)
+    return (", ".join(f"{n} {v:.2f} GB" for n, v in big)
+            + f", {len(gb) - len(big)} smaller tables {rest:.2f} GB")
 
 
 def project(measured, flat_after):

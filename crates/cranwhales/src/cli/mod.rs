@@ -4,6 +4,7 @@
 //! countries, whale sentences, notes) reaches the terminal escaped (`grammar::echo::Escaped`): a
 //! log comes from the network, and a package name may hold an escape sequence.
 
+mod breakdown;
 mod follow;
 mod ingest;
 mod migrate;
@@ -64,28 +65,39 @@ pub struct PackageArgs {
     #[arg(long)]
     pub to: Option<String>,
     /// Leave out each day's top N whales (1-100).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=100), conflicts_with = "by")]
     pub whales: u32,
-    /// Print the JSON the web API serves for GET /api/packages/{name}.
+    /// Downloads by version, country, os, r_version or arch instead of by day: every key, most
+    /// first (as GET /api/packages/{name}/breakdown?by=).
+    #[arg(long, value_parser = breakdown::parse_by)]
+    pub by: Option<crate::store::breakdown::By>,
+    /// With --by: leave out any of whales (each day's top 100), small, repeats, comma-separated.
+    #[arg(long, value_parser = breakdown::parse_without, requires = "by")]
+    pub without: Option<crate::day::breakdown::Without>,
+    /// Print the JSON the web API serves for GET /api/packages/{name} (with --by: for
+    /// /api/packages/{name}/breakdown).
     #[arg(long)]
     pub json: bool,
 }
 
-/// Prints one package over the stored days.
+/// Prints one package over the stored days, or (`--by`) its downloads by one field.
 pub fn package(args: PackageArgs) -> anyhow::Result<()> {
     let range =
         date::Range::parse(args.from.as_deref(), args.to.as_deref()).map_err(anyhow::Error::msg)?;
     let store = open_existing(&args.db)?;
-    let Some(report) = store.package_report(&args.name, range, args.whales)? else {
-        let hint = match store.package_like(&args.name)? {
-            Some(p) => format!(" (did you mean '{}'?)", Escaped(&p)),
-            None => String::new(),
+    if let Some(by) = args.by {
+        let without = args.without.unwrap_or_default();
+        let Some(r) = store.breakdown(&args.name, range, by, without)? else {
+            return Err(unknown_package(&store, &args));
         };
-        bail!(
-            "package '{}' was not downloaded on any day in {}{hint}",
-            grammar::echo::echo(args.name.as_bytes(), 120),
-            args.db.display()
-        );
+        return if args.json {
+            out(&(serde_json::to_string_pretty(&r)? + "\n"))
+        } else {
+            out(&breakdown::render(&r))
+        };
+    }
+    let Some(report) = store.package_report(&args.name, range, args.whales)? else {
+        return Err(unknown_package(&store, &args));
     };
     // Rank and distribution as the API gives them (one pass over the range's rows).
     let report = crate::context::in_context(report, &store.range_totals(range)?);
@@ -94,6 +106,19 @@ pub fn package(args: PackageArgs) -> anyhow::Result<()> {
     } else {
         out(&render_package(&report))
     }
+}
+
+/// The error for a package never stored, naming a near name if there is one.
+fn unknown_package(store: &Store, args: &PackageArgs) -> anyhow::Error {
+    let hint = match store.package_like(&args.name) {
+        Ok(Some(p)) => format!(" (did you mean '{}'?)", Escaped(&p)),
+        _ => String::new(),
+    };
+    anyhow::anyhow!(
+        "package '{}' was not downloaded on any day in {}{hint}",
+        grammar::echo::echo(args.name.as_bytes(), 120),
+        args.db.display()
+    )
 }
 
 /// Prints one day's summary.

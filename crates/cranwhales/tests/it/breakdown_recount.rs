@@ -15,7 +15,7 @@ use cranwhales::date::Range;
 use cranwhales::day::breakdown::Without;
 use cranwhales::store::breakdown::By;
 use cranwhales::store::Store;
-use insight_support::{day_file, n};
+use insight_support::{day_file, n, thousands};
 use server_support::*;
 
 /// Eight consecutive days (none of the filter tests' days but 2014-12-21), so that releases
@@ -193,9 +193,112 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
             }
         }
     }
+    cli_equals_the_api_and_the_recount(a, &server.db(), &reference).await;
     releases_equal_the_recount(a, &reference).await;
     kinds_add_up(a, &reference).await;
     steps_equal_the_recount(a, &reference).await;
+}
+
+/// Runs the cranwhales binary on `db`: its stdout, stderr and exit code.
+fn cranwhales(db: &std::path::Path, args: &[&str]) -> (String, String, Option<i32>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (text(out.stdout), text(out.stderr), out.status.code())
+}
+
+/// `cranwhales package P --by F [--without W]`: with `--json` it prints what the API answers,
+/// and its table holds the recount's keys and downloads (a missing field as `(missing)`), most
+/// first, with the recount's total in its heading.
+async fn cli_equals_the_api_and_the_recount(
+    a: std::net::SocketAddr,
+    db: &std::path::Path,
+    reference: &Recount,
+) {
+    let p = "ggplot2";
+    for by in BY {
+        for without in ["", "whales", "whales,small,repeats"] {
+            let mut args = vec!["package", p, "--by", by, "--from", DAYS[0], "--to", DAYS[7]];
+            if !without.is_empty() {
+                args.extend(["--without", without]);
+            }
+            let path = format!(
+                "/api/packages/{p}/breakdown?by={by}&from={}&to={}&without={without}",
+                DAYS[0], DAYS[7]
+            );
+            let api = get(a, &path, &[]).await.json();
+            let (json, err, code) = cranwhales(db, &[&args[..], &["--json"]].concat());
+            assert_eq!(code, Some(0), "{err}");
+            let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(json, api, "{args:?}");
+
+            let (text, err, code) = cranwhales(db, &args);
+            assert_eq!(code, Some(0), "{err}");
+            let mut want: HashMap<Option<String>, u64> = HashMap::new();
+            for day in reference.values() {
+                for (k, n) in expected(&day[p][by], without) {
+                    *want.entry(k).or_default() += n;
+                }
+            }
+            let total: u64 = want.values().sum();
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(
+                lines[0].contains(&format!("{} downloads on 8 stored days", thousands(total))),
+                "{}",
+                lines[0]
+            );
+            assert_eq!(
+                lines[2].split_whitespace().collect::<Vec<_>>(),
+                [by, "downloads", "share"]
+            );
+            let rows: Vec<(Option<String>, u64)> = (lines[3..].iter())
+                .take_while(|l| !l.is_empty())
+                .map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    assert_eq!(f.len(), 3, "{l}");
+                    let key = (f[0] != "(missing)").then(|| f[0].to_owned());
+                    (key, f[1].replace(',', "").parse().unwrap())
+                })
+                .collect();
+            assert!(rows.windows(2).all(|w| w[0].1 >= w[1].1), "{text}");
+            assert_eq!(
+                rows.into_iter().collect::<HashMap<_, _>>(),
+                want,
+                "{args:?}"
+            );
+        }
+    }
+    // Bad input: one line, exit 2 (clap's usage errors), naming what is allowed.
+    for (args, word) in [
+        (
+            &["package", p, "--by", "planet"][..],
+            "expected version, country",
+        ),
+        (
+            &["package", p, "--by", "os", "--without", "bots"],
+            "expected any of whales",
+        ),
+        (&["package", p, "--without", "whales"], "--by"),
+        (
+            &["package", p, "--by", "os", "--whales", "3"],
+            "cannot be used with",
+        ),
+    ] {
+        let (out, err, code) = cranwhales(db, args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            out.is_empty() && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(word), "{args:?}: {err}");
+    }
+    let (_, err, code) = cranwhales(db, &["package", "ggplot3", "--by", "os"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("'ggplot3' was not downloaded"), "{err}");
 }
 
 /// A bin as expected: first and last day, span, stored days.

@@ -9,7 +9,7 @@ use crate::server_support;
 
 use std::process::Command;
 
-use insight_support::{day_file, n};
+use insight_support::{day_file, n, thousands};
 use server_support::*;
 
 /// Two days of a range and the two days just before it (for trending).
@@ -109,19 +109,6 @@ async fn ranks_top_and_trending_equal_the_recount() {
         .unwrap()
         .contains("at least 100 downloads"));
     server.stop().await;
-}
-
-/// `1234567` → `1,234,567`, written here rather than taken from the crate.
-fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[tokio::test]

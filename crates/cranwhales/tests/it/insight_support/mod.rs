@@ -44,6 +44,19 @@ fn recount_files(files: &[PathBuf], packages: Option<&[&str]>) -> Vec<serde_json
     serde_json::from_slice(&out.stdout).expect("recount.py prints JSON")
 }
 
+/// `1234567` → `1,234,567`, written here rather than taken from the crate.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A JSON number as u64.
 pub fn n(v: &serde_json::Value) -> u64 {
     v.as_u64()

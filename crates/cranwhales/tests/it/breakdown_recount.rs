@@ -5,6 +5,7 @@
 //! over the whole range through the API; each
 //! version's first day and shares by the documented rule; the kinds adding up to the raw count.
 
+use crate::engine_support::{cli, cli_ok};
 use crate::insight_support;
 use crate::server_support;
 
@@ -199,18 +200,6 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
     steps_equal_the_recount(a, &reference).await;
 }
 
-/// Runs the cranwhales binary on `db`: its stdout, stderr and exit code.
-fn cranwhales(db: &std::path::Path, args: &[&str]) -> (String, String, Option<i32>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cranwhales"))
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .unwrap();
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (text(out.stdout), text(out.stderr), out.status.code())
-}
-
 /// `cranwhales package P --by F [--without W]`: with `--json` it prints what the API answers,
 /// and its table holds the recount's keys and downloads (a missing field as `(missing)`), most
 /// first, with the recount's total in its heading.
@@ -231,13 +220,11 @@ async fn cli_equals_the_api_and_the_recount(
                 DAYS[0], DAYS[7]
             );
             let api = get(a, &path, &[]).await.json();
-            let (json, err, code) = cranwhales(db, &[&args[..], &["--json"]].concat());
-            assert_eq!(code, Some(0), "{err}");
+            let json = cli_ok(db, [&args[..], &["--json"]].concat());
             let json: serde_json::Value = serde_json::from_str(&json).unwrap();
             assert_eq!(json, api, "{args:?}");
 
-            let (text, err, code) = cranwhales(db, &args);
-            assert_eq!(code, Some(0), "{err}");
+            let text = cli_ok(db, &args);
             let mut want: HashMap<Option<String>, u64> = HashMap::new();
             for day in reference.values() {
                 for (k, n) in expected(&day[p][by], without) {
@@ -288,16 +275,18 @@ async fn cli_equals_the_api_and_the_recount(
             "cannot be used with",
         ),
     ] {
-        let (out, err, code) = cranwhales(db, args);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
+        let out = cli(db, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
-            out.is_empty() && err.lines().count() == 1,
+            out.stdout.is_empty() && err.lines().count() == 1,
             "{args:?}: {err}"
         );
         assert!(err.contains(word), "{args:?}: {err}");
     }
-    let (_, err, code) = cranwhales(db, &["package", "ggplot3", "--by", "os"]);
-    assert_eq!(code, Some(1), "{err}");
+    let out = cli(db, ["package", "ggplot3", "--by", "os"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("'ggplot3' was not downloaded"), "{err}");
 }
 

@@ -334,11 +334,21 @@ fn phase_one(h: &Haproxy, hosts: &[(&Manifold, &Path); 2], dir: &Path) {
     // HAProxy logged them (a CI run once read a host's status 2 requests short). Each worker
     // gets a bounded while to count as many as HAProxy sent it; the comparison below then checks
     // the counts exactly, whatever the wait found.
+    // Independent counts agree: HAProxy's requests per (host, worker) = manifold's served per
+    // worker, and HAProxy's WebSockets per (host, worker) = sessions R started in that process.
+    let mut by_worker: BTreeMap<(String, String), (u64, usize)> = BTreeMap::new();
+    for l in &log {
+        let e = by_worker
+            .entry((l.server.clone(), l.worker().into()))
+            .or_default();
+        e.0 += 1;
+        if l.status == 101 {
+            e.1 += 1;
+        }
+    }
     let sent = |host: &str, worker: &serde_json::Value| {
-        let id = worker["id"].to_string();
-        log.iter()
-            .filter(|l| l.server == host && l.worker() == id)
-            .count() as u64
+        let key = (host.to_owned(), worker["id"].to_string());
+        by_worker.get(&key).map_or(0, |e| e.0)
     };
     let statuses: Vec<serde_json::Value> = hosts
         .iter()
@@ -378,18 +388,6 @@ fn phase_one(h: &Haproxy, hosts: &[(&Manifold, &Path); 2], dir: &Path) {
         assert!(!l.worker_cookie.is_empty(), "{l:?}");
         assert!(l.worker_set.is_empty(), "manifold moved a session: {l:?}");
         assert!(l.status == 200 || l.status == 101, "{l:?}");
-    }
-    // Independent counts agree: HAProxy's requests per (host, worker) = manifold's served per
-    // worker, and HAProxy's WebSockets per (host, worker) = sessions R started in that process.
-    let mut by_worker: BTreeMap<(String, String), (u64, usize)> = BTreeMap::new();
-    for l in &log {
-        let e = by_worker
-            .entry((l.server.clone(), l.worker().into()))
-            .or_default();
-        e.0 += 1;
-        if l.status == 101 {
-            e.1 += 1;
-        }
     }
     let mut hosts_used = BTreeSet::new();
     for (i, ((_, rlog), s)) in hosts.iter().zip(&statuses).enumerate() {

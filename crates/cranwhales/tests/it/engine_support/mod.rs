@@ -20,18 +20,27 @@ pub fn day_file(date: &str) -> PathBuf {
     cranlogs().join(format!("{date}.csv.gz"))
 }
 
+/// Runs `cranwhales ARGS --db DB`: its output, whatever its exit status.
+pub fn cli<I, S>(db: &Path, args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap()
+}
+
 /// Runs `cranwhales ARGS --db DB`, asserts it succeeded, and returns its stdout.
 pub fn cli_ok<I, S>(db: &Path, args: I) -> String
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cranwhales"))
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .unwrap();
+    let out = cli(db, args);
     assert!(
         out.status.success(),
         "{}",

@@ -50,13 +50,13 @@ pub fn now_s() -> f64 {
 /// renamed, so an R process never reads half of it.
 pub fn write_app(dir: &Path, version: &str) {
     let src = std::fs::read_to_string(fixture("shiny-replay/app.R")).unwrap();
-    let old = r#"cat(what, Sys.getpid(), session$token, "\n""#;
+    let old = r#"paste(what, Sys.getpid(), session$token, "\n")"#;
     assert!(src.contains(old), "fixture app changed");
     let text = format!(
         "APP_VERSION <- \"{version}\"\n{}",
         src.replace(
             old,
-            r#"cat(what, Sys.getpid(), session$token, APP_VERSION, format(as.numeric(Sys.time()), nsmall = 3), "\n""#
+            r#"paste(what, Sys.getpid(), session$token, APP_VERSION, format(as.numeric(Sys.time()), nsmall = 3), "\n")"#
         )
     );
     std::fs::create_dir_all(dir).unwrap();
@@ -82,8 +82,6 @@ pub fn r_sessions(log: &Path) -> Vec<RSession> {
     for l in text.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
         match f.as_slice() {
-            // A worker killed in the middle of its `cat` leaves a cut line, which the next
-            // process's line continues: such a line is no session's start.
             ["start", pid, token, version, time] => {
                 if let (Ok(pid), Ok(start)) = (pid.parse(), time.parse()) {
                     out.push(RSession {
@@ -92,16 +90,25 @@ pub fn r_sessions(log: &Path) -> Vec<RSession> {
                         version: version.to_string(),
                         start,
                         ended: false,
-                    })
+                    });
+                    continue;
                 }
             }
             ["end", _, token, ..] => {
                 if let Some(s) = out.iter_mut().find(|s| s.token == *token) {
                     s.ended = true;
+                    continue;
                 }
             }
             _ => {}
         }
+        // Each line is one append write() (the app pastes it first), so no two processes'
+        // lines can interleave and no kill can cut one: a line that does not parse is a
+        // broken log, not a session to guess at.
+        panic!(
+            "{}: a session log line that does not parse: {l:?}",
+            log.display()
+        );
     }
     out
 }

@@ -6,7 +6,8 @@
 # venv in target/bench-venv. RUNS=N (default 5) interleaved rounds; ratios are medians of per-round ratios.
 # PART=day runs only the single-day line, PART=backfill only the backfill line (RUNS_BACKFILL=N rounds),
 # PART=store only the store line: bytes per stored day and per source row on the real days, and the
-# whole history projected from synthetic days that grow like the real logs (store_history.py).
+# whole history projected from synthetic days that grow like the real logs (store_history.py);
+# PART=months what packing a closed month's breakdowns by package would save (breakdown_months.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=target/bench-data
@@ -25,16 +26,20 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 cargo build --release -p cranwhales --bin cranwhales
 PART=${PART:-all}
-case "$PART" in all|day|backfill|store) ;; *) echo "bench-ingest: PART must be day, backfill, store or all (got $PART)" >&2; exit 2 ;; esac
+case "$PART" in all|day|backfill|store|months) ;; *) echo "bench-ingest: PART must be day, backfill, store, months or all (got $PART)" >&2; exit 2 ;; esac
 TEST_DATA=${CRANWHALES_TEST_DATA:-$(scripts/test-data.py)}
 if [ "$PART" = store ]; then
   echo "== store: bytes per stored day and per source row; the whole history projected =="
   exec python3 bench/store_history.py "$TEST_DATA/cranlogs" target/release/cranwhales "$DATA"
 fi
-if ! "$VENV/bin/python" -c 'import polars, duckdb' 2>/dev/null; then
-  echo "bench-ingest: installing polars and duckdb into $VENV"
+if ! "$VENV/bin/python" -c 'import polars, duckdb, zstandard' 2>/dev/null; then
+  echo "bench-ingest: installing polars, duckdb and zstandard into $VENV"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q polars duckdb
+  "$VENV/bin/pip" install -q polars duckdb zstandard
+fi
+if [ "$PART" = months ]; then
+  echo "== months: a closed month's breakdowns packed by package, against the daily chunks =="
+  exec "$VENV/bin/python" bench/breakdown_months.py "$TEST_DATA/cranlogs" target/release/cranwhales "$DATA"
 fi
 if [ "$PART" != backfill ]; then
 if [ ! -f "$DAY" ]; then

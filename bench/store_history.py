@@ -53,6 +53,9 @@ def store_bytes(db):
     return n - free
 
 
+BREAKDOWN_TABLES = ("breakdowns", "breakdown_keys", "breakdown_months", "breakdown_month_keys")
+
+
 def by_table(db):
     """{table: bytes of its pages} (a table's own indexes counted with it; `dbstat`)."""
     c = sqlite3.connect(db)
@@ -196,6 +199,7 @@ def history_ratio(real_db):
     c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     c.execute("VACUUM INTO ?", (db,))
     c.close()
+    kinds_before = sum(by_table(db).get(t, 0) for t in BREAKDOWN_TABLES)
     run(BIN, "migrate", "--db", db)
     c = sqlite3.connect(db)
     packed, rows = c.execute(
@@ -210,11 +214,17 @@ def history_ratio(real_db):
           f"{packed:,} of {rows:,} packages rows in packed months ({tables['packages']:,} bytes "
           f"of packages pages in all): {ratio:.2f} bytes per byte of packages, added to every "
           f"sample day below")
+    # Schema 12 packs a closed month's breakdowns by package too (`store::breakdown::month`).
+    kinds_after = sum(tables.get(t, 0) for t in BREAKDOWN_TABLES)
+    kinds_ratio = kinds_after / kinds_before
+    print(f"breakdowns packed by month: {kinds_after:,} bytes for the real days' {kinds_before:,} "
+          f"of daily chunks: {kinds_ratio:.2f} of a sample day's breakdowns kept (the real months "
+          f"hold 14-16 stored days, so this errs high)")
     os.remove(db)
-    return ratio
+    return ratio, kinds_ratio
 
 
-def sample(date, rows, packages, ratio):
+def sample(date, rows, packages, ratios):
     day = os.path.join(WORK, f"history-{date}.csv.gz")
     n = make_day(date, int(rows), int(packages), day)
     db = os.path.join(WORK, f"history-{date}.db")
@@ -236,12 +246,18 @@ def sample(date, rows, packages, ratio):
     # The breakdowns (schema 6, issue 34; by R build in zstd chunks since schema 9) are per day
     # like the rest: kept in the day's bytes, and also returned apart so that their share of the
     # projection is printed.
+    ratio, kinds_ratio = ratios
     kinds = tables.get("breakdowns", 0) + tables.get("breakdown_keys", 0)
-    # The day's rows packed again once its month closes (`history_ratio`).
+    # Once its month closes: the day's rows packed again, and its breakdowns packed with the
+    # month's (`history_ratio`).
     packed = int(ratio * tables.get("packages", 0))
     tables["package_history"] = tables.get("package_history", 0) + packed
+    shrunk = int(kinds * (1 - kinds_ratio))
+    for t in ("breakdowns", "breakdown_keys"):
+        tables[t] = int(tables.get(t, 0) * kinds_ratio)
+    kinds -= shrunk
     os.remove(day)
-    return (n, stored_packages, whale_rows, b - totals - months + packed, totals, months,
+    return (n, stored_packages, whale_rows, b - totals - months + packed - shrunk, totals, months,
             tables, kinds)
 
 
@@ -277,7 +293,7 @@ def main():
             print(f"  {d}: {r:,} rows, {p:,} packages: {b:,} bytes added ({b / r:.2f} per row; "
                   f"target <= 1,000,000)")
             print(f"    by table: {breakdown(by_table(base), tables)}")
-    ratio = history_ratio(db)
+    ratios = history_ratio(db)
     pts, gz_per_row = anchors(days)
     rows_at, pk_at = model(pts)
     print(f"growth anchors (real monthly medians; 2021-06-07 published: 40 MB/day at the real "
@@ -288,7 +304,7 @@ def main():
     measured, per_month, once, split, per_table = [], [], 0, [], []
     for s in SAMPLES:
         d = dt.date.fromisoformat(s)
-        n, pk, whales, b, totals, months, tables, kinds = sample(s, rows_at(d), pk_at(d), ratio)
+        n, pk, whales, b, totals, months, tables, kinds = sample(s, rows_at(d), pk_at(d), ratios)
         split.append((d, max(kinds, 1)))
         per_table.append((d, tables))
         b -= fixed

@@ -15,6 +15,7 @@
 
 use std::io::{Read, Write};
 
+use crate::date::{Day, EPOCH};
 use flate2::{
     read::DeflateDecoder, write::DeflateEncoder, Compress, Compression, Decompress, FlushCompress,
     FlushDecompress, Status,
@@ -420,6 +421,16 @@ pub fn pack_profile_v3(json: &str) -> Vec<u8> {
     let mut enc = DeflateEncoder::new(Vec::new(), Compression::new(6));
     enc.write_all(json.as_bytes()).expect("writing to a Vec");
     enc.finish().expect("writing to a Vec")
+}
+
+/// The month (months since 1970-01) of day number `day`.
+pub fn month_of(day: i64) -> i64 {
+    EPOCH.plus(day).month()
+}
+
+/// Day number of the first day of `month`.
+pub(crate) fn month_start(month: i64) -> i64 {
+    EPOCH.days_until(Day::month_start(month))
 }
 
 #[cfg(test)]

@@ -24,9 +24,9 @@ use std::io::{Read, Write};
 use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::codec::day_range;
+pub use super::codec::month_of;
+use super::codec::{day_range, month_start};
 use super::{sql, Result, Store};
-use crate::date::{Day, EPOCH};
 
 /// The tables (created by version 10's migration, empty until months are packed).
 pub const TABLES: &str = "
@@ -62,7 +62,8 @@ pub struct DayValues {
 impl Store {
     /// Packs the months `pending` names (`whole_only`: only months whose every day is stored,
     /// as after an ingest; else also the earlier months with gaps, as `cranwhales migrate`
-    /// does), each in its own transaction; returns how many.
+    /// does), each in its own transaction, with their breakdowns (`breakdown::month`), and the
+    /// breakdowns of months packed before version 12; returns how many months.
     pub fn pack_months(&mut self, whole_only: bool) -> Result<usize> {
         self.check_writable("cannot pack months of package history")?;
         let path = self.path.clone();
@@ -80,20 +81,18 @@ impl Store {
                 }
                 tx.commit()?;
             }
-            Ok(months.len())
+            // Months packed before version 12, whose breakdowns are still a day at a time.
+            let breakdowns = super::breakdown::pending_months(conn)?;
+            for (month, days) in &breakdowns {
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                super::breakdown::pack_month(&tx, *month, days)?;
+                tx.commit()?;
+            }
+            Ok(months.len() + breakdowns.len())
         };
         run(&mut self.conn).map_err(sql(&path))
     }
-}
-
-/// The month (months since 1970-01) of day number `day`.
-pub fn month_of(day: i64) -> i64 {
-    EPOCH.plus(day).month()
-}
-
-/// Day number of the first day of `month`.
-fn month_start(month: i64) -> i64 {
-    EPOCH.days_until(Day::month_start(month))
 }
 
 /// Marks day `day`'s month as not packed (a day of it was stored, replaced or removed): readers
@@ -176,6 +175,8 @@ pub fn compact_month(conn: &Connection, month: i64, days: &[i64]) -> rusqlite::R
          ON CONFLICT (month) DO UPDATE SET generation = excluded.generation, valid = 1",
         [month, generation],
     )?;
+    // The month's breakdowns are packed with it (version 12, `breakdown::month`).
+    super::breakdown::pack_month(conn, month, days)?;
     Ok(by_id.len())
 }
 

@@ -42,6 +42,10 @@ use super::migrate::{self, Step};
 /// so each fills its one 16 KB page (runs of 128 ids compressed to ~12 KB on the larger days, and
 /// a page held one: 2025's synthetic day took 3.47 MB of pages for 2.50 MB of chunks); older
 /// days' rows stay as they are and read the same (`store::breakdown`), so the step changes no row.
+/// 12: `breakdown_months` and `breakdown_month_keys`, a closed month's breakdowns packed by
+/// package (`store::breakdown::month`: 0.47-0.68x the pages of its daily chunks on the real
+/// months); the step only makes the tables, and a month packed before is packed again by the next
+/// `pack_months` (the end of an ingest, `cranwhales migrate`, follow mode).
 ///
 /// There is deliberately no index on `packages (package, date)`: a day adds a row for almost every
 /// package, so such an index has its every leaf page rewritten by each day (78 days: ~5x the
@@ -49,7 +53,7 @@ use super::migrate::{self, Step};
 /// per day (`store::insight`), ~80 seeks for 78 days, and one 16 KB page read per stored day on
 /// a cold page cache (5,200 days: ~1 s); since version 10 the closed months are read from
 /// `package_history`, packed once a month is whole, not per day.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS days (
@@ -273,7 +277,7 @@ pub fn create_or_migrate(
                 conn.execute_batch(breakdown::TABLES)?;
             }
             5 => conn.execute_batch(breakdown::TABLES)?,
-            6..=10 => {}
+            6..=11 => {}
             _ => return Ok(found),
         }
         // Version 5's `package_months` (1 to 4 made it with version 8's columns above).
@@ -285,6 +289,10 @@ pub fn create_or_migrate(
             // Breakdowns by R build (version 9): a day's `breakdown_keys` row says which form
             // its rows are in, so version 6 and 7 rows are left as they are; only the tables
             // must be there (they are since version 6).
+            conn.execute_batch(breakdown::TABLES)?;
+        }
+        if found < 12 {
+            // The month packs of breakdowns (version 12), before a month is packed below.
             conn.execute_batch(breakdown::TABLES)?;
         }
         if found < 10 {

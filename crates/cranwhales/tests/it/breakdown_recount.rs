@@ -57,7 +57,14 @@ pub(crate) const WITHOUT: [&str; 8] = [
     "whales,small,repeats",
 ];
 
-pub(crate) fn recount() -> Recount {
+/// The recount of `DAYS`, made once per test run (it takes over a minute on a loaded machine)
+/// and shared by the tests that check against it.
+pub(crate) fn recount() -> &'static Recount {
+    static RECOUNT: std::sync::OnceLock<Recount> = std::sync::OnceLock::new();
+    RECOUNT.get_or_init(make_recount)
+}
+
+fn make_recount() -> Recount {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/breakdown.py");
     let out = Command::new("python3")
         .arg(script)
@@ -194,10 +201,10 @@ async fn breakdowns_releases_and_kinds_equal_the_python_recount() {
             }
         }
     }
-    cli_equals_the_api_and_the_recount(a, &server.db(), &reference).await;
-    releases_equal_the_recount(a, &reference).await;
-    kinds_add_up(a, &reference).await;
-    steps_equal_the_recount(a, &reference).await;
+    cli_equals_the_api_and_the_recount(a, &server.db(), reference).await;
+    releases_equal_the_recount(a, reference).await;
+    kinds_add_up(a, reference).await;
+    steps_equal_the_recount(a, reference).await;
 }
 
 /// `cranwhales package P --by F [--without W]`: with `--json` it prints what the API answers,

@@ -50,7 +50,7 @@ async fn filtered_top_trending_and_ranks_equal_the_python_recount() {
         let r = get(a, &format!("/api/top?{q}&limit=100"), &[]).await;
         assert_eq!(r.status, 200, "{}", r.text());
         let j = r.json();
-        let c = counts(&reference, now, without);
+        let c = counts(reference, now, without);
         let want = ranked(&c);
         assert_eq!(n(&j["packages"]), c.len() as u64, "without {without}");
         assert_eq!(
@@ -78,7 +78,7 @@ async fn filtered_top_trending_and_ranks_equal_the_python_recount() {
         assert_eq!(names.join(","), without);
 
         // Trending: per stored day now ÷ per stored day before (4 and 4 days).
-        let b = counts(&reference, then, without);
+        let b = counts(reference, then, without);
         let mut trend: Vec<(String, f64, u64, u64)> = (c.iter())
             .filter(|(_, &v)| v >= 100)
             .map(|(p, &v)| {

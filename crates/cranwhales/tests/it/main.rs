@@ -3,6 +3,7 @@
 //! `cargo test -p cranwhales --test it MODULE::`.
 
 mod api;
+mod breakdown_packed;
 mod breakdown_recount;
 mod build_ui;
 mod context_api;

@@ -110,7 +110,7 @@ fn a_version_7_store_migrates_to_packed_months_that_read_the_same() {
     let v: i64 = c
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 11);
+    assert_eq!(v, 12);
     let months = packed(&db);
     let want = [month("2012-10"), month("2013-12"), month("2014-12")];
     assert_eq!(months.iter().map(|m| m.0).collect::<Vec<_>>(), want);

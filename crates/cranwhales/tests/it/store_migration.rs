@@ -360,7 +360,7 @@ fn a_version_4_store_migrates_to_the_same_facts() {
         dates
     );
     assert_eq!(steps.last().unwrap().done, dates.len());
-    assert_eq!(user_version(&old_db), (11, true));
+    assert_eq!(user_version(&old_db), (12, true));
     assert!(store.integrity_ok().unwrap());
     let (a, b) = (month_rows(&old_db), month_rows(&fresh_db));
     assert!(a.len() > 20_000, "{} month rows", a.len());
@@ -413,18 +413,18 @@ fn kill_9_mid_migration_from_version_4_leaves_it_whole() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(user_version(&db), (11, true));
+    assert_eq!(user_version(&db), (12, true));
     assert!(month_rows(&db) == month_rows(&fresh_db));
     // It says what it did, and a second run that nothing is left to do.
     let said = |out: std::process::Output| String::from_utf8(out.stdout).unwrap();
     let first = said(out);
     assert!(
-        first.contains(": schema migrated from version 4 to 11, "),
+        first.contains(": schema migrated from version 4 to 12, "),
         "{first}"
     );
     let again = said(cli_migrate(&db, 0).wait_with_output().unwrap());
     assert!(
-        again.contains(": schema up to date (version 11), "),
+        again.contains(": schema up to date (version 12), "),
         "{again}"
     );
 }
@@ -501,7 +501,7 @@ fn reads_the_same(old_db: &Path, fresh_db: &Path, old_rows: &[(i64, Vec<u8>)], d
     use cranwhales::day::breakdown::Without;
     use cranwhales::store::breakdown::By;
     let (store, fresh) = (Store::open(old_db).unwrap(), Store::open(fresh_db).unwrap());
-    assert_eq!(user_version(old_db).0, 11);
+    assert_eq!(user_version(old_db).0, 12);
     assert!(
         breakdown_rows(old_db) == old_rows,
         "the migration changes no breakdown row"
@@ -611,7 +611,7 @@ fn kill_9_mid_migration_leaves_the_old_store_whole() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("schema migrated from version 2 to 11"),
+        stdout.contains("schema migrated from version 2 to 12"),
         "{stdout}"
     );
     let store = Store::open(&db).unwrap();

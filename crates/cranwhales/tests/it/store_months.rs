@@ -245,7 +245,7 @@ fn a_version_7_store_migrates_to_the_same_facts() {
         steps.iter().map(|s| s.date.as_str()).collect::<Vec<_>>(),
         dates
     );
-    assert_eq!(user_version(&old_db), (11, true));
+    assert_eq!(user_version(&old_db), (12, true));
     assert!(store.integrity_ok().unwrap());
     let (a, b) = (month_sums(&old_db), month_sums(&fresh_db));
     assert!(a.len() > 10_000, "{} month rows", a.len());

@@ -316,6 +316,44 @@ test("time axes over one stored day: day ticks only, no hours (a day's downloads
   assert.deepEqual(page.errors, []);
 });
 
+test("who downloads it over time is per day, as the chart above, when the stored days of a years-long range span days", async () => {
+  // From 2015-01-01 to yesterday (years), of which 2015-01-07..09 are stored: three day bars (the
+  // range's length asked for weeks before: one bar, 2015-01-05, under a chart of three days).
+  const asked = [];
+  const onRequest = (r) => r.url().includes("/breakdown?") && asked.push(new URL(r.url()).search);
+  page.on("request", onRequest);
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&from=2015-01-01&without=`);
+    await page.waitForFunction(() => document.body.dataset.who === "ready" && window.cranwhales.charts.get("chart-versions")?.getOption()?.series?.length, null, { timeout: 20_000 });
+  } finally {
+    page.off("request", onRequest);
+  }
+  assert.equal(asked.length, 1, asked.join(" "));
+  const q = new URLSearchParams(asked[0]);
+  assert.equal(q.get("step"), "day", asked[0]);
+  const b = await api(`/api/packages/ggplot2/breakdown?${q}`);
+  assert.deepEqual(b.bins.map((bin) => bin.from), ["2015-01-07", "2015-01-08", "2015-01-09"]);
+  const drawn = await page.evaluate(() => {
+    const o = window.cranwhales.charts.get("chart-versions").getOption();
+    return { title: o.title[0].text, stacks: o.series.map((s) => s.data.map((d) => d.value)) };
+  });
+  assert.match(drawn.title, /downloads per day/);
+  b.bins.forEach((bin, i) => {
+    assert.equal(drawn.stacks[0][i][0], bin.from);
+    const stacked = drawn.stacks.reduce((a, s) => a + s[i][1], 0);
+    assert.equal(stacked, bin.rows.reduce((a, r) => a + r.downloads, 0), bin.from);
+  });
+  // The same counts as the package chart's days above: nothing left out (without= is empty).
+  const p = await api(`/api/packages/ggplot2?from=2015-01-01&whales=6`);
+  assert.deepEqual(
+    b.bins.map((bin) => bin.rows.reduce((a, r) => a + r.downloads, 0)),
+    p.days.filter((d) => d.date >= "2015-01-01").map((d) => d.downloads),
+  );
+  await settle();
+  await shot("versions-per-day");
+  assert.deepEqual(page.errors, []);
+});
+
 test("trending with repeats off: the listed package most made of repeats drops, as the API counts it; the URL keeps the choice", async () => {
   const range = `from=${LATEST}&to=${LATEST}`;
   const raw = await api(`/api/top?${range}&limit=20`);

@@ -27,12 +27,24 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 /** A key as shown: `(not logged)` for `NA`. */
 const label = (k: string | null) => (k === null ? "(not logged)" : k);
 
-/** The step of the chart over time: the package chart's bin, or weeks for days over more than
- * four months (a bar a day would be thinner than a pixel). */
-export function stepOf(st: PackageState): Bin {
+/** The first and last stored day of a package chart per day (its days are the stored days of
+ * the range), or null for another bin or no stored day. */
+export type StoredSpan = { from: string; to: string } | null;
+
+/** The stored span of a report, for `stepOf`. */
+export function storedSpan(r: { bin: Bin; days: { date: string }[] }): StoredSpan {
+  return r.bin === "day" && r.days.length ? { from: r.days[0].date, to: r.days[r.days.length - 1].date } : null;
+}
+
+/** The step of the chart over time: the package chart's bin, or weeks when the days drawn span
+ * more than four months (a bar a day would be thinner than a pixel). The days drawn are the
+ * stored ones, not the range asked: that is the whole history by default, and a store of three
+ * weeks drew them as four weekly bars, two faint, under a chart per day. */
+export function stepOf(st: PackageState, stored: StoredSpan = null): Bin {
   if (st.bin !== "day") return st.bin;
   const yesterday = new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
-  const span = (Date.parse(st.to || yesterday) - Date.parse(st.from || FIRST_DAY)) / DAY_MS + 1;
+  const [from, to] = stored ? [stored.from, stored.to] : [st.from || FIRST_DAY, st.to || yesterday];
+  const span = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1;
   return span <= 122 ? "day" : "week";
 }
 
@@ -176,18 +188,22 @@ export class WhoSection {
     $<HTMLElement>("pkg-who").hidden = true;
   }
 
-  /** Shows `pkg` as the state asks: from memory when only the drawing changed. */
-  show(st: PackageState, by: By, filters: string[]) {
+  /** Shows `pkg` as the state asks (`stored`: the stored days its chart draws): from memory when
+   * only the drawing changed. */
+  show(st: PackageState, by: By, filters: string[], stored: StoredSpan = null) {
     $<HTMLElement>("pkg-who").hidden = false;
     $<HTMLSelectElement>("pkg-by").value = by;
-    const step = stepOf(st);
-    const key = JSON.stringify([st.package, st.from, st.to, st.whales, st.without, by, step]);
+    const step = stepOf(st, stored);
+    // Per day, the breakdown is asked over the stored days (the same counts: no stored day lies
+    // outside them), so its day bins stay under the server's 1,000 when the range asked is years.
+    const span = step === "day" && stored ? stored : { from: st.from, to: st.to };
+    const key = JSON.stringify([st.package, span.from, span.to, st.whales, st.without, by, step]);
     if (key === this.key && this.shown) return this.draw(st);
     if (key === this.loadingKey) return;
-    void this.load(st, by, step, key, filters);
+    void this.load(st, by, step, key, filters, span);
   }
 
-  private async load(st: PackageState, by: By, step: Bin, key: string, asked: string[]) {
+  private async load(st: PackageState, by: By, step: Bin, key: string, asked: string[], span: { from: string; to: string }) {
     const token = ++this.token;
     this.loadingKey = key;
     document.body.dataset.who = "loading";
@@ -195,7 +211,7 @@ export class WhoSection {
     const kindsKey = JSON.stringify([st.package, st.from, st.to, st.whales]);
     const kept = this.kinds?.key === kindsKey ? this.kinds.answer : null;
     const [first, k] = await Promise.all([
-      getBreakdown(st.package, by, st.from, st.to, asked.join(","), step),
+      getBreakdown(st.package, by, span.from, span.to, asked.join(","), step),
       kept ?? getKinds(st.package, st.from, st.to, st.whales),
     ]);
     this.kinds = { key: kindsKey, answer: k };
@@ -205,7 +221,7 @@ export class WhoSection {
     if (!b.ok && b.status === 400 && asked.length) {
       const can = asked.includes("whales") ? "whales" : "";
       note = `${b.error}. Shown ${can ? "without whales only" : "with every download"}.`;
-      b = await getBreakdown(st.package, by, st.from, st.to, can, step);
+      b = await getBreakdown(st.package, by, span.from, span.to, can, step);
     }
     if (token !== this.token) return;
     this.loadingKey = "";

@@ -5,7 +5,7 @@
 import type * as echarts from "echarts/core";
 import { getPackages, getReleases, getTop, suggestPackages } from "./api";
 import type { Bin, PackageDay, PackageReport, Release } from "./api";
-import { BYS, WhoSection } from "./breakdown";
+import { BYS, storedSpan, WhoSection } from "./breakdown";
 import type { By } from "./breakdown";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
 import { esc, int, pct } from "./format";
@@ -271,7 +271,7 @@ export class PackagesTab {
         : releases.some((v) => v.after)
           ? `Dotted lines: releases inferred from downloads — a version's first stored day with a download of it (it came out after the stored day before it; not CRAN's publication date). Versions already downloaded on the first stored day are not marked.`
           : "No release inside the stored days: every version was already downloaded on the package's first stored day.";
-    if (one) this.who.show(this.st, this.st.by, filtersOf(this.st.without));
+    if (one) this.who.show(this.st, this.st.by, filtersOf(this.st.without), storedSpan(r));
     else this.who.hide();
     c.setOption(one ? packageOption(r, view) : comparisonOption(reports, view), true);
     c.off("click");

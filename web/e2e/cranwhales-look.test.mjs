@@ -454,6 +454,35 @@ test("package page: who downloads it, where the count comes from and the release
   }
 });
 
+test("release labels: each day's label is its most downloaded new version, '+N' for the others", async () => {
+  // ggplot2 in the sample days: 0.9.1 (5 downloads) and 0.9.3.1 (1,654) first seen on 2013-12-04,
+  // 0.8.8 and 0.9.2 (1 each) and 1.0.0 (2,683) on 2015-01-08. The labels said 0.9.1 and 0.8.8.
+  const page = await open(SIZES[0]);
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6`);
+    await page.waitForFunction(() => document.body.dataset.packages === "ready" && window.cranwhales.charts.get("chart-package")?.getOption()?.series?.some((s) => s.markLine?.data?.length));
+    const marks = await page.evaluate(() =>
+      window.cranwhales.charts
+        .get("chart-package")
+        .getOption()
+        .series.flatMap((s) => s.markLine?.data ?? [])
+        .map((d) => ({ day: d.xAxis, show: d.label.show, text: d.label.formatter })),
+    );
+    const rel = await getJson(base, "/api/packages/ggplot2/releases");
+    const days = [...new Set(rel.versions.filter((v) => v.after).map((v) => v.first_day))];
+    assert.ok(days.length >= 2, days.join(" "));
+    const want = days.map((day) => {
+      const vs = rel.versions.filter((v) => v.after && v.first_day === day).sort((a, b) => b.downloads - a.downloads);
+      return `${day} ${vs[0].version}${vs.length > 1 ? ` +${vs.length - 1}` : ""}`;
+    });
+    assert.deepEqual(marks.filter((m) => m.show).map((m) => `${m.day} ${m.text}`).sort(), want.sort());
+    assert.ok(want.some((w) => w.endsWith("0.9.3.1 +1")) && want.some((w) => w.endsWith("1.0.0 +2")), want.join(", "));
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
 test("top and trending lists get the page's filters and say so", async () => {
   const page = await open(SIZES[0]);
   try {

@@ -418,7 +418,10 @@ function releasesSeen(r: PackageReport, releases: Release[]): Release[] {
 
 /** Dotted vertical lines at each release inside the stored days (versions already there on the
  * package's first stored day are not releases seen), labelled with the version where the label
- * has room (at least 18 px from the last one labelled). */
+ * has room (at least 18 px from every other label). The most downloaded versions are labelled
+ * first, and a day's label is its most downloaded version ("+2" for the others, all in the
+ * tooltip): an old version fetched once on the day of a release (dplyr 0.1.1 beside 0.4.0 on
+ * 2015-01-08) sorts first by version and took the label of the release itself. */
 function releaseMarks(r: PackageReport, releases: Release[], width: number) {
   const seen = releasesSeen(r, releases);
   if (!seen.length || !r.days.length) return undefined;
@@ -426,12 +429,20 @@ function releaseMarks(r: PackageReport, releases: Release[], width: number) {
   const dates = [...r.days.map((d) => Date.parse(d.date)), ...seen.map((v) => Date.parse(v.first_day))];
   const [lo, hi] = paddedExtent(Math.min(...dates), Math.max(...dates), r.bin, plotWidth(width));
   const px = (d: string) => ((Date.parse(d) - lo) / (hi - lo)) * plotWidth(width);
-  let last = -Infinity;
-  const data = seen.map((v) => {
+  const sameDay = (v: Release) => seen.filter((o) => o.first_day === v.first_day).length;
+  const labelled = new Set<Release>();
+  const shownAt: number[] = [];
+  for (const v of [...seen].sort((a, b) => b.downloads - a.downloads)) {
     const x = px(v.first_day);
-    const show = x - last >= 18;
-    if (show) last = x;
-    return { xAxis: v.first_day, name: v.version ?? "(not logged)", label: { show, formatter: v.version ?? "NA" } };
+    if (shownAt.every((at) => Math.abs(x - at) >= 18)) {
+      labelled.add(v);
+      shownAt.push(x);
+    }
+  }
+  const data = seen.map((v) => {
+    const others = sameDay(v) - 1;
+    const text = `${v.version ?? "NA"}${others ? ` +${others}` : ""}`;
+    return { xAxis: v.first_day, name: v.version ?? "(not logged)", label: { show: labelled.has(v), formatter: text } };
   });
   return {
     symbol: "none",

@@ -354,6 +354,30 @@ test("who downloads it over time is per day, as the chart above, when the stored
   assert.deepEqual(page.errors, []);
 });
 
+test("a range without a stored day says so instead of drawing 0 downloads and empty charts", async () => {
+  // 2015-01-10 is not stored: the page showed "0 raw downloads over 0 stored days of 1", axes
+  // without data and a kinds bar of four zeros.
+  await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&from=2015-01-10&to=2015-01-10`);
+  await page.waitForFunction(() => document.body.dataset.packages === "notice", null, { timeout: 20_000 });
+  assert.equal((await api("/api/packages/ggplot2?from=2015-01-10&to=2015-01-10")).days.length, 0);
+  const shown = await page.evaluate(() => ({
+    message: document.querySelector("#pkg-message").textContent,
+    messageShown: !document.querySelector("#pkg-message").hidden,
+    results: !document.querySelector("#pkg-results").hidden,
+    boxes: document.querySelector("#pkg-boxes").textContent,
+  }));
+  assert.deepEqual({ ...shown, message: shown.message.slice(0, 32) }, { message: "No stored day in 2015-01-10Nothi", messageShown: true, results: false, boxes: "" });
+  assert.match(shown.message, /not 0 downloads/);
+  await shot("package-no-stored-day");
+  // One stored day in the range: drawn, its number the API's.
+  await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&from=2015-01-09&to=2015-01-10`);
+  await page.waitForFunction(() => document.body.dataset.packages === "ready", null, { timeout: 20_000 });
+  const p = await api("/api/packages/ggplot2?from=2015-01-09&to=2015-01-10&whales=6");
+  assert.equal(await page.textContent("#pkg-boxes .box-value"), p.totals.downloads.toLocaleString("en-US"));
+  assert.equal(await page.isHidden("#pkg-message"), true);
+  assert.deepEqual(page.errors, []);
+});
+
 test("trending with repeats off: the listed package most made of repeats drops, as the API counts it; the URL keeps the choice", async () => {
   const range = `from=${LATEST}&to=${LATEST}`;
   const raw = await api(`/api/top?${range}&limit=20`);

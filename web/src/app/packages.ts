@@ -241,6 +241,17 @@ export class PackagesTab {
   }
 
   private draw(reports: PackageReport[]) {
+    // A range without a stored day has nothing to count: said, not drawn as 0 downloads (an
+    // unstored day is unknown) under empty charts. Here, as every drawing (a new report, or the
+    // one kept when the tab is drawn again) comes through this.
+    if (reports.every((p) => !p.days.length)) {
+      this.clear();
+      const range = reports[0].from === reports[0].to ? reports[0].from : `${reports[0].from} to ${reports[0].to}`;
+      return this.message(
+        `<div class="message-title">No stored day in ${esc(range)}</div><div class="message-text">Nothing to count: a day that is not stored is unknown, not 0 downloads. Open a day in the calendar to fetch it, or widen the range.</div>`,
+        "notice",
+      );
+    }
     $<HTMLDivElement>("pkg-message").hidden = true;
     document.body.dataset.packages = "ready";
     $<HTMLDivElement>("pkg-results").hidden = false;

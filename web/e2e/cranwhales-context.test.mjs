@@ -354,6 +354,28 @@ test("who downloads it over time is per day, as the chart above, when the stored
   assert.deepEqual(page.errors, []);
 });
 
+test("count axes tick on whole numbers: a quiet day's axis is not labelled 0, 1, 1, 2, 2, 3, 3", async () => {
+  // ggplot2 on 2012-10-17: 5 downloads, 3 of 0.9.2.1 and 2 of 0.8.9. The versions' axis went up
+  // in halves, each label rounded.
+  const b = await api("/api/packages/ggplot2/breakdown?by=version&from=2012-10-17&to=2012-10-17");
+  assert.ok(b.rows[0].downloads <= 4, JSON.stringify(b.rows));
+  await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&from=2012-10-17&to=2012-10-17&without=`);
+  await page.waitForFunction(() => document.body.dataset.who === "ready" && document.body.dataset.packages === "ready", null, { timeout: 20_000 });
+  await settle();
+  const found = [];
+  for (const id of ["chart-breakdown", "chart-kinds"]) {
+    const labels = await page.evaluate(axisLabels, id);
+    const ns = labels.map((l) => Number(l.replace(/,/g, "")));
+    if (labels.length < 2) found.push(`${id}: ${labels.length} labels`);
+    if (!ns.every((n, i) => Number.isInteger(n) && (i === 0 || n > ns[i - 1]))) found.push(`${id}: ${labels.join(" ")}`);
+  }
+  assert.deepEqual(found, []);
+  // The vertical count axes too (package chart, versions over time): their option asks for whole ticks.
+  const minIntervals = await page.evaluate(() => ["chart-package", "chart-versions", "chart-distribution"].map((id) => window.cranwhales.charts.get(id).getOption().yAxis[0].minInterval));
+  assert.deepEqual(minIntervals, [1, 1, 1]);
+  assert.deepEqual(page.errors, []);
+});
+
 test("a range without a stored day says so instead of drawing 0 downloads and empty charts", async () => {
   // 2015-01-10 is not stored: the page showed "0 raw downloads over 0 stored days of 1", axes
   // without data and a kinds bar of four zeros.

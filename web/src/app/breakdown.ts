@@ -8,7 +8,7 @@
 import type * as echarts from "echarts/core";
 import { getBreakdown, getKinds } from "./api";
 import type { Bin, Breakdown, Kinds, KeyRow, Result } from "./api";
-import { esc, int, pct } from "./format";
+import { COUNTS, esc, int, pct } from "./format";
 import type { PackageState } from "./packages";
 import { dataZoom, timeAxis, wrappedLegend } from "./timeaxis";
 
@@ -74,7 +74,7 @@ export function keysOption(b: Breakdown, width: number) {
     title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "break", lineHeight: 18 } },
     grid: { left: Math.min(longest + 16, width / 3), right: 64, top: 22 + 18 * lines, bottom: 24 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: number) => `${int(v)} (${pct(v, b.total)})` },
-    xAxis: { type: "value", axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
+    xAxis: { type: "value", ...COUNTS, axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
     yAxis: { type: "category", inverse: true, data: names, axisLabel: { color: "#333", fontSize: 11, width: Math.min(longest, width / 3 - 12), overflow: "truncate" } },
     series: [
       {
@@ -137,7 +137,7 @@ export function overTimeOption(b: Breakdown, width: number, avg: boolean) {
       },
     },
     xAxis: timeAxis(b.step ?? "day", width - GRID_LEFT - GRID_RIGHT),
-    yAxis: { type: "value", axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) } },
+    yAxis: { type: "value", ...(avg ? {} : COUNTS), axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) } },
     dataZoom: dataZoom(),
     series,
   };
@@ -166,7 +166,7 @@ export function kindsOption(k: Kinds, width: number) {
     legend,
     grid: { left: 16, right: 24, top: gridTop, bottom: 28, containLabel: false },
     tooltip: { trigger: "item", formatter: (p: { seriesName: string }) => esc(p.seriesName) },
-    xAxis: { type: "value", max: Math.max(1, k.raw), axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
+    xAxis: { type: "value", ...COUNTS, max: Math.max(1, k.raw), axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
     yAxis: { type: "category", data: ["downloads"], axisLabel: { show: false }, axisTick: { show: false } },
     series: parts.map((p, i) => ({ name: names[i], type: "bar", stack: "kinds", barWidth: 28, itemStyle: { color: p.color }, data: [p.value] })),
   };

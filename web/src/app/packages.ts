@@ -8,7 +8,7 @@ import type { Bin, PackageDay, PackageReport, Release } from "./api";
 import { BYS, storedSpan, WhoSection } from "./breakdown";
 import type { By } from "./breakdown";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
-import { esc, int, pct } from "./format";
+import { COUNTS, esc, int, pct } from "./format";
 import { clickedDate, dataZoom, paddedExtent, points, timeAxis, wrappedLegend } from "./timeaxis";
 
 /** The part of the app state (and URL) this tab owns; `package` is `a,b,c`. */
@@ -468,6 +468,7 @@ function releaseMarks(r: PackageReport, releases: Release[], width: number) {
 function yAxis(name: string, v: View) {
   return {
     type: v.log ? "log" : "value",
+    ...(v.log || v.avg ? {} : COUNTS),
     name,
     nameLocation: "middle",
     nameGap: 58,

@@ -454,6 +454,32 @@ test("package page: who downloads it, where the count comes from and the release
   }
 });
 
+test("where the count comes from: the whales' part says it is less their small and repeats, as the page's other whale count is not", async () => {
+  // ggplot2 in the sample days: the note says 24 downloads came from the top 6 whales, the kinds
+  // bar's whales part is 15 (their small and repeated downloads are in those parts). Both were
+  // labelled "top 6 whales".
+  const page = await open(SIZES[0]);
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&without=`);
+    await page.waitForFunction(() => document.body.dataset.packages === "ready" && document.body.dataset.who === "ready");
+    const r = await getJson(base, "/api/packages/ggplot2?whales=6");
+    const k = await getJson(base, "/api/packages/ggplot2/kinds?whales=6");
+    assert.ok(k.whale_downloads < r.totals.whale_downloads, `${k.whale_downloads} vs ${r.totals.whale_downloads}`);
+    assert.ok((await page.textContent("#pkg-note")).includes(`${r.totals.whale_downloads} (`), "the note's whale count");
+    const names = await page.evaluate(() => window.cranwhales.charts.get("chart-kinds").getOption().series.map((s) => s.name));
+    const pct = (n) => `${((100 * n) / k.raw).toFixed(1)}%`;
+    assert.deepEqual(names, [
+      `top 6 whales, less small and repeats: ${k.whale_downloads} (${pct(k.whale_downloads)})`,
+      `small (< 1,000 B): ${k.small} (${pct(k.small)})`,
+      `repeats (≤ 5 min): ${k.repeats} (${pct(k.repeats)})`,
+      `the rest: ${k.rest.toLocaleString("en-US")} (${pct(k.rest)})`,
+    ]);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
 test("release labels: each day's label is its most downloaded new version, '+N' for the others", async () => {
   // ggplot2 in the sample days: 0.9.1 (5 downloads) and 0.9.3.1 (1,654) first seen on 2013-12-04,
   // 0.8.8 and 0.9.2 (1 each) and 1.0.0 (2,683) on 2015-01-08. The labels said 0.9.1 and 0.8.8.

@@ -316,6 +316,22 @@ test("time axes over one stored day: day ticks only, no hours (a day's downloads
   assert.deepEqual(page.errors, []);
 });
 
+test("time axes per month: month ticks only, no day of the month under a month's bar", async () => {
+  // December 2014 to January 2015 per month: one bin (January 2015) drawn; its axis was labelled
+  // 22, 29, 2015, 5, 12, … as if the points were days.
+  await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&from=2014-12-01&to=2015-01-31&bin=month`);
+  await page.waitForFunction(() => document.body.dataset.who === "ready" && window.cranwhales.charts.get("chart-package")?.getOption()?.series?.length && window.cranwhales.charts.get("chart-versions")?.getOption()?.series?.length, null, { timeout: 20_000 });
+  await settle();
+  const found = [];
+  for (const id of ["chart-package", "chart-versions"]) {
+    const labels = await page.evaluate(axisLabels, id);
+    if (!labels.length) found.push(`${id}: no axis label drawn`);
+    found.push(...labels.filter((l) => /^\d{1,2}$/.test(l)).map((l) => `${id}: day label ${l} (${labels.join(" ")})`));
+  }
+  assert.deepEqual(found, []);
+  assert.deepEqual(page.errors, []);
+});
+
 test("who downloads it over time is per day, as the chart above, when the stored days of a years-long range span days", async () => {
   // From 2015-01-01 to yesterday (years), of which 2015-01-07..09 are stored: three day bars (the
   // range's length asked for weeks before: one bar, 2015-01-05, under a chart of three days).

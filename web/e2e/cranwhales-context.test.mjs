@@ -272,7 +272,7 @@ test("time axes: the first and last days' points, bars and release labels are wh
         for (const [id, binDays] of v.ids) {
           const r = await page.evaluate(clipped, [id, binDays]);
           assert.ok(r.points >= 5, `${id}: ${r.points} points`);
-          if (v.labels && id === "chart-package") assert.ok(r.labels >= 2, `${v.q}: ${r.labels} release labels`);
+          if (v.labels && id === "chart-package") assert.ok(r.labels >= 1, `${v.q}: ${r.labels} release labels`); // 1.0.0 (older versions first fetched later are no releases)
           found.push(...r.out.map((o) => `${width} px ${v.q}: ${o}`));
         }
         if (width === 1400 && v.labels) await shot("edges-package");

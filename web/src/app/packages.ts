@@ -6,6 +6,7 @@ import type * as echarts from "echarts/core";
 import { getPackages, getReleases, getTop, suggestPackages } from "./api";
 import type { Bin, PackageDay, PackageReport, Release } from "./api";
 import { BYS, storedSpan, WhoSection } from "./breakdown";
+import { newReleases } from "./releases";
 import type { By } from "./breakdown";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
 import { COUNTS, esc, int, pct } from "./format";
@@ -65,7 +66,7 @@ export class PackagesTab {
   private loadingKey = "";
   private token = 0;
   private suggestToken = 0;
-  /** Each version's first day, for the one package shown (markers on its chart). */
+  /** The releases (`newReleases`) of the one package shown: markers on its chart. */
   private releases: { package: string; versions: Release[]; note: string } | null = null;
   private who: WhoSection;
 
@@ -210,7 +211,7 @@ export class PackagesTab {
       one ? getReleases(names[0]) : Promise.resolve(null),
     ]);
     if (token !== this.token) return;
-    if (rel) this.releases = { package: names[0], versions: rel.ok ? rel.value.versions : [], note: rel.ok ? "" : rel.error };
+    if (rel) this.releases = { package: names[0], versions: rel.ok ? newReleases(rel.value.versions) : [], note: rel.ok ? "" : rel.error };
     this.loadingKey = "";
     if (!r.ok) {
       this.reports = null;
@@ -280,8 +281,8 @@ export class PackagesTab {
       : this.releases?.note
         ? `Releases: ${this.releases.note}`
         : releases.some((v) => v.after)
-          ? `Dotted lines: releases inferred from downloads — a version's first stored day with a download of it (it came out after the stored day before it; not CRAN's publication date). Versions already downloaded on the first stored day are not marked.`
-          : "No release inside the stored days: every version was already downloaded on the package's first stored day.";
+          ? `Dotted lines: releases inferred from downloads — the first stored day with a download of a version newer than every one downloaded before and taken up (at least 1% of the downloads over the 7 days after, when stored); it came out after the stored day before it (not CRAN's publication date). Versions already downloaded on the first stored day, older versions fetched for the first time later (archive crawlers, pinned installs) and versions no one takes up are not marked.`
+          : "No release inside the stored days: no version newer than every one downloaded before it and taken up (1% of the downloads over the 7 days after).";
     if (one) this.who.show(this.st, this.st.by, filtersOf(this.st.without), storedSpan(r));
     else this.who.hide();
     c.setOption(one ? packageOption(r, view) : comparisonOption(reports, view), true);

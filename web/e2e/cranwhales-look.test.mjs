@@ -434,9 +434,10 @@ test("package page: who downloads it, where the count comes from and the release
     const k = await getJson(base, page.requests.find((u) => u.includes("/kinds?")));
     assert.deepEqual(drawn.kinds, [k.whale_downloads, k.small, k.repeats, k.rest]);
     assert.equal(drawn.kinds.reduce((a, v) => a + v, 0), k.raw);
-    // A marker per version first seen after the package's first stored day.
+    // A marker per release: a version first seen after the package's first stored day, newer than
+    // every one seen before and taken up.
     const rel = await getJson(base, "/api/packages/ggplot2/releases");
-    assert.deepEqual(drawn.marks.sort(), rel.versions.filter((v) => v.after).map((v) => v.first_day).sort());
+    assert.deepEqual(drawn.marks.sort(), releasesByRule(rel.versions).map((v) => v.first_day).sort());
     assert.ok(drawn.marks.length > 0, "a release inside the sample days");
     // Another field: one new request, kept in the URL; Back shows versions again without asking.
     const before = page.requests.length;
@@ -448,6 +449,85 @@ test("package page: who downloads it, where the count comes from and the release
     await page.goBack();
     await page.waitForFunction(() => document.body.dataset.who === "ready" && !new URLSearchParams(location.search).get("by"));
     assert.equal(await page.inputValue("#pkg-by"), "version");
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test("where the count comes from: the whales' part says it is less their small and repeats, as the page's other whale count is not", async () => {
+  // ggplot2 in the sample days: the note says 24 downloads came from the top 6 whales, the kinds
+  // bar's whales part is 15 (their small and repeated downloads are in those parts). Both were
+  // labelled "top 6 whales".
+  const page = await open(SIZES[0]);
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6&without=`);
+    await page.waitForFunction(() => document.body.dataset.packages === "ready" && document.body.dataset.who === "ready");
+    const r = await getJson(base, "/api/packages/ggplot2?whales=6");
+    const k = await getJson(base, "/api/packages/ggplot2/kinds?whales=6");
+    assert.ok(k.whale_downloads < r.totals.whale_downloads, `${k.whale_downloads} vs ${r.totals.whale_downloads}`);
+    assert.ok((await page.textContent("#pkg-note")).includes(`${r.totals.whale_downloads} (`), "the note's whale count");
+    const names = await page.evaluate(() => window.cranwhales.charts.get("chart-kinds").getOption().series.map((s) => s.name));
+    const pct = (n) => `${((100 * n) / k.raw).toFixed(1)}%`;
+    assert.deepEqual(names, [
+      `top 6 whales, less small and repeats: ${k.whale_downloads} (${pct(k.whale_downloads)})`,
+      `small (< 1,000 B): ${k.small} (${pct(k.small)})`,
+      `repeats (≤ 5 min): ${k.repeats} (${pct(k.repeats)})`,
+      `the rest: ${k.rest.toLocaleString("en-US")} (${pct(k.rest)})`,
+    ]);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+/** The markers' rule, independently of the page: a version first downloaded after the package's
+ * first stored day, newer (numbers part by part, a missing part lowest) than every version first
+ * downloaded on an earlier day, with at least 1% of the downloads over the 7 days after (when
+ * any is stored). */
+function releasesByRule(versions) {
+  const parts = (v) => v.split(/[.-]/).map(Number);
+  const newer = (a, b) => {
+    const [x, y] = [parts(a), parts(b)];
+    for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? -1) !== (y[i] ?? -1)) return (x[i] ?? -1) > (y[i] ?? -1);
+    return false;
+  };
+  return versions.filter(
+    (v) =>
+      v.after &&
+      v.version &&
+      (v.shares.find((s) => s.days === 7).share ?? 1) >= 0.01 &&
+      versions.every((o) => o.first_day >= v.first_day || !o.version || newer(v.version, o.version)),
+  );
+}
+
+test("release markers: only versions newer than every one before, each day labelled by its most downloaded", async () => {
+  // ggplot2 in the sample days: 0.9.1 (5 downloads) and 0.9.3.1 (1,654) first seen on 2013-12-04,
+  // 0.8.8 and 0.9.2 (1 each) and 1.0.0 (2,683) on 2015-01-08. The labels said 0.9.1 and 0.8.8,
+  // and old versions fetched for the first time (0.9.1, 0.8.8, 0.9.2) drew release lines too.
+  const page = await open(SIZES[0]);
+  try {
+    await page.goto(`${base}/?date=${LATEST}&tab=packages&package=ggplot2&whales=6`);
+    await page.waitForFunction(() => document.body.dataset.packages === "ready" && window.cranwhales.charts.get("chart-package")?.getOption()?.series?.some((s) => s.markLine?.data?.length));
+    const marks = await page.evaluate(() =>
+      window.cranwhales.charts
+        .get("chart-package")
+        .getOption()
+        .series.flatMap((s) => s.markLine?.data ?? [])
+        .map((d) => ({ day: d.xAxis, show: d.label.show, text: d.label.formatter })),
+    );
+    const rel = await getJson(base, "/api/packages/ggplot2/releases");
+    const releases = releasesByRule(rel.versions);
+    const days = [...new Set(releases.map((v) => v.first_day))];
+    const want = days.map((day) => {
+      const vs = releases.filter((v) => v.first_day === day).sort((a, b) => b.downloads - a.downloads);
+      return `${day} ${vs[0].version}${vs.length > 1 ? ` +${vs.length - 1}` : ""}`;
+    });
+    assert.deepEqual(marks.map((m) => m.day).sort(), releases.map((v) => v.first_day).sort());
+    assert.deepEqual(marks.filter((m) => m.show).map((m) => `${m.day} ${m.text}`).sort(), want.sort());
+    assert.deepEqual(want.sort(), ["2013-12-04 0.9.3.1", "2015-01-08 1.0.0"]);
+    // The old versions first seen those days are in /releases with an `after`, but not marked.
+    assert.deepEqual(rel.versions.filter((v) => v.after && !releases.includes(v)).map((v) => v.version).sort(), ["0.8.8", "0.9.1", "0.9.2"]);
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();

@@ -49,7 +49,7 @@ fn main() {
         } else {
             eprintln!("cranwhales: error: {e:#}");
         }
-        std::process::exit(1);
+        std::process::exit(if cli::is_usage(&e) { 2 } else { 1 });
     }
 }
 

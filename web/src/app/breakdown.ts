@@ -8,7 +8,7 @@
 import type * as echarts from "echarts/core";
 import { getBreakdown, getKinds } from "./api";
 import type { Bin, Breakdown, Kinds, KeyRow, Result } from "./api";
-import { esc, int, pct } from "./format";
+import { COUNTS, esc, int, pct } from "./format";
 import type { PackageState } from "./packages";
 import { dataZoom, timeAxis, wrappedLegend } from "./timeaxis";
 
@@ -27,12 +27,24 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 /** A key as shown: `(not logged)` for `NA`. */
 const label = (k: string | null) => (k === null ? "(not logged)" : k);
 
-/** The step of the chart over time: the package chart's bin, or weeks for days over more than
- * four months (a bar a day would be thinner than a pixel). */
-export function stepOf(st: PackageState): Bin {
+/** The first and last stored day of a package chart per day (its days are the stored days of
+ * the range), or null for another bin or no stored day. */
+export type StoredSpan = { from: string; to: string } | null;
+
+/** The stored span of a report, for `stepOf`. */
+export function storedSpan(r: { bin: Bin; days: { date: string }[] }): StoredSpan {
+  return r.bin === "day" && r.days.length ? { from: r.days[0].date, to: r.days[r.days.length - 1].date } : null;
+}
+
+/** The step of the chart over time: the package chart's bin, or weeks when the days drawn span
+ * more than four months (a bar a day would be thinner than a pixel). The days drawn are the
+ * stored ones, not the range asked: that is the whole history by default, and a store of three
+ * weeks drew them as four weekly bars, two faint, under a chart per day. */
+export function stepOf(st: PackageState, stored: StoredSpan = null): Bin {
   if (st.bin !== "day") return st.bin;
   const yesterday = new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
-  const span = (Date.parse(st.to || yesterday) - Date.parse(st.from || FIRST_DAY)) / DAY_MS + 1;
+  const [from, to] = stored ? [stored.from, stored.to] : [st.from || FIRST_DAY, st.to || yesterday];
+  const span = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1;
   return span <= 122 ? "day" : "week";
 }
 
@@ -62,7 +74,7 @@ export function keysOption(b: Breakdown, width: number) {
     title: { text: title, left: 10, top: 4, textStyle: { fontSize: 13, fontWeight: "normal", width: width - 20, overflow: "break", lineHeight: 18 } },
     grid: { left: Math.min(longest + 16, width / 3), right: 64, top: 22 + 18 * lines, bottom: 24 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: number) => `${int(v)} (${pct(v, b.total)})` },
-    xAxis: { type: "value", axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
+    xAxis: { type: "value", ...COUNTS, axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
     yAxis: { type: "category", inverse: true, data: names, axisLabel: { color: "#333", fontSize: 11, width: Math.min(longest, width / 3 - 12), overflow: "truncate" } },
     series: [
       {
@@ -125,16 +137,19 @@ export function overTimeOption(b: Breakdown, width: number, avg: boolean) {
       },
     },
     xAxis: timeAxis(b.step ?? "day", width - GRID_LEFT - GRID_RIGHT),
-    yAxis: { type: "value", axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) } },
+    yAxis: { type: "value", ...(avg ? {} : COUNTS), axisLabel: { color: "#555", fontSize: 11, formatter: (v: number) => int(v) } },
     dataZoom: dataZoom(),
     series,
   };
 }
 
-/** The four parts of the raw count, stacked in one bar. */
+/** The four parts of the raw count, stacked in one bar. The whales' part is their downloads less
+ * their small and repeated ones (those are in the small and repeats parts): named so, since the
+ * page's box and note above count every download of the top N ("302 came from each day's top 6
+ * whales" beside a part of 179 read as a contradiction). */
 export function kindsParts(k: Kinds): { name: string; value: number; color: string }[] {
   return [
-    { name: `top ${k.whales} whales`, value: k.whale_downloads, color: "#dd4b39" },
+    { name: `top ${k.whales} whales, less small and repeats`, value: k.whale_downloads, color: "#dd4b39" },
     { name: "small (< 1,000 B)", value: k.small, color: "#f39c12" },
     { name: "repeats (≤ 5 min)", value: k.repeats, color: "#8e6bb8" },
     { name: "the rest", value: k.rest, color: "#00a65a" },
@@ -154,7 +169,7 @@ export function kindsOption(k: Kinds, width: number) {
     legend,
     grid: { left: 16, right: 24, top: gridTop, bottom: 28, containLabel: false },
     tooltip: { trigger: "item", formatter: (p: { seriesName: string }) => esc(p.seriesName) },
-    xAxis: { type: "value", max: Math.max(1, k.raw), axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
+    xAxis: { type: "value", ...COUNTS, max: Math.max(1, k.raw), axisLabel: { color: "#555", fontSize: 11, hideOverlap: true, formatter: (v: number) => int(v) } },
     yAxis: { type: "category", data: ["downloads"], axisLabel: { show: false }, axisTick: { show: false } },
     series: parts.map((p, i) => ({ name: names[i], type: "bar", stack: "kinds", barWidth: 28, itemStyle: { color: p.color }, data: [p.value] })),
   };
@@ -176,18 +191,22 @@ export class WhoSection {
     $<HTMLElement>("pkg-who").hidden = true;
   }
 
-  /** Shows `pkg` as the state asks: from memory when only the drawing changed. */
-  show(st: PackageState, by: By, filters: string[]) {
+  /** Shows `pkg` as the state asks (`stored`: the stored days its chart draws): from memory when
+   * only the drawing changed. */
+  show(st: PackageState, by: By, filters: string[], stored: StoredSpan = null) {
     $<HTMLElement>("pkg-who").hidden = false;
     $<HTMLSelectElement>("pkg-by").value = by;
-    const step = stepOf(st);
-    const key = JSON.stringify([st.package, st.from, st.to, st.whales, st.without, by, step]);
+    const step = stepOf(st, stored);
+    // Per day, the breakdown is asked over the stored days (the same counts: no stored day lies
+    // outside them), so its day bins stay under the server's 1,000 when the range asked is years.
+    const span = step === "day" && stored ? stored : { from: st.from, to: st.to };
+    const key = JSON.stringify([st.package, span.from, span.to, st.whales, st.without, by, step]);
     if (key === this.key && this.shown) return this.draw(st);
     if (key === this.loadingKey) return;
-    void this.load(st, by, step, key, filters);
+    void this.load(st, by, step, key, filters, span);
   }
 
-  private async load(st: PackageState, by: By, step: Bin, key: string, asked: string[]) {
+  private async load(st: PackageState, by: By, step: Bin, key: string, asked: string[], span: { from: string; to: string }) {
     const token = ++this.token;
     this.loadingKey = key;
     document.body.dataset.who = "loading";
@@ -195,7 +214,7 @@ export class WhoSection {
     const kindsKey = JSON.stringify([st.package, st.from, st.to, st.whales]);
     const kept = this.kinds?.key === kindsKey ? this.kinds.answer : null;
     const [first, k] = await Promise.all([
-      getBreakdown(st.package, by, st.from, st.to, asked.join(","), step),
+      getBreakdown(st.package, by, span.from, span.to, asked.join(","), step),
       kept ?? getKinds(st.package, st.from, st.to, st.whales),
     ]);
     this.kinds = { key: kindsKey, answer: k };
@@ -205,7 +224,7 @@ export class WhoSection {
     if (!b.ok && b.status === 400 && asked.length) {
       const can = asked.includes("whales") ? "whales" : "";
       note = `${b.error}. Shown ${can ? "without whales only" : "with every download"}.`;
-      b = await getBreakdown(st.package, by, st.from, st.to, can, step);
+      b = await getBreakdown(st.package, by, span.from, span.to, can, step);
     }
     if (token !== this.token) return;
     this.loadingKey = "";

@@ -2,7 +2,7 @@
 // packages with these ones marked, the badge and its Markdown, and the top and trending lists of
 // the range.
 import type { Distribution, PackageReport, TopList } from "./api";
-import { esc, int } from "./format";
+import { COUNTS, esc, int } from "./format";
 
 /** `ggplot2: 6 of 7,190, 99.9 percentile` for each package. */
 export function rankHtml(reports: PackageReport[], colors: string[], over: string): string {
@@ -48,7 +48,7 @@ export function distributionOption(reports: PackageReport[], colors: string[], w
     grid: { left: 70, right: 30, top: 38 + 18 * lines + 15 * Math.max(0, ranked.length - 1), bottom: 60 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
     xAxis: { type: "category", data: labels, name: "downloads over the range", nameLocation: "middle", nameGap: 42, axisLabel: { color: "#555", fontSize: 10, rotate: 30, hideOverlap: true } },
-    yAxis: { type: "value", name: "packages", axisLabel: { color: "#555", fontSize: 11 } },
+    yAxis: { type: "value", ...COUNTS, name: "packages", axisLabel: { color: "#555", fontSize: 11 } },
     series: [
       {
         name: "packages",

@@ -13,6 +13,10 @@ export function bytes(n: number): string {
   return i === 0 ? `${n} B` : `${v.toFixed(1)} ${UNITS[i]}`;
 }
 
+/** What an axis of counts needs: ticks on whole numbers. Without it an axis up to 3 ticks every
+ * 0.5 and `int` labels the ticks 0, 1, 1, 2, 2, 3, 3 (a package's versions on a quiet day). */
+export const COUNTS = { minInterval: 1 } as const;
+
 /** Thousands separators: 1,665,663. */
 export function int(n: number): string {
   return Math.round(n).toLocaleString("en-US");

@@ -5,10 +5,11 @@
 import type * as echarts from "echarts/core";
 import { getPackages, getReleases, getTop, suggestPackages } from "./api";
 import type { Bin, PackageDay, PackageReport, Release } from "./api";
-import { BYS, WhoSection } from "./breakdown";
+import { BYS, storedSpan, WhoSection } from "./breakdown";
+import { newReleases } from "./releases";
 import type { By } from "./breakdown";
 import { badgeHtml, distributionOption, rankHtml, topHtml } from "./context";
-import { esc, int, pct } from "./format";
+import { COUNTS, esc, int, pct } from "./format";
 import { clickedDate, dataZoom, paddedExtent, points, timeAxis, wrappedLegend } from "./timeaxis";
 
 /** The part of the app state (and URL) this tab owns; `package` is `a,b,c`. */
@@ -65,7 +66,7 @@ export class PackagesTab {
   private loadingKey = "";
   private token = 0;
   private suggestToken = 0;
-  /** Each version's first day, for the one package shown (markers on its chart). */
+  /** The releases (`newReleases`) of the one package shown: markers on its chart. */
   private releases: { package: string; versions: Release[]; note: string } | null = null;
   private who: WhoSection;
 
@@ -210,7 +211,7 @@ export class PackagesTab {
       one ? getReleases(names[0]) : Promise.resolve(null),
     ]);
     if (token !== this.token) return;
-    if (rel) this.releases = { package: names[0], versions: rel.ok ? rel.value.versions : [], note: rel.ok ? "" : rel.error };
+    if (rel) this.releases = { package: names[0], versions: rel.ok ? newReleases(rel.value.versions) : [], note: rel.ok ? "" : rel.error };
     this.loadingKey = "";
     if (!r.ok) {
       this.reports = null;
@@ -241,6 +242,17 @@ export class PackagesTab {
   }
 
   private draw(reports: PackageReport[]) {
+    // A range without a stored day has nothing to count: said, not drawn as 0 downloads (an
+    // unstored day is unknown) under empty charts. Here, as every drawing (a new report, or the
+    // one kept when the tab is drawn again) comes through this.
+    if (reports.every((p) => !p.days.length)) {
+      this.clear();
+      const range = reports[0].from === reports[0].to ? reports[0].from : `${reports[0].from} to ${reports[0].to}`;
+      return this.message(
+        `<div class="message-title">No stored day in ${esc(range)}</div><div class="message-text">Nothing to count: a day that is not stored is unknown, not 0 downloads. Open a day in the calendar to fetch it, or widen the range.</div>`,
+        "notice",
+      );
+    }
     $<HTMLDivElement>("pkg-message").hidden = true;
     document.body.dataset.packages = "ready";
     $<HTMLDivElement>("pkg-results").hidden = false;
@@ -269,9 +281,9 @@ export class PackagesTab {
       : this.releases?.note
         ? `Releases: ${this.releases.note}`
         : releases.some((v) => v.after)
-          ? `Dotted lines: releases inferred from downloads — a version's first stored day with a download of it (it came out after the stored day before it; not CRAN's publication date). Versions already downloaded on the first stored day are not marked.`
-          : "No release inside the stored days: every version was already downloaded on the package's first stored day.";
-    if (one) this.who.show(this.st, this.st.by, filtersOf(this.st.without));
+          ? `Dotted lines: releases inferred from downloads — the first stored day with a download of a version newer than every one downloaded before and taken up (at least 1% of the downloads over the 7 days after, when stored); it came out after the stored day before it (not CRAN's publication date). Versions already downloaded on the first stored day, older versions fetched for the first time later (archive crawlers, pinned installs) and versions no one takes up are not marked.`
+          : "No release inside the stored days: no version newer than every one downloaded before it and taken up (1% of the downloads over the 7 days after).";
+    if (one) this.who.show(this.st, this.st.by, filtersOf(this.st.without), storedSpan(r));
     else this.who.hide();
     c.setOption(one ? packageOption(r, view) : comparisonOption(reports, view), true);
     c.off("click");
@@ -418,7 +430,10 @@ function releasesSeen(r: PackageReport, releases: Release[]): Release[] {
 
 /** Dotted vertical lines at each release inside the stored days (versions already there on the
  * package's first stored day are not releases seen), labelled with the version where the label
- * has room (at least 18 px from the last one labelled). */
+ * has room (at least 18 px from every other label). The most downloaded versions are labelled
+ * first, and a day's label is its most downloaded version ("+2" for the others, all in the
+ * tooltip): an old version fetched once on the day of a release (dplyr 0.1.1 beside 0.4.0 on
+ * 2015-01-08) sorts first by version and took the label of the release itself. */
 function releaseMarks(r: PackageReport, releases: Release[], width: number) {
   const seen = releasesSeen(r, releases);
   if (!seen.length || !r.days.length) return undefined;
@@ -426,12 +441,20 @@ function releaseMarks(r: PackageReport, releases: Release[], width: number) {
   const dates = [...r.days.map((d) => Date.parse(d.date)), ...seen.map((v) => Date.parse(v.first_day))];
   const [lo, hi] = paddedExtent(Math.min(...dates), Math.max(...dates), r.bin, plotWidth(width));
   const px = (d: string) => ((Date.parse(d) - lo) / (hi - lo)) * plotWidth(width);
-  let last = -Infinity;
-  const data = seen.map((v) => {
+  const sameDay = (v: Release) => seen.filter((o) => o.first_day === v.first_day).length;
+  const labelled = new Set<Release>();
+  const shownAt: number[] = [];
+  for (const v of [...seen].sort((a, b) => b.downloads - a.downloads)) {
     const x = px(v.first_day);
-    const show = x - last >= 18;
-    if (show) last = x;
-    return { xAxis: v.first_day, name: v.version ?? "(not logged)", label: { show, formatter: v.version ?? "NA" } };
+    if (shownAt.every((at) => Math.abs(x - at) >= 18)) {
+      labelled.add(v);
+      shownAt.push(x);
+    }
+  }
+  const data = seen.map((v) => {
+    const others = sameDay(v) - 1;
+    const text = `${v.version ?? "NA"}${others ? ` +${others}` : ""}`;
+    return { xAxis: v.first_day, name: v.version ?? "(not logged)", label: { show: labelled.has(v), formatter: text } };
   });
   return {
     symbol: "none",
@@ -446,6 +469,7 @@ function releaseMarks(r: PackageReport, releases: Release[], width: number) {
 function yAxis(name: string, v: View) {
   return {
     type: v.log ? "log" : "value",
+    ...(v.log || v.avg ? {} : COUNTS),
     name,
     nameLocation: "middle",
     nameGap: 58,

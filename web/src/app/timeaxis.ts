@@ -22,6 +22,10 @@ export function points(dates: string[], values: (number | null)[], bin: Bin = "d
   return out;
 }
 
+/** The finest tick of an axis of each bin, in days: a day, a week, about a month, a year
+ * (ECharts still rounds to its own tick levels: per week it may tick every few days). */
+const MIN_TICK_DAYS: Record<Bin, number> = { day: 1, week: 7, month: 28, year: 365 };
+
 /** Half a bin: the least room kept before the first point and after the last, so a bin's point
  * (or bar) sits inside the plot, not on its edge. */
 const HALF_BIN_DAYS: Record<Bin, number> = { day: 0.5, week: 3.5, month: 15.5, year: 183 };
@@ -57,8 +61,9 @@ export function timeAxis(bin: Bin, plotWidth: number, include: string[] = []) {
     // padding above already leaves room for the widest bar.
     containShape: false,
     // Points are days: no tick between two midnights (a range of a day or two, padded by half a
-    // day, was labelled 12:00, 16:00, … as if downloads had a time of day).
-    minInterval: DAY_MS,
+    // day, was labelled 12:00, 16:00, … as if downloads had a time of day); and no tick finer
+    // than a bin (two months per month were labelled 22, 29, Dec, 6, 8, 15, … under two bars).
+    minInterval: MIN_TICK_DAYS[bin] * DAY_MS,
     axisLabel: { color: "#555", fontSize: 11, hideOverlap: true },
     splitLine: { show: false },
   };

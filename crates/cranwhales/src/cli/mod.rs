@@ -18,7 +18,6 @@ use anyhow::{bail, Context};
 use grammar::echo::Escaped;
 
 use crate::date;
-use crate::ingest::IngestError;
 use crate::numfmt::thousands;
 use crate::store::{Store, DEFAULT_DB};
 use crate::summary::{DayInfo, DaySummary, PackageReport};
@@ -30,6 +29,7 @@ pub struct ShowArgs {
     #[arg(long, default_value = DEFAULT_DB)]
     pub db: PathBuf,
     /// The day, YYYY-MM-DD.
+    #[arg(value_parser = parse_day)]
     pub date: String,
     /// How many top whales to show (1-100).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -59,10 +59,10 @@ pub struct PackageArgs {
     /// The package name (exact, case-sensitive as on CRAN).
     pub name: String,
     /// First day (YYYY-MM-DD) [default: the first CRAN log day].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_day)]
     pub from: Option<String>,
     /// Last day (YYYY-MM-DD) [default: yesterday].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_day)]
     pub to: Option<String>,
     /// Leave out each day's top N whales (1-100).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=100), conflicts_with = "by")]
@@ -80,10 +80,28 @@ pub struct PackageArgs {
     pub json: bool,
 }
 
+/// A day argument (`show DATE`, `package --from/--to`), for clap: a real calendar day written
+/// `YYYY-MM-DD`, so a mistyped one is a usage error (exit 2) naming the argument, as a bad
+/// `--count` is, before any store is opened.
+///
+/// # Errors
+/// Anything else, saying what a day must look like.
+pub fn parse_day(s: &str) -> Result<String, String> {
+    match date::Day::parse(s) {
+        Some(_) => Ok(s.to_owned()),
+        None => Err("not a real day as YYYY-MM-DD".to_owned()),
+    }
+}
+
+/// Whether `e` is a usage error found after clap (a range whose days are real but outside the
+/// logs, or reversed): `main` exits 2 for it, as for the errors clap finds, and 1 for the rest.
+pub fn is_usage(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<date::DateError>().is_some()
+}
+
 /// Prints one package over the stored days, or (`--by`) its downloads by one field.
 pub fn package(args: PackageArgs) -> anyhow::Result<()> {
-    let range =
-        date::Range::parse(args.from.as_deref(), args.to.as_deref()).map_err(anyhow::Error::msg)?;
+    let range = date::Range::parse(args.from.as_deref(), args.to.as_deref())?;
     let store = open_existing(&args.db)?;
     if let Some(by) = args.by {
         let without = args.without.unwrap_or_default();
@@ -123,9 +141,6 @@ fn unknown_package(store: &Store, args: &PackageArgs) -> anyhow::Error {
 
 /// Prints one day's summary.
 pub fn show(args: ShowArgs) -> anyhow::Result<()> {
-    if !date::is_log_date(&args.date) {
-        return Err(IngestError::BadDate(args.date).into());
-    }
     let store = open_existing(&args.db)?;
     let Some(summary) = store.day_summary(&args.date, args.count)? else {
         bail!(

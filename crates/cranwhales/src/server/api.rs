@@ -14,7 +14,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
 use super::cache::{Body, REVALIDATE};
-use super::error::ApiError;
+use super::error::{shown, ApiError};
 use super::fetch::{Lookup, Status};
 use super::wire::{DayList, Fetching};
 use super::App;
@@ -151,7 +151,10 @@ pub async fn whale(
     let Path((date, ip)) = params.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
     let day = parse_day(Ok(Path(date)))?;
     let ip_id: u64 = ip.parse().map_err(|_| {
-        ApiError::bad_request(format!("ip_id must be a whole number, got '{}'", clip(&ip)))
+        ApiError::bad_request(format!(
+            "ip_id must be a whole number, got '{}'",
+            shown(&ip)
+        ))
     })?;
     if let Some(body) = app.whales.get(&(day, ip_id)) {
         return Ok(body.respond(&headers));
@@ -241,7 +244,7 @@ fn parse_day(date: Result<Path<String>, PathRejection>) -> Result<Day, ApiError>
     Day::parse(&date).ok_or_else(|| {
         ApiError::bad_request(format!(
             "date must be a real day as YYYY-MM-DD, got '{}'",
-            clip(&date)
+            shown(&date)
         ))
     })
 }
@@ -256,18 +259,9 @@ fn parse_count(query: Option<&str>) -> Result<u32, ApiError> {
         .ok_or_else(|| {
             ApiError::bad_request(format!(
                 "count must be a whole number from 1 to {MAX_COUNT}, got '{}'",
-                clip(&v)
+                shown(&v)
             ))
         })
-}
-
-/// Echoes at most 40 characters of user input in messages.
-fn clip(s: &str) -> String {
-    if s.chars().count() > 40 {
-        format!("{}…", s.chars().take(40).collect::<String>())
-    } else {
-        s.to_owned()
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use axum::extract::{Path, Request, State};
 use axum::response::Response;
 
 use super::cache::{Body, REVALIDATE};
-use super::error::ApiError;
+use super::error::{shown, ApiError};
 use super::insight::{param, unknown_package, DEFAULT_WHALES};
 use super::App;
 use crate::date::{Day, Range, FIRST_LOG};
@@ -36,7 +36,7 @@ pub async fn badge(
     let &(period, back, suffix) = (PERIODS.iter()).find(|p| p.0 == asked).ok_or_else(|| {
         ApiError::bad_request(format!(
             "period must be last-week, last-month or total, got '{}'",
-            asked.chars().take(40).collect::<String>()
+            shown(&asked)
         ))
     })?;
     let without = match param(query, "without").as_deref() {
@@ -45,7 +45,7 @@ pub async fn badge(
         Some(v) => {
             return Err(ApiError::bad_request(format!(
                 "without must be 'whales', got '{}'",
-                v.chars().take(40).collect::<String>()
+                shown(v)
             )))
         }
     };

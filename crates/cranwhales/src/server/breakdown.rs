@@ -14,7 +14,7 @@ use axum::response::Response;
 use serde::Serialize;
 
 use super::cache::{Body, REVALIDATE};
-use super::error::ApiError;
+use super::error::{shown, ApiError};
 use super::insight::{param, range_of, unknown_package, whales_of};
 use super::App;
 use crate::date::{Day, Range};
@@ -25,11 +25,6 @@ use crate::summary::Bin;
 
 /// Bins one `step=` answer holds at most (a week over the whole history is ~750).
 pub const MAX_BINS: usize = 1_000;
-
-/// At most 40 characters of user input, for messages.
-fn shown(s: &str) -> String {
-    s.chars().take(40).collect()
-}
 
 fn by_of(query: Option<&str>) -> Result<By, ApiError> {
     let Some(v) = param(query, "by") else {

@@ -12,7 +12,7 @@ use axum::response::Response;
 
 use super::breakdown::without_of;
 use super::cache::{Body, REVALIDATE};
-use super::error::ApiError;
+use super::error::{shown, ApiError};
 use super::insight::{param, range_of, totals, unknown_package, whales_of};
 use super::App;
 use crate::context::{binned, in_context, PackageComparison, TopList};
@@ -25,11 +25,6 @@ pub const MAX_PACKAGES: usize = 8;
 const MAX_LIMIT: usize = 100;
 /// `limit` when `/api/top` has none.
 const DEFAULT_LIMIT: usize = 20;
-
-/// At most 40 characters of user input, for messages.
-fn shown(s: &str) -> String {
-    s.chars().take(40).collect()
-}
 
 /// The names of `a,b,c`: 1 to [`MAX_PACKAGES`], none empty, none twice.
 fn names_of(list: &str) -> Result<Vec<String>, ApiError> {

@@ -3,6 +3,18 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+/// Most characters of a request's input an error message echoes.
+const SHOWN: usize = 40;
+
+/// Input from a request (a query value, a path part) as an error message echoes it: control
+/// characters escaped (`\x1b`, as the CLI and the logs print them) and cut after [`SHOWN`]
+/// characters with the input's size (`…(5000 bytes)`). The one way every handler quotes what it
+/// refuses: a client that prints an error must not print an escape sequence it was sent, nor a
+/// 5,000-character parameter.
+pub fn shown(input: &str) -> String {
+    grammar::echo::echo(input.as_bytes(), SHOWN)
+}
+
 /// An API failure as the client sees it.
 #[derive(Debug)]
 pub struct ApiError {

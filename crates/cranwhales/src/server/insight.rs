@@ -11,13 +11,14 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::cache::{Body, Cache, REVALIDATE};
-use super::error::ApiError;
+use super::error::{shown, ApiError};
 use super::App;
 use crate::context::RangeTotals;
 use crate::date::{Day, Range};
 use crate::day::breakdown::Without;
 use crate::day::TOP;
 use crate::summary::{Bin, PackageName};
+use grammar::echo::Escaped;
 
 /// `whales` when the query has none (the UI's default "top N").
 pub const DEFAULT_WHALES: u32 = 6;
@@ -137,9 +138,9 @@ pub(super) fn whales_of(query: Option<&str>) -> Result<u32, ApiError> {
         .ok()
         .filter(|n| (1..=TOP as u32).contains(n))
         .ok_or_else(|| {
-            let shown: String = v.chars().take(40).collect();
             ApiError::bad_request(format!(
-                "whales must be a whole number from 1 to {TOP}, got '{shown}'"
+                "whales must be a whole number from 1 to {TOP}, got '{}'",
+                shown(&v)
             ))
         })
 }
@@ -156,11 +157,15 @@ pub(super) async fn unknown_package(app: &Arc<App>, name: &str) -> ApiError {
         .binary_search_by(|(l, _)| l.as_str().cmp(&lower))
         .ok()
         .map(|i| names[i].1.package.clone());
-    let shown: String = name.chars().take(40).collect();
-    let hint = like.map_or(String::new(), |p| format!(" (did you mean '{p}'?)"));
+    let hint = like.map_or(String::new(), |p| {
+        format!(" (did you mean '{}'?)", Escaped(&p))
+    });
     ApiError::new(
         StatusCode::NOT_FOUND,
-        format!("package '{shown}' was not downloaded on any stored day{hint}"),
+        format!(
+            "package '{}' was not downloaded on any stored day{hint}",
+            shown(name)
+        ),
     )
 }
 
@@ -209,9 +214,9 @@ pub async fn suggest(State(app): State<Arc<App>>, req: Request) -> Result<Respon
             .ok()
             .filter(|n| (1..=MAX_SUGGESTIONS).contains(n))
             .ok_or_else(|| {
-                let shown: String = v.chars().take(40).collect();
                 ApiError::bad_request(format!(
-                    "limit must be a whole number from 1 to {MAX_SUGGESTIONS}, got '{shown}'"
+                    "limit must be a whole number from 1 to {MAX_SUGGESTIONS}, got '{}'",
+                    shown(&v)
                 ))
             })?,
     };

@@ -180,6 +180,55 @@ fn show_and_days_print_the_api_json() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("2013-12-05 is not in"), "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "not stored is not a usage error"
+    );
+
+    // A mistyped day or range is a usage error, as a bad --count is: exit 2, one line naming the
+    // argument, nothing on stdout (was exit 1, and `--from` was called "from").
+    for (args, said) in [
+        (
+            &["show", "2013-13-04"][..],
+            "invalid value '2013-13-04' for '<DATE>': not a real day as YYYY-MM-DD",
+        ),
+        (
+            &["show", "2013/12/04"],
+            "invalid value '2013/12/04' for '<DATE>'",
+        ),
+        (
+            &["package", "ggplot2", "--from", "2013-02-30"],
+            "invalid value '2013-02-30' for '--from <FROM>': not a real day as YYYY-MM-DD",
+        ),
+        (
+            &["package", "ggplot2", "--by", "os", "--to", "soon"],
+            "invalid value 'soon' for '--to <TO>'",
+        ),
+        (
+            &[
+                "package",
+                "ggplot2",
+                "--from",
+                "2013-12-05",
+                "--to",
+                "2013-12-04",
+            ],
+            "from 2013-12-05 is after to 2013-12-04",
+        ),
+        (
+            &["package", "ggplot2", "--from", "2011-01-01"],
+            "from 2011-01-01 is outside the CRAN logs",
+        ),
+    ] {
+        let out = cli(&db, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("cranwhales: error: "), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }
 
 #[test]

@@ -63,6 +63,61 @@ async fn malformed_input_is_400_json() {
     still_serving(&app).await;
 }
 
+/// Every parameter an error quotes is quoted escaped and cut, as the CLI and the logs print input:
+/// a terminal escape sequence sent in `by=`, `whales=`, a package name… comes back as the text
+/// `\x1b[2J`, never as the control character, and 300 characters come back as 40 and the input's
+/// size. (Before, only the dates were: the other handlers cut the raw text at 40 characters.)
+#[tokio::test]
+async fn echoed_input_is_escaped_and_cut() {
+    let app = App::start(&["2012-10-17"], &[]).await;
+    // ESC ] 0 ; x BEL ESC [ 2 J, then padding past the 40 characters an error quotes.
+    let evil = format!("%1b%5d0%3bx%07%1b%5b2J{}", "A".repeat(300));
+    let size = 10 + 300;
+    let cases = [
+        (format!("/api/days/{evil}"), 400),
+        (format!("/api/days/2012-10-17?count={evil}"), 400),
+        (format!("/api/days/2012-10-17/whales/{evil}"), 400),
+        (format!("/api/packages/{evil}"), 404),
+        (format!("/api/packages/{evil}/kinds"), 404),
+        (format!("/api/packages/{evil}/breakdown?by=os"), 404),
+        (format!("/api/packages/{evil}/releases"), 404),
+        (format!("/api/packages/{evil},{evil}"), 400),
+        (format!("/api/packages/ggplot2?whales={evil}"), 400),
+        (format!("/api/packages/ggplot2?bin={evil}"), 400),
+        (format!("/api/packages/ggplot2?cumulative={evil}"), 400),
+        (format!("/api/packages/ggplot2/breakdown?by={evil}"), 400),
+        (
+            format!("/api/packages/ggplot2/breakdown?by=os&without={evil}"),
+            400,
+        ),
+        (
+            format!("/api/packages/ggplot2/breakdown?by=os&step={evil}"),
+            400,
+        ),
+        (format!("/api/packages/ggplot2/kinds?whales={evil}"), 400),
+        (format!("/api/packages?q=gg&limit={evil}"), 400),
+        (format!("/api/top?limit={evil}"), 400),
+        (format!("/api/top?without={evil}"), 400),
+        (format!("/api/trends?from={evil}"), 400),
+        (format!("/badge/ggplot2?period={evil}"), 400),
+        (format!("/badge/ggplot2?without={evil}"), 400),
+        (format!("/badge/{evil}"), 404),
+    ];
+    for (path, status) in cases {
+        let r = get(app.addr, &path, &[]).await;
+        assert_eq!(r.status, status, "{path}: {}", r.text());
+        let e = r.error();
+        assert!(
+            !e.chars().any(char::is_control),
+            "{path}: a control character in {e:?}"
+        );
+        assert!(e.contains(r"\x1b]0;x\x07\x1b[2J"), "{path}: {e:?}");
+        assert!(e.contains(&format!("…({size} bytes)")), "{path}: {e:?}");
+        assert!(!e.contains(&"A".repeat(31)), "{path}: not cut: {e:?}");
+    }
+    still_serving(&app).await;
+}
+
 /// Unknown paths are 404 and other methods 405, all in the envelope; asset lookups never reach
 /// the filesystem.
 #[tokio::test]

@@ -199,7 +199,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     // (`store::history`): once a month, not per day.
     let packed = store.pack_months(true)?;
     if packed > 0 {
-        eprintln!("packed {packed} whole month(s) of package history");
+        eprintln!("packed {packed} month(s) of package history and breakdowns");
     }
     drop(store);
     if failed > 0 {

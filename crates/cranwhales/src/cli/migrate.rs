@@ -38,7 +38,10 @@ pub fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
     let mut store = store;
     let packed = store.pack_months(false)?;
     if packed > 0 {
-        let _ = writeln!(err, "migrate: packed {packed} month(s) of package history and breakdowns");
+        let _ = writeln!(
+            err,
+            "migrate: packed {packed} month(s) of package history and breakdowns"
+        );
     }
     if !args.no_vacuum {
         store.compact()?;

@@ -23,6 +23,12 @@ pub struct MigrateArgs {
 
 /// Migrates (all days in one transaction: a crash leaves the old store), then compacts.
 pub fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
+    if args.db.is_dir() {
+        bail!(
+            "{} is a directory, not a database file (pass --db FILE)",
+            args.db.display()
+        );
+    }
     if !args.db.is_file() {
         bail!("no database at {} (nothing to migrate)", args.db.display());
     }

@@ -183,6 +183,12 @@ fn out(text: &str) -> anyhow::Result<()> {
 
 /// Reading commands do not create an empty database by accident.
 fn open_existing(db: &Path) -> anyhow::Result<Store> {
+    if db.is_dir() {
+        bail!(
+            "{} is a directory, not a database file (pass --db FILE)",
+            db.display()
+        );
+    }
     if !db.is_file() {
         bail!(
             "no database at {} (run cranwhales ingest first, or pass --db)",

@@ -386,3 +386,35 @@ fn an_overlong_line_is_rejected_in_bounded_memory() {
     assert!(problem.starts_with("line longer than"), "{problem}");
     f.assert_unchanged();
 }
+
+/// A reading command or `migrate` pointed at a missing file or at a directory says which, in one
+/// line, and creates nothing.
+#[test]
+fn a_missing_or_directory_database_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.db");
+    for (db, want) in [
+        (dir.path(), "is a directory, not a database file"),
+        (missing.as_path(), "no database at"),
+    ] {
+        for args in [
+            &["show", "2015-01-08"][..],
+            &["days"],
+            &["package", "ggplot2"],
+            &["migrate"],
+        ] {
+            let out = cli(db, args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{args:?} {}: {err}",
+                db.display()
+            );
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(want), "{args:?} {}: {err}", db.display());
+            assert!(out.stdout.is_empty());
+        }
+    }
+    assert!(!missing.exists(), "nothing was created");
+}

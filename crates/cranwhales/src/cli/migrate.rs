@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 
 use crate::numfmt::thousands;
-use crate::store::{MigrateStep, Store, DEFAULT_DB};
+use crate::store::{MigrateStep, PackStep, Store, DEFAULT_DB};
 
 /// Options of `cranwhales migrate`.
 #[derive(Debug, clap::Args)]
@@ -42,7 +42,17 @@ pub fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
         Store::open_with_progress(&args.db, &mut progress).map_err(|e| anyhow::anyhow!("{e}"))?;
     // The compaction step of the package history (`store::history`): months closed since.
     let mut store = store;
-    let packed = store.pack_months(false)?;
+    let mut step = |s: &PackStep| {
+        let _ = writeln!(
+            err,
+            "migrate: packing {} ({}/{}: {})",
+            s.month,
+            s.done + 1,
+            s.total,
+            s.what
+        );
+    };
+    let packed = store.pack_months_with(false, &mut step)?;
     if packed > 0 {
         let _ = writeln!(
             err,

@@ -27,6 +27,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 pub use super::codec::month_of;
 use super::codec::{day_range, month_start};
 use super::{sql, Result, Store};
+use crate::date::Day;
 
 /// The tables (created by version 10's migration, empty until months are packed).
 pub const TABLES: &str = "
@@ -65,11 +66,27 @@ impl Store {
     /// does), each in its own transaction, with their breakdowns (`breakdown::month`), and the
     /// breakdowns of months packed before version 12; returns how many months.
     pub fn pack_months(&mut self, whole_only: bool) -> Result<usize> {
+        self.pack_months_with(whole_only, &mut |_| {})
+    }
+
+    /// [`Store::pack_months`], telling `progress` before each month it packs (a month of the
+    /// largest days takes seconds, a migrated history minutes).
+    pub fn pack_months_with(
+        &mut self,
+        whole_only: bool,
+        progress: &mut dyn FnMut(&PackStep),
+    ) -> Result<usize> {
         self.check_writable("cannot pack months of package history")?;
         let path = self.path.clone();
-        let run = |conn: &mut Connection| -> rusqlite::Result<usize> {
+        let mut run = |conn: &mut Connection| -> rusqlite::Result<usize> {
             let months = pending(conn, whole_only)?;
-            for (month, days) in &months {
+            for (i, (month, days)) in months.iter().enumerate() {
+                progress(&PackStep::new(
+                    *month,
+                    i,
+                    months.len(),
+                    "package history and breakdowns",
+                ));
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 // Re-read inside the transaction: another writer may have changed the month.
@@ -83,7 +100,8 @@ impl Store {
             }
             // Months packed before version 12, whose breakdowns are still a day at a time.
             let breakdowns = super::breakdown::pending_months(conn)?;
-            for (month, days) in &breakdowns {
+            for (i, (month, days)) in breakdowns.iter().enumerate() {
+                progress(&PackStep::new(*month, i, breakdowns.len(), "breakdowns"));
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 super::breakdown::pack_month(&tx, *month, days)?;
@@ -92,6 +110,32 @@ impl Store {
             Ok(months.len() + breakdowns.len())
         };
         run(&mut self.conn).map_err(sql(&path))
+    }
+}
+
+/// A month about to be packed, for progress lines.
+#[derive(Debug, Clone)]
+pub struct PackStep {
+    /// The month, as YYYY-MM.
+    pub month: String,
+    /// Months of this kind packed before it.
+    pub done: usize,
+    /// Months of this kind to pack.
+    pub total: usize,
+    /// What is packed: "package history and breakdowns", or "breakdowns" (a month packed
+    /// before version 12).
+    pub what: &'static str,
+}
+
+impl PackStep {
+    fn new(month: i64, done: usize, total: usize, what: &'static str) -> PackStep {
+        let day = Day::month_start(month).to_string();
+        PackStep {
+            month: day[..7].to_owned(),
+            done,
+            total,
+            what,
+        }
     }
 }
 

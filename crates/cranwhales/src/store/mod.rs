@@ -33,6 +33,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::summary::{DayInfo, Totals};
 use schema::SCHEMA_VERSION;
 
+pub use history::PackStep;
 pub use migrate::Step as MigrateStep;
 pub use read::PackageDownloads;
 pub use write::PackedDay;

@@ -144,6 +144,7 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     // Held open for the whole run: when the last connection to a WAL database closes, SQLite
     // checkpoints the whole log into the file, fsyncs and deletes it; each day's ingest closing
     // its own connection did that once per day (78-day backfill: ~2x the time of the ingests).
+    let created = !args.db.exists();
     let mut store = Store::open(&args.db)?;
     store.check_writable("cannot store days")?;
     if !args.force
@@ -202,6 +203,20 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
         eprintln!("packed {packed} month(s) of package history and breakdowns");
     }
     drop(store);
+    if failed > 0 && failed == jobs.len() && created {
+        // Nothing was stored in a store this run made: leave no empty database behind (a
+        // mistyped file name would otherwise leave one that serves nothing).
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = args.db.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+        bail!(
+            "{failed} of {} sources failed; {} was not created",
+            jobs.len(),
+            args.db.display()
+        );
+    }
     if failed > 0 {
         bail!(
             "{failed} of {} sources failed; the store keeps what it had for them",

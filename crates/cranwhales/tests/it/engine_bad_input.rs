@@ -418,3 +418,25 @@ fn a_missing_or_directory_database_is_one_line() {
     }
     assert!(!missing.exists(), "nothing was created");
 }
+
+/// An ingest that stores nothing leaves no new database behind (a mistyped file name made an
+/// empty store that then served nothing), and leaves an existing one as it was.
+#[test]
+fn an_ingest_that_stores_nothing_creates_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.db");
+    let missing = dir.path().join("2015-01-08.csv.gz");
+    let out = cli(&db, ["ingest".as_ref(), missing.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("was not created"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // An existing store keeps its day.
+    let day = crate::insight_support::day_file("2015-01-08");
+    cli_ok(&db, ["ingest".as_ref(), day.as_os_str()]);
+    let out = cli(&db, ["ingest".as_ref(), missing.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the store keeps what it had"));
+    assert!(cli_ok(&db, ["days"]).contains("2015-01-08"));
+}

@@ -7,6 +7,7 @@ mod mounts;
 use crate::segments_support;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use common::*;
 use mounts::Tmpfs;
@@ -275,4 +276,67 @@ fn a_ten_megabyte_recording_line_is_cut_in_every_output() {
         }
     }
     assert_eq!(csvs, 2, "one CSV per session: {files:?}");
+}
+
+/// `surge record -o recording.log` stopped before any request came through it (Ctrl-C before
+/// the browser was opened, or the browser at another address) leaves an existing recording.log
+/// as it was, exits 1 and says so in one line. It replaced the recording with its three header
+/// lines, which `surge replay` refuses ("recording has no events"), and exited 0. A session that
+/// records is in place from its first event on (flushed as it goes), exit 0.
+#[test]
+fn a_recording_of_nothing_keeps_the_previous_recording() {
+    let tmp = TempDir::new("surge-record-nothing");
+    let (_app, target) = start_sse_app("normal");
+    let out = tmp.path().join("recording.log");
+    std::fs::copy(write_recording(tmp.path(), false), &out).unwrap();
+    let before = std::fs::read(&out).unwrap();
+    let partial = tmp.path().join("recording.log.partial");
+    let record = |name: &str| {
+        let errors = tmp.path().join(name);
+        let mut child = surge()
+            .args(record_argv(&target, &out, &[]))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&errors).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let proxy = (line.split_whitespace())
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        (Proc(child), proxy, errors)
+    };
+
+    let (mut rec, proxy, errors) = record("nothing.err");
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(&errors).unwrap(),
+        format!(
+            "surge record: nothing recorded (no request came through {proxy}); {} left as it was\n",
+            out.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "the recording was replaced"
+    );
+    assert!(!partial.exists(), "recording.log.partial left behind");
+
+    let (mut rec, proxy, _) = record("one.err");
+    assert_eq!(http_get(&proxy, "/app.js").0, 200);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.starts_with("# version: 1\n") && text.contains("\"url\":\"/app.js\""),
+        "the first event is not in recording.log while recording: {text}"
+    );
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(!partial.exists(), "recording.log.partial left behind");
+    let recording = surge::recording::Recording::load(&out).unwrap();
+    assert_eq!(recording.events.len(), 1);
 }

@@ -202,3 +202,52 @@ fn an_expect_status_that_is_not_an_http_status_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A target whose host name does not resolve (a typo in the URL; `.invalid` never resolves):
+/// replay and bench stop before the run with exit 2 and one line naming the host and the way
+/// out (`--resolve`), and replay writes no run directory. replay ran its users, failed every
+/// session as `connect_error` and exited 1, as for an app that is down; bench counted each
+/// request as `connect: Uncategorized`. Aimed at a real address with `--resolve`, the same
+/// host name replays.
+#[test]
+fn a_target_host_that_does_not_resolve_is_one_line_before_the_run() {
+    let tmp = TempDir::new("surge-unresolved");
+    let (url, seen) = yes_app();
+    let rec = recording(tmp.path(), "rec.log", &["/", "/a"]);
+    let host = "surge-test-no-such-host.invalid";
+    let port = url.trim_end_matches('/').rsplit(':').next().unwrap();
+    let target = format!("http://{host}:{port}/");
+    let want = |line: &str| {
+        assert!(
+            line.starts_with(&format!(
+                "surge: error: cannot resolve the target's host {host}: "
+            )) && line.ends_with(&format!(
+                "(check the URL, or give its address with --resolve {host}:{port}:ADDR)"
+            )),
+            "{line}"
+        );
+    };
+    let run = tmp.path().join("run");
+    let out = replay_cmd(&rec, &target, 2, &run).output().unwrap();
+    want(&one_line("replay", &out));
+    assert!(!run.exists(), "a run directory was written");
+    let out = surge()
+        .args(["bench", &target, "-n", "3", "-c", "1"])
+        .output()
+        .unwrap();
+    want(&one_line("bench", &out));
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+
+    let resolve = format!("{host}:{port}:127.0.0.1");
+    let out = replay_cmd(&rec, &target, 1, &run)
+        .args(["--resolve", &resolve])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+}

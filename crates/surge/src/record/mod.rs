@@ -44,8 +44,10 @@ pub struct RecordArgs {
     #[arg(long)]
     pub target: String,
     /// Address the recording proxy listens on (open http://<this>/ in the browser)
-    #[arg(long, default_value = "127.0.0.1:8600")]
-    pub listen: String,
+    // A socket address as clap reads it, as manifold's --listen, cranwhales' --addr and
+    // --dashboard: the same text is accepted or refused, in the same words, by every program.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8600")]
+    pub listen: std::net::SocketAddr,
     /// Recording file to write (POST bodies go to <file>.post.N)
     #[arg(short = 'o', long, default_value = "recording.log")]
     pub output: PathBuf,
@@ -142,7 +144,7 @@ impl RecordPlan {
             "auto" => detect(&client, &target).await?,
             t => t.to_string(),
         };
-        let listener = TcpListener::bind(&args.listen)
+        let listener = TcpListener::bind(args.listen)
             .await
             .map_err(|e| RecordError::Usage(format!("--listen {}: {e}", args.listen)))?;
         let listen_err =

@@ -251,3 +251,40 @@ fn a_target_host_that_does_not_resolve_is_one_line_before_the_run() {
     );
     assert_eq!(seen.load(Ordering::SeqCst), 2);
 }
+
+/// `surge record --listen` reads an address as `--dashboard` does (and manifold's `--listen`,
+/// cranwhales' `--addr`): `:8600` and `localhost:8600` are refused at once, in clap's words,
+/// exit 2, before the target is asked anything and with no recording written. `:8600` got
+/// "failed to lookup address information: Name or service not known" after the target's
+/// detection, and `localhost:8600` was taken, where the other programs refuse it.
+#[test]
+fn record_listen_reads_an_address_as_the_other_programs_do() {
+    let tmp = TempDir::new("surge-record-listen");
+    let (url, seen) = yes_app();
+    let out = tmp.path().join("recording.log");
+    for addr in [":8600", "localhost:8600", "8600"] {
+        let res = surge()
+            .args(["record", "--target", &url, "--listen", addr, "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            one_line(addr, &res),
+            format!(
+                "surge: error: invalid value '{addr}' for '--listen <ADDR>': invalid socket address syntax"
+            )
+        );
+        let dash = surge()
+            .args(["bench", &url, "-n", "1", "--dashboard", addr])
+            .output()
+            .unwrap();
+        assert_eq!(
+            one_line(addr, &dash),
+            format!(
+                "surge: error: invalid value '{addr}' for '--dashboard <ADDR>': invalid socket address syntax"
+            )
+        );
+    }
+    assert!(!out.exists());
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+}

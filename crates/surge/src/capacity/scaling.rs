@@ -10,6 +10,7 @@ use crate::capfile::CapacityResult;
 use crate::manifold_poll::{status_url, Poller};
 use serde::Serialize;
 use std::future::Future;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -113,7 +114,7 @@ pub async fn run_scaling(
         let res = search::search(&plan, &dir, &stop, dash.as_ref()).await;
         stop_group(&mut child).await;
         let res = res?;
-        println!("{w} workers: {}", res.answer);
+        let _ = writeln!(std::io::stdout(), "{w} workers: {}", res.answer);
         interrupted = res.interrupted;
         rows.push(row(w, name, &res));
         last_dir = Some(dir);

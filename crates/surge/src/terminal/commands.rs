@@ -11,6 +11,22 @@ use crate::replay;
 use std::future::Future;
 use std::io::Write as _;
 
+/// `println!` that does not panic when stdout is closed (`surge replay … | head -1` with the
+/// reader gone, a pager quit early): it panicked with exit status 101 and a stack-trace hint
+/// after the run's results were on disk; a line nobody reads is not the run's failure.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `print!` that does not panic when stdout is closed (see [`outln!`]).
+macro_rules! out {
+    ($($t:tt)*) => {{
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 /// A command's typed result, printed already; [`Finished::exit_code`] says the exit status.
 #[derive(Debug)]
 pub enum Finished {
@@ -126,7 +142,7 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
         Command::Explain(a) => explain_cmd(*a, term).await?,
         Command::ImportHar(a) => {
             let done = crate::har::run(a)?;
-            println!(
+            outln!(
                 "surge import-har: wrote {} events ({}) to {}",
                 done.events,
                 done.origin,
@@ -137,16 +153,16 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
         Command::Parametrize(a) => {
             let done = crate::parametrize::run(a)?;
             for (name, value, count) in &done.replaced {
-                println!("{value} → ${{{name}}}: {count} places");
+                outln!("{value} → ${{{name}}}: {count} places");
             }
-            println!("wrote {}", done.output.display());
+            outln!("wrote {}", done.output.display());
             Finished::Parametrized(done)
         }
         Command::Merge(a) => Finished::Merge(merge_cmd(a)?),
         Command::Compare(a) => {
             let done = crate::compare::run(&a)?;
             for v in &done.verdicts {
-                println!("{}", v.line());
+                outln!("{}", v.line());
             }
             for v in done.verdicts.iter().filter(|v| v.regression) {
                 eprintln!("surge compare: regression: {}", v.line());
@@ -202,9 +218,9 @@ async fn replay_cmd(cmd: ReplayCmd, term: &Terminal) -> Result<replay::Replayed,
     }
     if args.json {
         let json = serde_json::to_string_pretty(&outcome.summary).expect("a summary serialises");
-        println!("{}", crate::secret::mask(&json));
+        outln!("{}", crate::secret::mask(&json));
     } else {
-        print!(
+        out!(
             "{}",
             crate::secret::mask(&replay::replay_text(&outcome.summary, &out_dir))
         );
@@ -270,9 +286,9 @@ async fn bench_cmd(
     }
     if args.json {
         let json = serde_json::to_string_pretty(&report).expect("a bench result serialises");
-        println!("{}", crate::secret::mask(&json));
+        outln!("{}", crate::secret::mask(&json));
     } else {
-        print!("{}", bench::bench_text(&report));
+        out!("{}", bench::bench_text(&report));
     }
     if let Some(line) = report.generator.and_then(|g| g.warning()) {
         eprintln!("surge bench: {line}");
@@ -292,11 +308,11 @@ async fn capacity_cmd(args: CapacityArgs, term: &Terminal) -> Result<Finished, C
     let plan = capacity::CapacityPlan::from_args(args)?;
     if !plan.args.workers.is_empty() {
         let scaling = capacity::run_scaling(plan, announced(term)).await?;
-        print!("{}", scaling.table);
+        out!("{}", scaling.table);
         return Ok(Finished::Scaling(scaling));
     }
     let result = capacity::run(plan, announced(term)).await?;
-    println!("{}", result.answer);
+    outln!("{}", result.answer);
     Ok(Finished::Capacity(Box::new(result)))
 }
 
@@ -313,14 +329,14 @@ async fn explain_cmd(
     let done = crate::capacity::explain::run(plan, announced(term)).await?;
     if json {
         let text = serde_json::to_string_pretty(&done).expect("explain serialises");
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!(
+        out!(
             "{}",
             crate::capacity::explain::rank::table(&done.rows, done.users)
         );
-        println!("{}", done.headline());
-        println!(
+        outln!("{}", done.headline());
+        outln!(
             "wrote {}",
             done.dir
                 .join(crate::capacity::explain::EXPLAIN_JSON)
@@ -339,15 +355,15 @@ fn merge_cmd(args: crate::merge::MergeArgs) -> Result<crate::merge::Merged, Comm
     match &merged {
         Merged::Run { summary, .. } if json => {
             let text = serde_json::to_string_pretty(summary).expect("a summary serialises");
-            println!("{text}");
+            outln!("{text}");
         }
         Merged::Run {
             summary,
             segments,
             sessions,
         } => {
-            println!("merged {segments} segments: {sessions} sessions");
-            print!(
+            outln!("merged {segments} segments: {sessions} sessions");
+            out!(
                 "{}",
                 crate::secret::mask(&replay::replay_text(summary, &output))
             );
@@ -355,9 +371,9 @@ fn merge_cmd(args: crate::merge::MergeArgs) -> Result<crate::merge::Merged, Comm
         Merged::Bench(r) => {
             if json {
                 let text = serde_json::to_string_pretty(r).expect("a bench result serialises");
-                println!("{text}");
+                outln!("{text}");
             } else {
-                print!("{}", bench::bench_text(r));
+                out!("{}", bench::bench_text(r));
             }
             // The whole plan is judged as one run would be: the same --max-error-rate line.
             if let Some(line) = r.verdict() {

@@ -340,3 +340,38 @@ fn a_recording_of_nothing_keeps_the_previous_recording() {
     let recording = surge::recording::Recording::load(&out).unwrap();
     assert_eq!(recording.events.len(), 1);
 }
+
+/// surge with its stdout a pipe whose reader is gone (`surge replay … | head -1` once head has
+/// exited, a pager quit early): replay and bench end with their own exit status (0 here) and
+/// replay's results are all on disk, instead of a panic ("failed printing to stdout: Broken
+/// pipe", exit 101) at the summary.
+#[test]
+fn a_closed_stdout_keeps_the_exit_status() {
+    let tmp = TempDir::new("surge-closed-stdout");
+    let (_app, target) = start_sse_app("normal");
+    let rec = write_recording(tmp.path(), false);
+    let run = tmp.path().join("run");
+    let closed = |mut cmd: std::process::Command| {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!err.contains("panicked"), "{err}");
+        (out.status.code(), err)
+    };
+    let mut replay = replay_cmd(&rec, &target, 2, &run);
+    replay.arg("--think-time").arg("none");
+    assert_eq!(closed(replay).0, Some(0));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let sessions = &summary["sessions"];
+    assert!(sessions["completed"].as_u64().unwrap() >= 2, "{summary}");
+    assert_eq!(sessions["completed"], sessions["started"], "{summary}");
+    let mut bench = surge();
+    bench.args(["bench", &target, "-n", "5", "-c", "1"]);
+    assert_eq!(closed(bench).0, Some(0));
+}

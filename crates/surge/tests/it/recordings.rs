@@ -195,6 +195,33 @@ fn malformed_recordings_fail_with_file_and_line() {
     }
 }
 
+/// `surge parametrize` on a recording with a line that is not JSON says what replay says of it,
+/// word for word (`recording.log:5: not a JSON event: …`), exit 2, and writes nothing; it said
+/// `recording.log: line 5: …`, a second way of naming a line for the same file.
+#[test]
+fn parametrize_names_a_bad_line_as_replay_does() {
+    let body = format!("{HEAD}{HOME}\n{{\"type\":\"REQ_GET\",\n");
+    let (code, replay_err, tmp) = replay_bad("parametrize", &body);
+    assert_eq!(code, Some(2), "{replay_err}");
+    let out_file = tmp.join("by-x.log");
+    let out = surge()
+        .arg("parametrize")
+        .arg(tmp.join("recording.log"))
+        .args(["x=/", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        replay_err.contains("recording.log:5: not a JSON event: "),
+        "{replay_err}"
+    );
+    assert_eq!(err, replay_err);
+    assert!(!out_file.exists());
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
 #[test]
 fn existing_output_dir_is_not_overwritten_without_flag() {
     let tmp = TempDir::new("exists");

@@ -375,3 +375,36 @@ fn a_closed_stdout_keeps_the_exit_status() {
     bench.args(["bench", &target, "-n", "5", "-c", "1"]);
     assert_eq!(closed(bench).0, Some(0));
 }
+
+/// surge with its stderr a pipe whose reader is gone (`surge … 2>&1 | head` once head has
+/// exited, a log collector that stopped): a replay logging at info (every session start and
+/// end), and a report (its "read … / wrote …" lines), end with their own exit status (0) and
+/// write their results, instead of panicking ("failed printing to stderr", exit 101; in a
+/// replay also inside the tasks that log).
+#[test]
+fn a_closed_stderr_keeps_the_exit_status() {
+    let tmp = TempDir::new("surge-closed-stderr");
+    let (_app, target) = start_sse_app("normal");
+    let rec = write_recording(tmp.path(), false);
+    let run = tmp.path().join("run");
+    let closed = |mut cmd: std::process::Command| {
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        child.wait().unwrap().code()
+    };
+    let mut replay = replay_cmd(&rec, &target, 3, &run);
+    replay.args(["--log-level", "info", "--start-interval", "0"]);
+    assert_eq!(closed(replay), Some(0));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["sessions"]["completed"], 3, "{summary}");
+    let html = tmp.path().join("report.html");
+    let mut report = surge();
+    report.arg("report").arg(&run).arg("-o").arg(&html);
+    assert_eq!(closed(report), Some(0));
+    assert!(std::fs::metadata(&html).unwrap().len() > 0);
+}

@@ -10,7 +10,6 @@ use crate::capfile::CapacityResult;
 use crate::manifold_poll::{status_url, Poller};
 use serde::Serialize;
 use std::future::Future;
-use std::io::Write as _;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -114,7 +113,7 @@ pub async fn run_scaling(
         let res = search::search(&plan, &dir, &stop, dash.as_ref()).await;
         stop_group(&mut child).await;
         let res = res?;
-        let _ = writeln!(std::io::stdout(), "{w} workers: {}", res.answer);
+        println!("{w} workers: {}", res.answer);
         interrupted = res.interrupted;
         rows.push(row(w, name, &res));
         last_dir = Some(dir);

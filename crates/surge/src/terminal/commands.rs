@@ -11,22 +11,6 @@ use crate::replay;
 use std::future::Future;
 use std::io::Write as _;
 
-/// `println!` that does not panic when stdout is closed (`surge replay … | head -1` with the
-/// reader gone, a pager quit early): it panicked with exit status 101 and a stack-trace hint
-/// after the run's results were on disk; a line nobody reads is not the run's failure.
-macro_rules! outln {
-    ($($t:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
-}
-
-/// `print!` that does not panic when stdout is closed (see [`outln!`]).
-macro_rules! out {
-    ($($t:tt)*) => {{
-        let _ = write!(std::io::stdout(), $($t)*);
-    }};
-}
-
 /// A command's typed result, printed already; [`Finished::exit_code`] says the exit status.
 #[derive(Debug)]
 pub enum Finished {
@@ -142,7 +126,7 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
         Command::Explain(a) => explain_cmd(*a, term).await?,
         Command::ImportHar(a) => {
             let done = crate::har::run(a)?;
-            outln!(
+            println!(
                 "surge import-har: wrote {} events ({}) to {}",
                 done.events,
                 done.origin,
@@ -153,16 +137,16 @@ pub async fn run_command(cmd: Command, term: &Terminal) -> Result<Finished, Comm
         Command::Parametrize(a) => {
             let done = crate::parametrize::run(a)?;
             for (name, value, count) in &done.replaced {
-                outln!("{value} → ${{{name}}}: {count} places");
+                println!("{value} → ${{{name}}}: {count} places");
             }
-            outln!("wrote {}", done.output.display());
+            println!("wrote {}", done.output.display());
             Finished::Parametrized(done)
         }
         Command::Merge(a) => Finished::Merge(merge_cmd(a)?),
         Command::Compare(a) => {
             let done = crate::compare::run(&a)?;
             for v in &done.verdicts {
-                outln!("{}", v.line());
+                println!("{}", v.line());
             }
             for v in done.verdicts.iter().filter(|v| v.regression) {
                 eprintln!("surge compare: regression: {}", v.line());
@@ -218,9 +202,9 @@ async fn replay_cmd(cmd: ReplayCmd, term: &Terminal) -> Result<replay::Replayed,
     }
     if args.json {
         let json = serde_json::to_string_pretty(&outcome.summary).expect("a summary serialises");
-        outln!("{}", crate::secret::mask(&json));
+        println!("{}", crate::secret::mask(&json));
     } else {
-        out!(
+        print!(
             "{}",
             crate::secret::mask(&replay::replay_text(&outcome.summary, &out_dir))
         );
@@ -286,9 +270,9 @@ async fn bench_cmd(
     }
     if args.json {
         let json = serde_json::to_string_pretty(&report).expect("a bench result serialises");
-        outln!("{}", crate::secret::mask(&json));
+        println!("{}", crate::secret::mask(&json));
     } else {
-        out!("{}", bench::bench_text(&report));
+        print!("{}", bench::bench_text(&report));
     }
     if let Some(line) = report.generator.and_then(|g| g.warning()) {
         eprintln!("surge bench: {line}");
@@ -308,11 +292,11 @@ async fn capacity_cmd(args: CapacityArgs, term: &Terminal) -> Result<Finished, C
     let plan = capacity::CapacityPlan::from_args(args)?;
     if !plan.args.workers.is_empty() {
         let scaling = capacity::run_scaling(plan, announced(term)).await?;
-        out!("{}", scaling.table);
+        print!("{}", scaling.table);
         return Ok(Finished::Scaling(scaling));
     }
     let result = capacity::run(plan, announced(term)).await?;
-    outln!("{}", result.answer);
+    println!("{}", result.answer);
     Ok(Finished::Capacity(Box::new(result)))
 }
 
@@ -329,14 +313,14 @@ async fn explain_cmd(
     let done = crate::capacity::explain::run(plan, announced(term)).await?;
     if json {
         let text = serde_json::to_string_pretty(&done).expect("explain serialises");
-        outln!("{text}");
+        println!("{text}");
     } else {
-        out!(
+        print!(
             "{}",
             crate::capacity::explain::rank::table(&done.rows, done.users)
         );
-        outln!("{}", done.headline());
-        outln!(
+        println!("{}", done.headline());
+        println!(
             "wrote {}",
             done.dir
                 .join(crate::capacity::explain::EXPLAIN_JSON)
@@ -355,15 +339,15 @@ fn merge_cmd(args: crate::merge::MergeArgs) -> Result<crate::merge::Merged, Comm
     match &merged {
         Merged::Run { summary, .. } if json => {
             let text = serde_json::to_string_pretty(summary).expect("a summary serialises");
-            outln!("{text}");
+            println!("{text}");
         }
         Merged::Run {
             summary,
             segments,
             sessions,
         } => {
-            outln!("merged {segments} segments: {sessions} sessions");
-            out!(
+            println!("merged {segments} segments: {sessions} sessions");
+            print!(
                 "{}",
                 crate::secret::mask(&replay::replay_text(summary, &output))
             );
@@ -371,9 +355,9 @@ fn merge_cmd(args: crate::merge::MergeArgs) -> Result<crate::merge::Merged, Comm
         Merged::Bench(r) => {
             if json {
                 let text = serde_json::to_string_pretty(r).expect("a bench result serialises");
-                outln!("{text}");
+                println!("{text}");
             } else {
-                out!("{}", bench::bench_text(r));
+                print!("{}", bench::bench_text(r));
             }
             // The whole plan is judged as one run would be: the same --max-error-rate line.
             if let Some(line) = r.verdict() {

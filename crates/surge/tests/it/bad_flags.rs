@@ -288,3 +288,29 @@ fn record_listen_reads_an_address_as_the_other_programs_do() {
     assert!(!out.exists());
     assert_eq!(seen.load(Ordering::SeqCst), 0);
 }
+
+/// A `--stages` item whose duration is a bare number says why, as every other duration flag
+/// does (`"2": a duration needs a unit, e.g. 2s or 500ms`), exit 2, no run directory; it said
+/// only `has a bad duration`.
+#[test]
+fn a_stage_duration_without_a_unit_says_why() {
+    let tmp = TempDir::new("surge-stages");
+    let (url, seen) = yes_app();
+    let rec = recording(tmp.path(), "rec.log", &["/", "/a"]);
+    let run = tmp.path().join("run");
+    let out = surge()
+        .arg("replay")
+        .arg(&rec)
+        .arg(&url)
+        .args(["--stages", "2:2, 1s:0", "--output-dir"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(
+        one_line("stages", &out),
+        "surge: error: invalid value '2:2, 1s:0' for '--stages <STAGES>': --stages \"2:2, 1s:0\": \
+         \"2:2\" has a bad duration: \"2\": a duration needs a unit, e.g. 2s or 500ms"
+    );
+    assert!(!run.exists());
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+}

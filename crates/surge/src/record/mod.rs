@@ -52,7 +52,10 @@ pub struct RecordArgs {
     #[arg(short = 'o', long, default_value = "recording.log")]
     pub output: PathBuf,
     /// Target type header: auto (detect Shiny), R/Shiny, or surge/http
-    #[arg(long, default_value = "auto")]
+    // Only these: any other text (`shiny`) was written to the header as it was, and the
+    // recorder then treated a Shiny app as plain HTTP (no ${WORKER}/${TOKEN}/… placeholders),
+    // so the recording did not replay.
+    #[arg(long, default_value = "auto", value_parser = ["auto", TARGET_SHINY, TARGET_HTTP])]
     pub target_type: String,
     /// NAME=VALUE: write every VALUE of URLs and WebSocket messages as ${NAME}, for replay --data
     /// (repeatable; the same as surge parametrize afterwards)

@@ -314,3 +314,40 @@ fn a_stage_duration_without_a_unit_says_why() {
     assert!(!run.exists());
     assert_eq!(seen.load(Ordering::SeqCst), 0);
 }
+
+/// `surge record --target-type` takes only what its help names (auto, R/Shiny, surge/http):
+/// `shiny` is one line, exit 2, nothing written and the app never asked. It was written to the
+/// header as given, and the recorder took the Shiny app for plain HTTP (its live values not
+/// turned into placeholders), so the recording did not replay.
+#[test]
+fn record_target_type_takes_only_the_named_types() {
+    let tmp = TempDir::new("surge-target-type");
+    let (url, seen) = yes_app();
+    let out = tmp.path().join("recording.log");
+    let mut child = surge()
+        .args(["record", "--target", &url, "--target-type", "shiny"])
+        .args(["--listen", "127.0.0.1:0", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Refused at once; a recorder that took it would listen until stopped.
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("surge record took --target-type shiny and is recording");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let res = child.wait_with_output().unwrap();
+    assert_eq!(
+        one_line("shiny", &res),
+        "surge: error: invalid value 'shiny' for '--target-type <TARGET_TYPE>' \
+         [possible values: auto, R/Shiny, surge/http]"
+    );
+    assert!(!out.exists());
+    assert!(!tmp.path().join("recording.log.partial").exists());
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+}

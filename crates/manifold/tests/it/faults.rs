@@ -524,18 +524,24 @@ fn a_closed_stderr_does_not_stop_manifold() {
         .unwrap()
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_manifold"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_manifold"))
         .args(with_command(&["--listen", &addr], py_worker(&[])))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn manifold");
+    // Killed on drop, should an assertion below fail while it runs.
+    let mut m = Manifold {
+        child,
+        addr: addr.clone(),
+        log: Default::default(),
+    };
     // The reader goes away before manifold has written anything.
-    drop(child.stderr.take());
+    drop(m.child.stderr.take());
     let start = Instant::now();
     let answer = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = m.child.try_wait().unwrap() {
             panic!("manifold exited with its stderr closed: {status}");
         }
         if TcpStream::connect(&addr).is_ok() {
@@ -547,7 +553,7 @@ fn a_closed_stderr_does_not_stop_manifold() {
     assert_eq!((answer.status, answer.body.as_str()), (200, "hello"));
     // Still running after the line it could not write, and it stops cleanly on SIGTERM.
     thread::sleep(Duration::from_millis(300));
-    assert!(child.try_wait().unwrap().is_none(), "manifold exited");
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert_eq!(wait_child(&mut child).code(), Some(0));
+    assert!(m.child.try_wait().unwrap().is_none(), "manifold exited");
+    m.sigterm();
+    assert_eq!(m.wait().code(), Some(0));
 }

@@ -47,6 +47,26 @@ fn one_line(what: &str, out: &Output) -> String {
     lines[0].to_string()
 }
 
+/// Runs `cmd`, which must be refused at once: a command that took its input instead (a
+/// recorder that listens, say) is killed after 10 s and fails the test rather than hanging it.
+fn refused_at_once(cmd: &mut std::process::Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: taken, still running after 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// A recording's `${dat}` that the `--data` header does not name (its column is `date`), or a
 /// `${date}` with no `--data` at all, or a `-H` header's `${day}`: the run stops before the
 /// first user with exit 2 and one line naming the placeholder, its line and the columns there
@@ -263,21 +283,22 @@ fn record_listen_reads_an_address_as_the_other_programs_do() {
     let (url, seen) = yes_app();
     let out = tmp.path().join("recording.log");
     for addr in [":8600", "localhost:8600", "8600"] {
-        let res = surge()
-            .args(["record", "--target", &url, "--listen", addr, "-o"])
-            .arg(&out)
-            .output()
-            .unwrap();
+        let res = refused_at_once(
+            surge()
+                .args(["record", "--target", &url, "--listen", addr, "-o"])
+                .arg(&out),
+            addr,
+        );
         assert_eq!(
             one_line(addr, &res),
             format!(
                 "surge: error: invalid value '{addr}' for '--listen <ADDR>': invalid socket address syntax"
             )
         );
-        let dash = surge()
-            .args(["bench", &url, "-n", "1", "--dashboard", addr])
-            .output()
-            .unwrap();
+        let dash = refused_at_once(
+            surge().args(["bench", &url, "-n", "1", "--dashboard", addr]),
+            addr,
+        );
         assert_eq!(
             one_line(addr, &dash),
             format!(
@@ -324,24 +345,13 @@ fn record_target_type_takes_only_the_named_types() {
     let tmp = TempDir::new("surge-target-type");
     let (url, seen) = yes_app();
     let out = tmp.path().join("recording.log");
-    let mut child = surge()
-        .args(["record", "--target", &url, "--target-type", "shiny"])
-        .args(["--listen", "127.0.0.1:0", "-o"])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Refused at once; a recorder that took it would listen until stopped.
-    let t = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t.elapsed() > std::time::Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("surge record took --target-type shiny and is recording");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let res = child.wait_with_output().unwrap();
+    let res = refused_at_once(
+        surge()
+            .args(["record", "--target", &url, "--target-type", "shiny"])
+            .args(["--listen", "127.0.0.1:0", "-o"])
+            .arg(&out),
+        "--target-type shiny",
+    );
     assert_eq!(
         one_line("shiny", &res),
         "surge: error: invalid value 'shiny' for '--target-type <TARGET_TYPE>' \

@@ -369,10 +369,19 @@ pub(crate) fn read_file(path: &Path) -> Result<Options, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    let opts: Options = toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.to_owned(),
         message: e.to_string().lines().collect::<Vec<_>>().join(" "),
-    })
+    })?;
+    // Each value is converted here, once, so a bad one is blamed on this file and its key
+    // (`queue-timeout`), not on a `--queue-timeout` the operator never typed.
+    Config::new(Vec::new())
+        .apply_named(opts.clone(), table::key)
+        .map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+    Ok(opts)
 }
 
 /// Parses `500ms`, `30s`, `5m`, `1h`: [`grammar::duration`], the one duration grammar of the three

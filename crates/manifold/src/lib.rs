@@ -27,6 +27,7 @@ pub mod upstream;
 pub mod worker;
 
 use std::future::Future;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -128,7 +129,12 @@ pub async fn run_with_reload(
         return Err(e);
     }
     let ready: usize = apps.iter().map(|a| a.cfg.min).sum();
-    eprintln!("manifold: listening on http://{addr} ({ready} worker(s) ready)");
+    // Not eprintln!: it panics when stderr is gone (`manifold … 2>&1 | head`, a log collector
+    // that exited), and a server must outlive its log reader, as the worker lines' writer does.
+    let _ = writeln!(
+        std::io::stderr(),
+        "manifold: listening on http://{addr} ({ready} worker(s) ready)"
+    );
     let router = Arc::new(router::Router::new(routes(&apps, &pools, log)));
     if let Some(rx) = reloads {
         tokio::spawn(reload_loop(

@@ -22,6 +22,9 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
         )
         .with_writer(std::io::stderr)
+        // A log line stderr cannot take is dropped: tracing's own complaint about it goes to
+        // stderr through eprintln!, which panics there and killed the task that logged.
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
@@ -79,12 +82,16 @@ fn reloads_on_sighup() -> tokio::sync::mpsc::UnboundedReceiver<Config> {
 mod cli_usage;
 use cli_usage::parse_or_exit;
 
+/// The error line, then exit 1; written without `eprintln!`, which would panic (exit 101) when
+/// stderr is closed.
 fn fail(e: &dyn std::error::Error, verbose: bool) -> ! {
-    eprintln!("manifold: error: {e}");
+    use std::io::Write;
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "manifold: error: {e}");
     if verbose {
         let mut src = e.source();
         while let Some(s) = src {
-            eprintln!("  caused by: {s}");
+            let _ = writeln!(err, "  caused by: {s}");
             src = s.source();
         }
     }

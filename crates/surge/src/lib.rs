@@ -2,6 +2,9 @@
 //! compatible; plus `bench`, a lean one-URL load generator. One module per concept; `main.rs` only
 //! parses the command line and hands it to [`terminal::main`].
 
+#[macro_use]
+mod stdio;
+
 pub mod bench;
 pub mod capacity;
 pub mod capfile;

@@ -66,6 +66,9 @@ pub struct LogError {
 pub fn init(level: LogLevel, debug_file: Option<&Path>) -> Result<(), LogError> {
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(|| Masked(std::io::stderr()))
+        // A line stderr cannot take is dropped: tracing's own complaint about it is an
+        // eprintln! of std's, which panics there (see `stdio`).
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .with_filter(Targets::new().with_target("surge", level.filter()));

@@ -26,7 +26,17 @@ pub enum ParametrizeError {
     /// A NAME=VALUE is malformed or its value never appears.
     #[error("{0}")]
     Usage(String),
-    /// A file could not be read, parsed or written.
+    /// A recording line that is not an event, as replay words it (`file:LINE: what`).
+    #[error("{path}:{line}: not a JSON event: {what}")]
+    Line {
+        /// The recording.
+        path: PathBuf,
+        /// Its 1-based line.
+        line: usize,
+        /// What the JSON parser said.
+        what: String,
+    },
+    /// A file could not be read or written.
     #[error("{path}: {what}")]
     File {
         /// The file.
@@ -65,8 +75,11 @@ pub fn run(args: ParametrizeArgs) -> Result<Parametrized, ParametrizeError> {
             out.push('\n');
             continue;
         }
-        let at = |e: String| file(&args.recording, format!("line {}: {e}", n + 1));
-        let mut ev: EventLine = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let mut ev: EventLine = serde_json::from_str(line).map_err(|e| ParametrizeError::Line {
+            path: args.recording.clone(),
+            line: n + 1,
+            what: e.to_string(),
+        })?;
         for field in [&mut ev.url, &mut ev.message].into_iter().flatten() {
             *field = replace(field, &mut params);
         }

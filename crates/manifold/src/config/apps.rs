@@ -93,7 +93,9 @@ pub fn resolve(
             });
         }
         let mut cfg = Config::new(command);
-        cfg.apply(opts)?;
+        // Flags and the top level were checked as read: a bad value here is this table's.
+        cfg.apply_named(opts, super::table::key)
+            .map_err(|e| bad(e.to_string()))?;
         if let Some(app) = preset {
             cfg.command = app.command(cfg.preload);
         }

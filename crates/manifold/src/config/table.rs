@@ -115,6 +115,32 @@ pub fn flag(field: &str) -> &'static str {
         .map_or("--?", |(_, f)| f)
 }
 
+/// `idle-timeout` for the field `idle_timeout`: the TOML key, as a config file spells it.
+pub fn key(field: &str) -> &'static str {
+    &flag(field)[2..]
+}
+
+/// A flag value the setting's conversion refuses, as clap words its own refusals (`invalid
+/// value '30' for '--drain-timeout <DURATION>': …`): so a bad duration or size on the command
+/// line is the one-line usage error, exit status 2, that cranwhales and surge give for theirs,
+/// and not a run-time failure (exit 1) discovered after clap had taken the text.
+pub fn invalid_value<T: Shown>(
+    flag: &str,
+    value_name: &str,
+    value: &T,
+    err: &ConfigError,
+) -> clap::Error {
+    let text = err.to_string();
+    let why = text.strip_prefix(&format!("{flag}: ")).unwrap_or(&text);
+    clap::Error::raw(
+        clap::error::ErrorKind::ValueValidation,
+        format!(
+            "invalid value '{}' for '{flag} <{value_name}>': {why}\n",
+            value.shown()
+        ),
+    )
+}
+
 /// Whether a setting of class `when` keeps its running value on reload.
 pub fn is_kept(when: super::live::When) -> bool {
     matches!(when, super::live::When::Kept)
@@ -228,6 +254,10 @@ macro_rules! settings_table {
 
             fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
                 $(if let Some(v) = m.get_one::<$rty>(stringify!($field)).cloned() {
+                    let flag = table::flag(stringify!($field));
+                    if let Err(e) = table::conv::$conv(flag, v.clone()) {
+                        return Err(table::invalid_value(flag, $vname, &v, &e));
+                    }
                     self.$field = Some(v);
                 })*
                 if let Some(v) = m.get_one::<PathBuf>("config") {
@@ -318,14 +348,25 @@ macro_rules! settings_table {
                 vec![$((&table::flag(stringify!($field))[2..], table::Shown::shown(&self.$field))),*]
             }
 
-            /// Sets every field `opts` gives (the others keep their value).
+            /// Sets every field `opts` gives (the others keep their value); an error names the
+            /// flag.
             ///
             /// # Errors
             /// A duration or size that does not parse.
             pub(crate) fn apply(&mut self, opts: Options) -> Result<(), ConfigError> {
+                self.apply_named(opts, table::flag)
+            }
+
+            /// [`Config::apply`], an error naming the setting as `name` spells it (the flag, or
+            /// the TOML key for a file's value).
+            pub(crate) fn apply_named(
+                &mut self,
+                opts: Options,
+                name: fn(&str) -> &'static str,
+            ) -> Result<(), ConfigError> {
                 self.verbose = opts.verbose;
                 $(if let Some(v) = opts.$field {
-                    self.$field = table::conv::$conv(table::flag(stringify!($field)), v)?;
+                    self.$field = table::conv::$conv(name(stringify!($field)), v)?;
                 })*
                 Ok(())
             }

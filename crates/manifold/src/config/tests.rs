@@ -37,19 +37,39 @@ fn plumber_preset() {
     assert!(c.command[2].contains("plumber::pr('api.R')"));
 }
 
+/// What clap says of a command line it refuses: its first line, without `error: `.
+fn refused(args: &[&str]) -> String {
+    let mut v = vec!["manifold"];
+    v.extend_from_slice(args);
+    let e = Cli::try_parse_from(v).expect_err("refused by clap");
+    assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+    let text = e.render().to_string();
+    text.lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
 #[test]
 fn errors_name_the_field() {
-    let e = parse(&["--queue-timeout", "soon", "--", "x"]).unwrap_err();
+    // A flag's value is refused by clap itself (exit status 2, as in surge and cranwhales),
+    // in clap's words, with the one grammar's reason.
+    let e = refused(&["--queue-timeout", "soon", "--", "x"]);
     assert!(
-        e.to_string()
-            .starts_with("--queue-timeout: \"soon\": not a duration ("),
+        e.starts_with(
+            "invalid value 'soon' for '--queue-timeout <DURATION>': \"soon\": not a duration ("
+        ),
         "{e}"
     );
     // The one grammar of the three programs: a bare number is refused with the same words.
-    let e = parse(&["--queue-timeout", "25", "--", "x"]).unwrap_err();
     assert_eq!(
-        e.to_string(),
-        "--queue-timeout: \"25\": a duration needs a unit, e.g. 25s or 500ms"
+        refused(&["--queue-timeout", "25", "--", "x"]),
+        "invalid value '25' for '--queue-timeout <DURATION>': \"25\": a duration needs a unit, e.g. 25s or 500ms"
+    );
+    assert_eq!(
+        refused(&["shiny", "app", "--max-rss", "lots"]),
+        "invalid value 'lots' for '--max-rss <SIZE>': \"lots\": not a size; write e.g. 65536, 64KiB, 16MiB or 1GB"
     );
     let e = parse(&["--min", "3", "--max", "2", "--", "x"]).unwrap_err();
     assert_eq!(e.to_string(), "--min 3 is above --max 2");
@@ -88,6 +108,16 @@ fn file_fills_gaps_and_flags_win() {
     assert_eq!(c.queue_timeout, Duration::from_secs(2));
     assert_eq!(c.drain_timeout, Duration::from_secs(3));
     assert_eq!(c.command, ["python3", "w.py"]);
+    // A bad value in the file names the file and its key, not a flag nobody typed.
+    std::fs::write(&f, "queue-timeout = \"10\"\ncommand = [\"x\"]\n").unwrap();
+    let e = parse(&["--config", f.to_str().unwrap()]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "config file {}: queue-timeout: \"10\": a duration needs a unit, e.g. 10s or 500ms",
+            f.display()
+        )
+    );
     std::fs::write(&f, "maxx = 7\n").unwrap();
     let e = parse(&["--config", f.to_str().unwrap()])
         .unwrap_err()

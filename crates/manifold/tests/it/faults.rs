@@ -512,3 +512,48 @@ fn a_failed_reload_stays_in_last_error_until_a_reload_succeeds() {
     let msg = s["last_error"]["message"].as_str().unwrap_or_default();
     assert!(!msg.contains("reload to generation"), "{msg}");
 }
+
+/// manifold started with its stderr a pipe nobody reads any more (`manifold … 2>&1 | head -2`,
+/// a log collector that exited) keeps serving: the "listening" line it cannot write is dropped.
+/// It exited 101 there, panicking in `eprintln!`, and took its workers with it.
+#[test]
+fn a_closed_stderr_does_not_stop_manifold() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_manifold"))
+        .args(with_command(&["--listen", &addr], py_worker(&[])))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn manifold");
+    // Killed on drop, should an assertion below fail while it runs.
+    let mut m = Manifold {
+        child,
+        addr: addr.clone(),
+        log: Default::default(),
+    };
+    // The reader goes away before manifold has written anything.
+    drop(m.child.stderr.take());
+    let start = Instant::now();
+    let answer = loop {
+        if let Some(status) = m.child.try_wait().unwrap() {
+            panic!("manifold exited with its stderr closed: {status}");
+        }
+        if TcpStream::connect(&addr).is_ok() {
+            break request(&addr, "GET", "/hello", &[], "");
+        }
+        assert!(start.elapsed() < DEADLINE, "manifold never listened");
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!((answer.status, answer.body.as_str()), (200, "hello"));
+    // Still running after the line it could not write, and it stops cleanly on SIGTERM.
+    thread::sleep(Duration::from_millis(300));
+    assert!(m.child.try_wait().unwrap().is_none(), "manifold exited");
+    m.sigterm();
+    assert_eq!(m.wait().code(), Some(0));
+}

@@ -335,17 +335,37 @@ fn metrics_match_status() {
     assert!(workers(&s).iter().any(|w| w["served"] == 4), "{s}");
 }
 
-/// Bad settings end with a one-line error naming the flag, and exit code 1.
+/// Bad settings end with a one-line error naming the flag. A flag value that does not parse
+/// (a duration, a size) is a usage error, exit code 2 and clap's words, as cranwhales' and
+/// surge's own duration flags; settings that contradict each other, and a bad value in the
+/// config file (named by file and key), exit 1.
 #[test]
 fn bad_settings_are_one_line_errors() {
     let (code, log) = run_to_exit(&with_command(&["--min", "3", "--max", "2"], py_worker(&[])));
     assert_eq!(code, Some(1));
     assert_eq!(log.trim(), "manifold: error: --min 3 is above --max 2");
-    let (code, log) = run_to_exit(&with_command(&["--idle-timeout", "later"], py_worker(&[])));
-    assert_eq!(code, Some(1));
+    let (code, log) = run_to_exit(&with_command(&["--drain-timeout", "25"], py_worker(&[])));
+    assert_eq!(code, Some(2), "{log}");
+    assert_eq!(
+        log.trim(),
+        "manifold: error: invalid value '25' for '--drain-timeout <DURATION>': \"25\": a duration needs a unit, e.g. 25s or 500ms"
+    );
+    let (code, log) = run_to_exit(&with_command(&["--max-rss", "2XB"], py_worker(&[])));
+    assert_eq!(code, Some(2), "{log}");
+    assert_eq!(
+        log.trim(),
+        "manifold: error: invalid value '2XB' for '--max-rss <SIZE>': \"2XB\": not a size; write e.g. 65536, 64KiB, 16MiB or 1GB"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.toml");
+    std::fs::write(&file, "idle-timeout = \"later\"\ncommand = [\"true\"]\n").unwrap();
+    let (code, log) = run_to_exit(&["--config".into(), file.display().to_string()]);
+    assert_eq!(code, Some(1), "{log}");
     assert!(
-        log.trim()
-            .starts_with("manifold: error: --idle-timeout: \"later\": not a duration ("),
+        log.trim().starts_with(&format!(
+            "manifold: error: config file {}: idle-timeout: \"later\": not a duration (",
+            file.display()
+        )),
         "{log}"
     );
 }

@@ -117,6 +117,16 @@ pub enum SetupError {
     /// `bench --http2` against a server that does not offer h2.
     #[error("TLS to {0}: the server did not agree to HTTP/2 (ALPN h2)")]
     NoH2(String),
+    /// The target's host name has no address: a typo, or a name only another network knows.
+    #[error("cannot resolve the target's host {host}: {reason} (check the URL, or give its address with --resolve {host}:{port}:ADDR)")]
+    Unresolved {
+        /// The URL's host.
+        host: String,
+        /// The URL's port.
+        port: u16,
+        /// What the resolver said.
+        reason: String,
+    },
     /// The probe's handshake failed (certificate expired, unknown issuer, ...).
     #[error(transparent)]
     Dial(#[from] DialError),
@@ -245,9 +255,13 @@ impl Dialer {
 
     /// One connection before a run starts its users, so a certificate problem stops the run at
     /// once with one line instead of failing every user: `Err` for a TLS failure (and for an
-    /// `h2` run whose server does not agree to HTTP/2). A refused TCP connection is left to the
-    /// run, which reports it per session as over plain http.
+    /// `h2` run whose server does not agree to HTTP/2), and, over http too, for a host name
+    /// that does not resolve (a typo in the URL is the user's input, not the app failing: it
+    /// failed every session as `connect_error`, and bench counted it as `connect:
+    /// Uncategorized`). A refused TCP connection is left to the run, which reports it per
+    /// session.
     pub async fn probe(&self, ep: &Endpoint, alpn: Alpn) -> Result<(), SetupError> {
+        self.resolves(ep).await?;
         if !ep.tls {
             return Ok(());
         }
@@ -257,6 +271,36 @@ impl Dialer {
             }
             Ok(_) | Err(DialError::Connect { .. }) => Ok(()),
             Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Dialer {
+    /// `Err` when `ep`'s host has no address (unless `--resolve` gives it one). A resolver that
+    /// does not answer within [`HANDSHAKE_TIMEOUT`] is left to the run, as a refused connect.
+    async fn resolves(&self, ep: &Endpoint) -> Result<(), SetupError> {
+        let overridden = (self.resolve.iter())
+            .any(|r| r.port == ep.port && r.host.eq_ignore_ascii_case(&ep.host));
+        if overridden {
+            return Ok(());
+        }
+        let unresolved = |reason: String| SetupError::Unresolved {
+            host: ep.host.clone(),
+            port: ep.port,
+            reason,
+        };
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio::net::lookup_host(ep.authority())).await
+        {
+            Ok(Ok(mut addrs)) => match addrs.next() {
+                Some(_) => Ok(()),
+                None => Err(unresolved("no address".into())),
+            },
+            Ok(Err(e)) => Err(unresolved(
+                (e.to_string())
+                    .trim_start_matches("failed to lookup address information: ")
+                    .to_string(),
+            )),
+            Err(_) => Ok(()),
         }
     }
 }

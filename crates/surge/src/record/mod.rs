@@ -5,10 +5,13 @@
 //! session values are written back as `${PLACEHOLDER}`s; noise messages are relayed but not
 //! recorded. Ends when the first WebSocket is closed by the browser (tab closed) or on Ctrl-C.
 //!
-//! Modules: `state` (recording.log, placeholders, open requests), `http` (one exchange), `tap`
-//! (the streamed response body that writes its event), `ws` (WebSocket relay).
+//! Modules: `state` (recording.log, placeholders, open requests), `output` (the file: in place
+//! from its first event, so a session that records nothing keeps an older recording), `http`
+//! (one exchange), `tap` (the streamed response body that writes its event), `ws` (WebSocket
+//! relay).
 
 mod http;
+mod output;
 mod state;
 mod tap;
 mod ws;
@@ -28,7 +31,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use state::{Log, State};
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,13 +44,18 @@ pub struct RecordArgs {
     #[arg(long)]
     pub target: String,
     /// Address the recording proxy listens on (open http://<this>/ in the browser)
-    #[arg(long, default_value = "127.0.0.1:8600")]
-    pub listen: String,
+    // A socket address as clap reads it, as manifold's --listen, cranwhales' --addr and
+    // --dashboard: the same text is accepted or refused, in the same words, by every program.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8600")]
+    pub listen: std::net::SocketAddr,
     /// Recording file to write (POST bodies go to <file>.post.N)
     #[arg(short = 'o', long, default_value = "recording.log")]
     pub output: PathBuf,
     /// Target type header: auto (detect Shiny), R/Shiny, or surge/http
-    #[arg(long, default_value = "auto")]
+    // Only these: any other text (`shiny`) was written to the header as it was, and the
+    // recorder then treated a Shiny app as plain HTTP (no ${WORKER}/${TOKEN}/… placeholders),
+    // so the recording did not replay.
+    #[arg(long, default_value = "auto", value_parser = ["auto", TARGET_SHINY, TARGET_HTTP])]
     pub target_type: String,
     /// NAME=VALUE: write every VALUE of URLs and WebSocket messages as ${NAME}, for replay --data
     /// (repeatable; the same as surge parametrize afterwards)
@@ -120,7 +127,8 @@ pub struct RecordPlan {
 /// What a finished recording wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
-    /// Events written to recording.log.
+    /// Events written to recording.log (0: the file was not written, an existing one is
+    /// untouched).
     pub events: u32,
     /// recording.log's path.
     pub output: PathBuf,
@@ -139,7 +147,7 @@ impl RecordPlan {
             "auto" => detect(&client, &target).await?,
             t => t.to_string(),
         };
-        let listener = TcpListener::bind(&args.listen)
+        let listener = TcpListener::bind(args.listen)
             .await
             .map_err(|e| RecordError::Usage(format!("--listen {}: {e}", args.listen)))?;
         let listen_err =
@@ -149,10 +157,9 @@ impl RecordPlan {
             path: args.output.clone(),
             err,
         };
-        let mut file = std::fs::File::create(&args.output).map_err(file_err)?;
-        (file.write_all(recording::header(&args.target, &target_type).as_bytes()))
-            .and_then(|()| file.flush())
-            .map_err(file_err)?;
+        let file =
+            output::Output::create(&args.output, &recording::header(&args.target, &target_type))
+                .map_err(file_err)?;
         let (done, done_rx) = watch::channel(false);
         let state = Arc::new(State {
             target,
@@ -211,6 +218,9 @@ pub async fn run(plan: RecordPlan, stop: impl Future<Output = ()>) -> Recorded {
         }
     }
     state.close_all();
+    if state.events.load(Ordering::Relaxed) == 0 {
+        state.log().file.discard();
+    }
     Recorded {
         events: state.events.load(Ordering::Relaxed),
         output: state.output.clone(),

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 
 /// recording.log and the events held back while a home page streams.
 pub(super) struct Log {
-    pub file: std::fs::File,
+    pub file: super::output::Output,
     pub homes_open: u32,
     pub held: Vec<EventLine>,
 }
@@ -79,8 +79,10 @@ impl State {
 
     fn append(&self, log: &mut Log, ev: &EventLine) {
         let line = serde_json::to_string(ev).expect("event serializes");
-        if writeln!(log.file, "{line}")
-            .and_then(|_| log.file.flush())
+        let out = &mut log.file;
+        if (out.place())
+            .and_then(|()| writeln!(out.file, "{line}"))
+            .and_then(|()| out.file.flush())
             .is_err()
         {
             eprintln!("surge record: cannot write {}", self.output.display());

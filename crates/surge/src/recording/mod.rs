@@ -130,7 +130,11 @@ pub struct RecordingError {
 
 impl fmt::Display for RecordingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.path.display(), self.line, self.msg)
+        // Line 0 is the file as a whole (unreadable, no events): no `:0`, which reads as a line.
+        match self.line {
+            0 => write!(f, "{}: {}", self.path.display(), self.msg),
+            n => write!(f, "{}:{n}: {}", self.path.display(), self.msg),
+        }
     }
 }
 

@@ -58,8 +58,9 @@ pub enum ShapeError {
         text: String,
         /// The item at fault.
         item: String,
-        /// What is wrong with it.
-        why: &'static str,
+        /// What is wrong with it (for a duration, the grammar's reason: a bare `2` says it
+        /// needs a unit, as every other duration flag does).
+        why: String,
     },
     /// Every stage asks for 0 users.
     #[error("--stages \"{0}\": no stage asks for any user")]
@@ -74,7 +75,7 @@ pub enum ShapeError {
 
 /// Parses `--stages`: comma-separated `DURATION:USERS` items, e.g. `2m:50, 5m:50, 1m:0`.
 pub fn parse_stages(s: &str) -> Result<Stages, ShapeError> {
-    let bad = |item: &str, why| ShapeError::Stage {
+    let bad = |item: &str, why: String| ShapeError::Stage {
         text: s.to_string(),
         item: item.to_string(),
         why,
@@ -83,12 +84,13 @@ pub fn parse_stages(s: &str) -> Result<Stages, ShapeError> {
     for item in s.split(',').map(str::trim) {
         let (d, u) = item
             .split_once(':')
-            .ok_or_else(|| bad(item, "is not DURATION:USERS (e.g. 2m:50)"))?;
-        let duration = parse_duration(d.trim()).map_err(|_| bad(item, "has a bad duration"))?;
+            .ok_or_else(|| bad(item, "is not DURATION:USERS (e.g. 2m:50)".into()))?;
+        let duration =
+            parse_duration(d.trim()).map_err(|e| bad(item, format!("has a bad duration: {e}")))?;
         let users = u
             .trim()
             .parse::<u32>()
-            .map_err(|_| bad(item, "has a bad number of users"))?;
+            .map_err(|_| bad(item, "has a bad number of users".into()))?;
         out.push(Stage { duration, users });
     }
     if out.iter().all(|st| st.users == 0) {

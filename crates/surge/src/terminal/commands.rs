@@ -47,7 +47,8 @@ impl Finished {
         match self {
             Finished::Replay(o) if o.interrupted => stopped(o.exit_code()),
             Finished::Replay(o) => o.exit_code(),
-            Finished::Record(_) => 0,
+            // Nothing recorded is no recording: a script must not go on to replay it.
+            Finished::Record(r) => u8::from(r.events == 0),
             Finished::Bench(r, stopped_by) => {
                 stopped_by.map_or(u8::from(r.verdict().is_some()), Signal::exit_code)
             }
@@ -222,7 +223,21 @@ async fn record_cmd(args: record::RecordArgs, term: &Terminal) -> Result<Recorde
         plan.addr, args.target, plan.target_type
     );
     let _ = std::io::stdout().flush();
+    let addr = plan.addr;
     let done = record::run(plan, term.stop.wait()).await;
+    if done.events == 0 {
+        let kept = if done.output.exists() {
+            "left as it was"
+        } else {
+            "not written"
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "surge record: nothing recorded (no request came through http://{addr}/); {} {kept}",
+            done.output.display()
+        );
+        return Ok(done);
+    }
     let _ = writeln!(
         std::io::stdout(),
         "surge record: wrote {} events to {}",

@@ -47,6 +47,26 @@ fn one_line(what: &str, out: &Output) -> String {
     lines[0].to_string()
 }
 
+/// Runs `cmd`, which must be refused at once: a command that took its input instead (a
+/// recorder that listens, say) is killed after 10 s and fails the test rather than hanging it.
+fn refused_at_once(cmd: &mut std::process::Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: taken, still running after 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// A recording's `${dat}` that the `--data` header does not name (its column is `date`), or a
 /// `${date}` with no `--data` at all, or a `-H` header's `${day}`: the run stops before the
 /// first user with exit 2 and one line naming the placeholder, its line and the columns there
@@ -201,4 +221,143 @@ fn an_expect_status_that_is_not_an_http_status_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A target whose host name does not resolve (a typo in the URL; `.invalid` never resolves):
+/// replay and bench stop before the run with exit 2 and one line naming the host and the way
+/// out (`--resolve`), and replay writes no run directory. replay ran its users, failed every
+/// session as `connect_error` and exited 1, as for an app that is down; bench counted each
+/// request as `connect: Uncategorized`. Aimed at a real address with `--resolve`, the same
+/// host name replays.
+#[test]
+fn a_target_host_that_does_not_resolve_is_one_line_before_the_run() {
+    let tmp = TempDir::new("surge-unresolved");
+    let (url, seen) = yes_app();
+    let rec = recording(tmp.path(), "rec.log", &["/", "/a"]);
+    let host = "surge-test-no-such-host.invalid";
+    let port = url.trim_end_matches('/').rsplit(':').next().unwrap();
+    let target = format!("http://{host}:{port}/");
+    let want = |line: &str| {
+        assert!(
+            line.starts_with(&format!(
+                "surge: error: cannot resolve the target's host {host}: "
+            )) && line.ends_with(&format!(
+                "(check the URL, or give its address with --resolve {host}:{port}:ADDR)"
+            )),
+            "{line}"
+        );
+    };
+    let run = tmp.path().join("run");
+    let out = replay_cmd(&rec, &target, 2, &run).output().unwrap();
+    want(&one_line("replay", &out));
+    assert!(!run.exists(), "a run directory was written");
+    let out = surge()
+        .args(["bench", &target, "-n", "3", "-c", "1"])
+        .output()
+        .unwrap();
+    want(&one_line("bench", &out));
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+
+    let resolve = format!("{host}:{port}:127.0.0.1");
+    let out = replay_cmd(&rec, &target, 1, &run)
+        .args(["--resolve", &resolve])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+}
+
+/// `surge record --listen` reads an address as `--dashboard` does (and manifold's `--listen`,
+/// cranwhales' `--addr`): `:8600` and `localhost:8600` are refused at once, in clap's words,
+/// exit 2, before the target is asked anything and with no recording written. `:8600` got
+/// "failed to lookup address information: Name or service not known" after the target's
+/// detection, and `localhost:8600` was taken, where the other programs refuse it.
+#[test]
+fn record_listen_reads_an_address_as_the_other_programs_do() {
+    let tmp = TempDir::new("surge-record-listen");
+    let (url, seen) = yes_app();
+    let out = tmp.path().join("recording.log");
+    for addr in [":8600", "localhost:8600", "8600"] {
+        let res = refused_at_once(
+            surge()
+                .args(["record", "--target", &url, "--listen", addr, "-o"])
+                .arg(&out),
+            addr,
+        );
+        assert_eq!(
+            one_line(addr, &res),
+            format!(
+                "surge: error: invalid value '{addr}' for '--listen <ADDR>': invalid socket address syntax"
+            )
+        );
+        let dash = refused_at_once(
+            surge().args(["bench", &url, "-n", "1", "--dashboard", addr]),
+            addr,
+        );
+        assert_eq!(
+            one_line(addr, &dash),
+            format!(
+                "surge: error: invalid value '{addr}' for '--dashboard <ADDR>': invalid socket address syntax"
+            )
+        );
+    }
+    assert!(!out.exists());
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+}
+
+/// A `--stages` item whose duration is a bare number says why, as every other duration flag
+/// does (`"2": a duration needs a unit, e.g. 2s or 500ms`), exit 2, no run directory; it said
+/// only `has a bad duration`.
+#[test]
+fn a_stage_duration_without_a_unit_says_why() {
+    let tmp = TempDir::new("surge-stages");
+    let (url, seen) = yes_app();
+    let rec = recording(tmp.path(), "rec.log", &["/", "/a"]);
+    let run = tmp.path().join("run");
+    let out = surge()
+        .arg("replay")
+        .arg(&rec)
+        .arg(&url)
+        .args(["--stages", "2:2, 1s:0", "--output-dir"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(
+        one_line("stages", &out),
+        "surge: error: invalid value '2:2, 1s:0' for '--stages <STAGES>': --stages \"2:2, 1s:0\": \
+         \"2:2\" has a bad duration: \"2\": a duration needs a unit, e.g. 2s or 500ms"
+    );
+    assert!(!run.exists());
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+}
+
+/// `surge record --target-type` takes only what its help names (auto, R/Shiny, surge/http):
+/// `shiny` is one line, exit 2, nothing written and the app never asked. It was written to the
+/// header as given, and the recorder took the Shiny app for plain HTTP (its live values not
+/// turned into placeholders), so the recording did not replay.
+#[test]
+fn record_target_type_takes_only_the_named_types() {
+    let tmp = TempDir::new("surge-target-type");
+    let (url, seen) = yes_app();
+    let out = tmp.path().join("recording.log");
+    let res = refused_at_once(
+        surge()
+            .args(["record", "--target", &url, "--target-type", "shiny"])
+            .args(["--listen", "127.0.0.1:0", "-o"])
+            .arg(&out),
+        "--target-type shiny",
+    );
+    assert_eq!(
+        one_line("shiny", &res),
+        "surge: error: invalid value 'shiny' for '--target-type <TARGET_TYPE>' \
+         [possible values: auto, R/Shiny, surge/http]"
+    );
+    assert!(!out.exists());
+    assert!(!tmp.path().join("recording.log.partial").exists());
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
 }

@@ -7,6 +7,7 @@ mod mounts;
 use crate::segments_support;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use common::*;
 use mounts::Tmpfs;
@@ -275,4 +276,135 @@ fn a_ten_megabyte_recording_line_is_cut_in_every_output() {
         }
     }
     assert_eq!(csvs, 2, "one CSV per session: {files:?}");
+}
+
+/// `surge record -o recording.log` stopped before any request came through it (Ctrl-C before
+/// the browser was opened, or the browser at another address) leaves an existing recording.log
+/// as it was, exits 1 and says so in one line. It replaced the recording with its three header
+/// lines, which `surge replay` refuses ("recording has no events"), and exited 0. A session that
+/// records is in place from its first event on (flushed as it goes), exit 0.
+#[test]
+fn a_recording_of_nothing_keeps_the_previous_recording() {
+    let tmp = TempDir::new("surge-record-nothing");
+    let (_app, target) = start_sse_app("normal");
+    let out = tmp.path().join("recording.log");
+    std::fs::copy(write_recording(tmp.path(), false), &out).unwrap();
+    let before = std::fs::read(&out).unwrap();
+    let partial = tmp.path().join("recording.log.partial");
+    let record = |name: &str| {
+        let errors = tmp.path().join(name);
+        let mut child = surge()
+            .args(record_argv(&target, &out, &[]))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&errors).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let proxy = (line.split_whitespace())
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        (Proc(child), proxy, errors)
+    };
+
+    let (mut rec, proxy, errors) = record("nothing.err");
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(&errors).unwrap(),
+        format!(
+            "surge record: nothing recorded (no request came through {proxy}); {} left as it was\n",
+            out.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "the recording was replaced"
+    );
+    assert!(!partial.exists(), "recording.log.partial left behind");
+
+    let (mut rec, proxy, _) = record("one.err");
+    assert_eq!(http_get(&proxy, "/app.js").0, 200);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.starts_with("# version: 1\n") && text.contains("\"url\":\"/app.js\""),
+        "the first event is not in recording.log while recording: {text}"
+    );
+    assert_eq!(interrupt(&mut rec, Duration::from_secs(10)), Some(0));
+    assert!(!partial.exists(), "recording.log.partial left behind");
+    let recording = surge::recording::Recording::load(&out).unwrap();
+    assert_eq!(recording.events.len(), 1);
+}
+
+/// surge with its stdout a pipe whose reader is gone (`surge replay … | head -1` once head has
+/// exited, a pager quit early): replay and bench end with their own exit status (0 here) and
+/// replay's results are all on disk, instead of a panic ("failed printing to stdout: Broken
+/// pipe", exit 101) at the summary.
+#[test]
+fn a_closed_stdout_keeps_the_exit_status() {
+    let tmp = TempDir::new("surge-closed-stdout");
+    let (_app, target) = start_sse_app("normal");
+    let rec = write_recording(tmp.path(), false);
+    let run = tmp.path().join("run");
+    let closed = |mut cmd: std::process::Command| {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!err.contains("panicked"), "{err}");
+        (out.status.code(), err)
+    };
+    let mut replay = replay_cmd(&rec, &target, 2, &run);
+    replay.arg("--think-time").arg("none");
+    assert_eq!(closed(replay).0, Some(0));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let sessions = &summary["sessions"];
+    assert!(sessions["completed"].as_u64().unwrap() >= 2, "{summary}");
+    assert_eq!(sessions["completed"], sessions["started"], "{summary}");
+    let mut bench = surge();
+    bench.args(["bench", &target, "-n", "5", "-c", "1"]);
+    assert_eq!(closed(bench).0, Some(0));
+}
+
+/// surge with its stderr a pipe whose reader is gone (`surge … 2>&1 | head` once head has
+/// exited, a log collector that stopped): a replay logging at info (every session start and
+/// end), and a report (its "read … / wrote …" lines), end with their own exit status (0) and
+/// write their results, instead of panicking ("failed printing to stderr", exit 101; in a
+/// replay also inside the tasks that log).
+#[test]
+fn a_closed_stderr_keeps_the_exit_status() {
+    let tmp = TempDir::new("surge-closed-stderr");
+    let (_app, target) = start_sse_app("normal");
+    let rec = write_recording(tmp.path(), false);
+    let run = tmp.path().join("run");
+    let closed = |mut cmd: std::process::Command| {
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        child.wait().unwrap().code()
+    };
+    let mut replay = replay_cmd(&rec, &target, 3, &run);
+    replay.args(["--log-level", "info", "--start-interval", "0"]);
+    assert_eq!(closed(replay), Some(0));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["sessions"]["completed"], 3, "{summary}");
+    let html = tmp.path().join("report.html");
+    let mut report = surge();
+    report.arg("report").arg(&run).arg("-o").arg(&html);
+    assert_eq!(closed(report), Some(0));
+    assert!(std::fs::metadata(&html).unwrap().len() > 0);
 }

@@ -195,6 +195,63 @@ fn malformed_recordings_fail_with_file_and_line() {
     }
 }
 
+/// A recording that is wrong as a whole (missing, or empty) is named as a file, without the
+/// `:0` that read as a line number (`surge: error: rec.log:0: cannot read: …`).
+#[test]
+fn a_missing_or_empty_recording_is_named_without_a_line() {
+    let (code, err, tmp) = replay_bad("empty-file", "");
+    let rec = tmp.join("recording.log");
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!("surge: error: {}: recording has no events\n", rec.display())
+    );
+    std::fs::remove_file(&rec).unwrap();
+    let out = surge()
+        .args(["replay"])
+        .arg(&rec)
+        .args(["--target", "http://127.0.0.1:9/", "--output-dir"])
+        .arg(tmp.join("run"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "surge: error: {}: cannot read: No such file or directory (os error 2)\n",
+            rec.display()
+        )
+    );
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
+/// `surge parametrize` on a recording with a line that is not JSON says what replay says of it,
+/// word for word (`recording.log:5: not a JSON event: …`), exit 2, and writes nothing; it said
+/// `recording.log: line 5: …`, a second way of naming a line for the same file.
+#[test]
+fn parametrize_names_a_bad_line_as_replay_does() {
+    let body = format!("{HEAD}{HOME}\n{{\"type\":\"REQ_GET\",\n");
+    let (code, replay_err, tmp) = replay_bad("parametrize", &body);
+    assert_eq!(code, Some(2), "{replay_err}");
+    let out_file = tmp.join("by-x.log");
+    let out = surge()
+        .arg("parametrize")
+        .arg(tmp.join("recording.log"))
+        .args(["x=/", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        replay_err.contains("recording.log:5: not a JSON event: "),
+        "{replay_err}"
+    );
+    assert_eq!(err, replay_err);
+    assert!(!out_file.exists());
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
 #[test]
 fn existing_output_dir_is_not_overwritten_without_flag() {
     let tmp = TempDir::new("exists");

@@ -56,6 +56,31 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A key table: varint n, then n texts; index 0 is the missing field.
+    pub fn strings(&mut self) -> Option<Vec<Option<String>>> {
+        let n = self.varint()? as usize;
+        let mut keys = Vec::with_capacity(n.min(1 << 16) + 1);
+        keys.push(None);
+        for _ in 0..n {
+            keys.push(self.text()?.map(str::to_owned));
+        }
+        Some(keys)
+    }
+
+    /// R builds: varint n, then n triples of key numbers (OS, R version, arch).
+    pub fn builds(&mut self) -> Option<Vec<[u32; 3]>> {
+        let n = self.varint()? as usize;
+        let mut builds = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let mut b = [0u32; 3];
+            for k in &mut b {
+                *k = u32::try_from(self.varint()?).ok()?;
+            }
+            builds.push(b);
+        }
+        Some(builds)
+    }
+
     pub fn counts(&mut self) -> Option<Counts> {
         let v = self.varint()?;
         let downloads = v >> 2;
@@ -85,14 +110,8 @@ impl<'a> Reader<'a> {
 /// whales).
 pub(super) fn decode_keys(b: &[u8]) -> Option<DayKeys> {
     let mut r = Reader { b, at: 0 };
-    let n = r.varint()? as usize;
-    let mut keys = Vec::with_capacity(n.min(1 << 16) + 1);
-    keys.push(None);
-    for _ in 0..n {
-        keys.push(r.text()?.map(str::to_owned));
-    }
     let mut day = DayKeys {
-        keys: Arc::new(keys),
+        keys: Arc::new(r.strings()?),
         ..DayKeys::default()
     };
     if r.at == b.len() {
@@ -112,16 +131,7 @@ pub(super) fn decode_keys(b: &[u8]) -> Option<DayKeys> {
         day.uniform.push((rank, k));
     }
     if flags & 2 == 2 {
-        let n = r.varint()? as usize;
-        let mut builds = Vec::with_capacity(n.min(1 << 16));
-        for _ in 0..n {
-            let mut b = [0u32; 3];
-            for k in &mut b {
-                *k = u32::try_from(r.varint()?).ok()?;
-            }
-            builds.push(b);
-        }
-        day.builds = Some(Arc::new(builds));
+        day.builds = Some(Arc::new(r.builds()?));
     }
     Some(day)
 }

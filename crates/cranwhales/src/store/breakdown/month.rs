@@ -119,21 +119,7 @@ struct Translation {
 /// A month keys blob read back.
 pub(super) fn decode_month_keys(b: &[u8]) -> Option<MonthKeys> {
     let mut r = Reader { b, at: 0 };
-    let n = r.varint()? as usize;
-    let mut keys = Vec::with_capacity(n.min(1 << 16) + 1);
-    keys.push(None);
-    for _ in 0..n {
-        keys.push(r.text()?.map(str::to_owned));
-    }
-    let n = r.varint()? as usize;
-    let mut builds = Vec::with_capacity(n.min(1 << 16));
-    for _ in 0..n {
-        let mut b = [0u32; 3];
-        for k in &mut b {
-            *k = u32::try_from(r.varint()?).ok()?;
-        }
-        builds.push(b);
-    }
+    let (keys, builds) = (r.strings()?, r.builds()?);
     let days = r.varint()?;
     (r.at == b.len()).then_some(MonthKeys {
         keys: Arc::new(keys),

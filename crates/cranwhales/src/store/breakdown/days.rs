@@ -86,9 +86,10 @@ pub(super) fn day_blobs(
             if let Entry::Vacant(e) = months.entry(m) {
                 e.insert(month::read(conn, id, m)?);
             }
-            if let Some(Some(pm)) = months.get(&m) {
+            if let Some(Some(pm)) = months.get_mut(&m) {
                 let offset = u8::try_from(day - month_start(m)).map_err(|_| corrupt(&date))?;
-                let blob = pm.parts.get(&offset).cloned().unwrap_or_default();
+                // Each day of the month is read once: its part is taken, not copied.
+                let blob = pm.parts.remove(&offset).unwrap_or_default();
                 let ranks = ranks_of(ranks, common, &keys);
                 let keys = pm.day_keys(&keys).ok_or_else(|| corrupt(&date))?;
                 out.push((date, Some(DayEntry { keys, blob, ranks })));
